@@ -1,0 +1,97 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/hookrelay/hookrelay"
+)
+
+// Destinations is an in-memory hookrelay.Destinations. It is safe for
+// concurrent use; every read returns a copy, so a caller cannot change a
+// stored destination by accident.
+type Destinations struct {
+	mu sync.RWMutex
+	m  map[string]hookrelay.Destination
+}
+
+var _ hookrelay.Destinations = (*Destinations)(nil)
+
+// NewDestinations returns a set holding ds. It panics on an empty ID, which
+// is a programming error in test setup.
+func NewDestinations(ds ...hookrelay.Destination) *Destinations {
+	s := &Destinations{m: map[string]hookrelay.Destination{}}
+	for _, d := range ds {
+		if err := s.Put(d); err != nil {
+			panic(err)
+		}
+	}
+	return s
+}
+
+func cloneDestination(d hookrelay.Destination) hookrelay.Destination {
+	d.Secrets = slices.Clone(d.Secrets)
+	d.Headers = maps.Clone(d.Headers)
+	if d.Policy != nil {
+		p := *d.Policy
+		d.Policy = &p
+	}
+	return d
+}
+
+// Put adds or replaces a destination; the next attempt to it sees the change.
+func (s *Destinations) Put(d hookrelay.Destination) error {
+	if d.ID == "" {
+		return fmt.Errorf("hookrelay/memory: destination ID must not be empty")
+	}
+	if d.Policy != nil {
+		if err := d.Policy.Validate(); err != nil {
+			return fmt.Errorf("hookrelay/memory: destination %q: %w", d.ID, err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[d.ID] = cloneDestination(d)
+	return nil
+}
+
+// Destination implements hookrelay.Destinations.
+func (s *Destinations) Destination(_ context.Context, id string) (hookrelay.Destination, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	d, ok := s.m[id]
+	if !ok {
+		return hookrelay.Destination{}, fmt.Errorf("%w: %q", hookrelay.ErrDestinationNotFound, id)
+	}
+	return cloneDestination(d), nil
+}
+
+// Disable implements hookrelay.Destinations.
+func (s *Destinations) Disable(_ context.Context, p hookrelay.DisableParams) error {
+	return s.update(p.ID, func(d *hookrelay.Destination) {
+		if !d.Disabled {
+			d.Disabled, d.DisabledReason = true, p.Reason
+		}
+	})
+}
+
+// SetPaused pauses or resumes a destination. A paused destination's
+// deliveries are not sent and spend no attempts.
+func (s *Destinations) SetPaused(_ context.Context, id string, paused bool) error {
+	return s.update(id, func(d *hookrelay.Destination) { d.Paused = paused })
+}
+
+func (s *Destinations) update(id string, f func(*hookrelay.Destination)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.m[id]
+	if !ok {
+		return fmt.Errorf("%w: %q", hookrelay.ErrDestinationNotFound, id)
+	}
+	f(&d)
+	s.m[id] = d
+	return nil
+}

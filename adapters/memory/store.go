@@ -1,0 +1,384 @@
+// Package memory provides in-memory implementations of hookrelay's Queue,
+// Ledger and Destinations ports. They pass the same conformance suite as the
+// SQL adapter, so they are a fake users can trust in their own tests, and
+// they are fast enough to run the engine in-process when durability across
+// restarts is not needed. Everything is lost when the process exits.
+package memory
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hookrelay/hookrelay"
+)
+
+// Store is one in-memory store that is both the Ledger and the Queue: the
+// ledger record is the queue entry, as in the SQL adapter. It is safe for
+// concurrent use. The zero value is not usable; call NewStore.
+type Store struct {
+	mu        sync.Mutex
+	records   map[string]*record
+	ready     readyHeap // pending, unleased records by NextAttemptAt
+	leases    leaseHeap // live leases by expiry (lazily pruned)
+	lastToken int64     // fencing tokens are unique across the store
+	seq       uint64    // ties in NextAttemptAt claim in enqueue order
+}
+
+type record struct {
+	d        hookrelay.Delivery
+	attempts []hookrelay.Attempt
+	lease    hookrelay.Lease // Token 0: never claimed
+	leased   bool
+	index    int // position in ready, -1 when not there
+	seq      uint64
+}
+
+var (
+	_ hookrelay.Queue  = (*Store)(nil)
+	_ hookrelay.Ledger = (*Store)(nil)
+)
+
+// NewStore returns an empty store.
+func NewStore() *Store {
+	return &Store{records: map[string]*record{}}
+}
+
+func cloneDelivery(d hookrelay.Delivery) hookrelay.Delivery {
+	d.Payload = slices.Clone(d.Payload)
+	d.Scope = maps.Clone(d.Scope)
+	return d
+}
+
+// Create implements hookrelay.Ledger. New records are claimable at once.
+func (s *Store) Create(_ context.Context, deliveries []hookrelay.Delivery) ([]bool, error) {
+	for _, d := range deliveries {
+		if d.ID == "" {
+			return nil, fmt.Errorf("%w: empty delivery ID", hookrelay.ErrInvalidDelivery)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	created := make([]bool, len(deliveries))
+	for i, d := range deliveries {
+		if _, ok := s.records[d.ID]; ok {
+			continue
+		}
+		d = cloneDelivery(d)
+		d.State = hookrelay.StatePending
+		if d.Attempt < 1 {
+			d.Attempt = 1
+		}
+		s.seq++
+		r := &record{d: d, index: -1, seq: s.seq}
+		s.records[d.ID] = r
+		heap.Push(&s.ready, r)
+		created[i] = true
+	}
+	return created, nil
+}
+
+// Enqueue implements hookrelay.Queue. Created records are already claimable,
+// so this only restores a pending, unleased record that is somehow not.
+func (s *Store) Enqueue(_ context.Context, deliveries []hookrelay.Delivery) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range deliveries {
+		r, ok := s.records[d.ID]
+		if !ok {
+			return fmt.Errorf("%w: enqueue before create", hookrelay.ErrNotFound)
+		}
+		if r.d.State == hookrelay.StatePending && !r.leased && r.index < 0 {
+			heap.Push(&s.ready, r)
+		}
+	}
+	return nil
+}
+
+// Get implements hookrelay.Ledger.
+func (s *Store) Get(_ context.Context, id string) (hookrelay.Delivery, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.records[id]
+	if !ok {
+		return hookrelay.Delivery{}, hookrelay.ErrNotFound
+	}
+	return cloneDelivery(r.d), nil
+}
+
+// WasDelivered implements hookrelay.Ledger.
+func (s *Store) WasDelivered(_ context.Context, id string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.records[id]
+	return ok && r.d.State == hookrelay.StateDelivered, nil
+}
+
+// Attempts implements hookrelay.Ledger.
+func (s *Store) Attempts(_ context.Context, id string) ([]hookrelay.Attempt, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.records[id]
+	if !ok {
+		return nil, hookrelay.ErrNotFound
+	}
+	return slices.Clone(r.attempts), nil
+}
+
+// fenced returns the record if lease is its current lease and the attempt
+// number matches, so a stale holder cannot overwrite a newer attempt.
+func (s *Store) fenced(id string, lease hookrelay.Lease, attempt int) (*record, error) {
+	r, ok := s.records[id]
+	if !ok {
+		return nil, hookrelay.ErrNotFound
+	}
+	if r.lease.Token != lease.Token || lease.Token == 0 {
+		return nil, hookrelay.ErrLeaseLost
+	}
+	if r.d.State != hookrelay.StatePending {
+		return r, hookrelay.ErrInvalidState
+	}
+	if attempt != 0 && r.d.Attempt != attempt {
+		return nil, hookrelay.ErrLeaseLost
+	}
+	return r, nil
+}
+
+// MarkDelivered implements hookrelay.Ledger.
+func (s *Store) MarkDelivered(_ context.Context, p hookrelay.MarkDeliveredParams) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.fenced(p.ID, p.Lease, p.Attempt.Number)
+	if err == hookrelay.ErrInvalidState && r.d.State == hookrelay.StateDelivered {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s.removeReady(r)
+	r.attempts = append(r.attempts, p.Attempt)
+	r.d.State = hookrelay.StateDelivered
+	r.d.LastOutcome, r.d.LastReason, r.d.UpdatedAt = p.Attempt.Outcome, p.Attempt.Reason, p.Now
+	return nil
+}
+
+// RecordRetry implements hookrelay.Ledger.
+func (s *Store) RecordRetry(_ context.Context, p hookrelay.RecordRetryParams) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.fenced(p.ID, p.Lease, p.Attempt.Number)
+	if err != nil {
+		return err
+	}
+	r.attempts = append(r.attempts, p.Attempt)
+	r.d.Attempt, r.d.NextAttemptAt = p.NextAttempt, p.NextAttemptAt
+	r.d.LastOutcome, r.d.LastReason, r.d.UpdatedAt = p.Attempt.Outcome, p.Attempt.Reason, p.Now
+	if r.index >= 0 {
+		heap.Fix(&s.ready, r.index)
+	}
+	return nil
+}
+
+// RecordDeadLetter implements hookrelay.Ledger.
+func (s *Store) RecordDeadLetter(_ context.Context, p hookrelay.RecordDeadLetterParams) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	if p.Attempt != nil {
+		n = p.Attempt.Number
+	}
+	r, err := s.fenced(p.ID, p.Lease, n)
+	if err != nil {
+		return err
+	}
+	s.removeReady(r)
+	if p.Attempt != nil {
+		r.attempts = append(r.attempts, *p.Attempt)
+		r.d.LastOutcome = p.Attempt.Outcome
+	}
+	r.d.State, r.d.LastReason, r.d.UpdatedAt = hookrelay.StateDead, p.Reason, p.Now
+	return nil
+}
+
+// Claim implements hookrelay.Queue.
+func (s *Store) Claim(_ context.Context, p hookrelay.ClaimParams) ([]hookrelay.Claim, error) {
+	if p.Limit <= 0 {
+		return nil, nil
+	}
+	if p.LeaseFor <= 0 {
+		return nil, fmt.Errorf("hookrelay/memory: claim: LeaseFor must be positive")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expireLeases(p.Now)
+	var skipped []*record
+	var out []hookrelay.Claim
+	for len(out) < p.Limit && s.ready.Len() > 0 {
+		r := s.ready[0]
+		if r.d.NextAttemptAt.After(p.Now) {
+			break
+		}
+		heap.Pop(&s.ready)
+		if slices.Contains(p.SkipDestinations, r.d.DestinationID) {
+			skipped = append(skipped, r)
+			continue
+		}
+		s.lastToken++
+		r.lease = hookrelay.Lease{Token: s.lastToken, Holder: p.Holder, ExpiresAt: p.Now.Add(p.LeaseFor)}
+		r.leased = true
+		heap.Push(&s.leases, leaseEntry{id: r.d.ID, token: r.lease.Token, expires: r.lease.ExpiresAt})
+		out = append(out, hookrelay.Claim{Delivery: cloneDelivery(r.d), Lease: r.lease})
+	}
+	for _, r := range skipped {
+		heap.Push(&s.ready, r)
+	}
+	return out, nil
+}
+
+// expireLeases makes pending deliveries whose lease ran out claimable again.
+func (s *Store) expireLeases(now time.Time) {
+	for s.leases.Len() > 0 && !s.leases[0].expires.After(now) {
+		e := heap.Pop(&s.leases).(leaseEntry)
+		r, ok := s.records[e.id]
+		if !ok || !r.leased || r.lease.Token != e.token {
+			continue // already released or re-claimed
+		}
+		r.leased = false
+		if r.d.State == hookrelay.StatePending && r.index < 0 {
+			heap.Push(&s.ready, r)
+		}
+	}
+}
+
+// endLease releases the caller's lease. A repeated call with the same lease
+// is a no-op; another holder's lease is refused.
+func (s *Store) endLease(id string, lease hookrelay.Lease) (*record, bool, error) {
+	r, ok := s.records[id]
+	if !ok {
+		return nil, false, hookrelay.ErrNotFound
+	}
+	if r.lease.Token != lease.Token || lease.Token == 0 {
+		return nil, false, hookrelay.ErrLeaseLost
+	}
+	was := r.leased
+	r.leased = false
+	return r, was, nil
+}
+
+// Acknowledge implements hookrelay.Queue.
+func (s *Store) Acknowledge(_ context.Context, p hookrelay.AckParams) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, _, err := s.endLease(p.ID, p.Lease)
+	return err
+}
+
+// RetryAt implements hookrelay.Queue.
+func (s *Store) RetryAt(_ context.Context, p hookrelay.RetryAtParams) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, _, err := s.endLease(p.Delivery.ID, p.Lease)
+	if err != nil {
+		return err
+	}
+	if r.d.State == hookrelay.StatePending {
+		r.d.NextAttemptAt = p.At
+		s.pushReady(r)
+	}
+	return nil
+}
+
+// DeadLetter implements hookrelay.Queue. The ledger row already says dead;
+// the dead-letter path is that state.
+func (s *Store) DeadLetter(_ context.Context, p hookrelay.DeadLetterParams) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, _, err := s.endLease(p.Delivery.ID, p.Lease)
+	if err != nil {
+		return err
+	}
+	s.removeReady(r)
+	return nil
+}
+
+// Release implements hookrelay.Queue.
+func (s *Store) Release(_ context.Context, p hookrelay.ReleaseParams) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, was, err := s.endLease(p.ID, p.Lease)
+	if err != nil {
+		return err
+	}
+	if was && r.d.State == hookrelay.StatePending {
+		r.d.NextAttemptAt = p.At
+		s.pushReady(r)
+	}
+	return nil
+}
+
+func (s *Store) pushReady(r *record) {
+	if r.index >= 0 {
+		heap.Fix(&s.ready, r.index)
+		return
+	}
+	heap.Push(&s.ready, r)
+}
+
+func (s *Store) removeReady(r *record) {
+	if r.index >= 0 {
+		heap.Remove(&s.ready, r.index)
+	}
+}
+
+// readyHeap orders claimable records by NextAttemptAt, then enqueue order.
+type readyHeap []*record
+
+func (h readyHeap) Len() int { return len(h) }
+func (h readyHeap) Less(i, j int) bool {
+	if c := h[i].d.NextAttemptAt.Compare(h[j].d.NextAttemptAt); c != 0 {
+		return c < 0
+	}
+	return h[i].seq < h[j].seq
+}
+func (h readyHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *readyHeap) Push(x any) {
+	r := x.(*record)
+	r.index = len(*h)
+	*h = append(*h, r)
+}
+func (h *readyHeap) Pop() any {
+	old := *h
+	r := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	r.index = -1
+	return r
+}
+
+type leaseEntry struct {
+	id      string
+	token   int64
+	expires time.Time
+}
+
+// leaseHeap orders lease entries by expiry. Entries for leases that were
+// released are skipped when popped rather than removed eagerly.
+type leaseHeap []leaseEntry
+
+func (h leaseHeap) Len() int           { return len(h) }
+func (h leaseHeap) Less(i, j int) bool { return h[i].expires.Before(h[j].expires) }
+func (h leaseHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *leaseHeap) Push(x any)        { *h = append(*h, x.(leaseEntry)) }
+func (h *leaseHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}

@@ -1,0 +1,330 @@
+package hookrelay
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/google/uuid"
+)
+
+// Config configures a Client. Zero fields take the documented defaults;
+// invalid values make New return a *ValidationError naming the field.
+type Config struct {
+	// Queue, Ledger and Destinations are required. With the memory and SQL
+	// adapters, Queue and Ledger are the same store.
+	Queue        Queue
+	Ledger       Ledger
+	Destinations Destinations
+	// Sender is required to run the worker (Start, Process); a client that
+	// only enqueues may leave it nil.
+	Sender Sender
+	// Policy is the retry policy for new deliveries whose destination has no
+	// override. Defaults to DefaultPolicy().
+	Policy *Policy
+	// Policies lists older policy versions that stored records may still
+	// name, so a replay uses the policy its record names.
+	Policies []Policy
+	// Clock is the only source of time. Defaults to the wall clock.
+	Clock clock.Clock
+	// Random is the jitter source. Defaults to a PCG generator seeded from
+	// crypto/rand.
+	Random Random
+	// Concurrency caps attempts in flight in this worker. Defaults to 16.
+	Concurrency int
+	// PerDestinationConcurrency caps attempts in flight to one destination
+	// in this worker, unless the destination sets MaxConcurrency, so a slow
+	// destination cannot take the whole pool. Defaults to 4.
+	PerDestinationConcurrency int
+	// BatchSize caps deliveries claimed per poll. Defaults to Concurrency.
+	BatchSize int
+	// PollInterval is how often the worker looks for due work when it was
+	// not woken. Defaults to 1s.
+	PollInterval time.Duration
+	// LeaseFor is how long a claim is held; it must exceed the longest send
+	// timeout. Sends are cancelled when the lease runs out. Defaults to 2m.
+	LeaseFor time.Duration
+	// PausedRecheck is how long a paused or disabled destination is skipped
+	// before the worker looks at it again. Defaults to 5s.
+	PausedRecheck time.Duration
+	// MaxPayloadBytes refuses larger payloads at enqueue. Defaults to 1 MiB.
+	MaxPayloadBytes int
+	// Holder names this worker in leases. Defaults to a random UUID.
+	Holder string
+	// Observer is called at every transition. Defaults to a no-op.
+	Observer Observer
+}
+
+// Client enqueues deliveries and, once started, runs a worker that claims due
+// deliveries and processes them. It is safe for concurrent use.
+type Client struct {
+	queue        Queue
+	ledger       Ledger
+	destinations Destinations
+	sender       Sender
+	policy       Policy
+	policies     map[string]Policy
+	clock        clock.Clock
+	observer     Observer
+	cfg          Config
+
+	randMu sync.Mutex
+	random Random
+
+	worker worker
+}
+
+// New validates cfg, applies defaults and returns a client. It starts
+// nothing.
+func New(cfg Config) (*Client, error) {
+	bad := func(field, problem string) error {
+		return &ValidationError{Kind: ErrInvalidConfig, Field: field, Problem: problem}
+	}
+	switch {
+	case cfg.Queue == nil:
+		return nil, bad("Queue", "is required")
+	case cfg.Ledger == nil:
+		return nil, bad("Ledger", "is required")
+	case cfg.Destinations == nil:
+		return nil, bad("Destinations", "is required")
+	case cfg.Concurrency < 0:
+		return nil, bad("Concurrency", "must not be negative")
+	case cfg.PerDestinationConcurrency < 0:
+		return nil, bad("PerDestinationConcurrency", "must not be negative")
+	case cfg.BatchSize < 0:
+		return nil, bad("BatchSize", "must not be negative")
+	case cfg.PollInterval < 0:
+		return nil, bad("PollInterval", "must not be negative")
+	case cfg.LeaseFor < 0:
+		return nil, bad("LeaseFor", "must not be negative")
+	case cfg.PausedRecheck < 0:
+		return nil, bad("PausedRecheck", "must not be negative")
+	case cfg.MaxPayloadBytes < 0:
+		return nil, bad("MaxPayloadBytes", "must not be negative")
+	}
+	c := &Client{
+		queue: cfg.Queue, ledger: cfg.Ledger, destinations: cfg.Destinations,
+		sender: cfg.Sender, clock: cfg.Clock, random: cfg.Random, observer: cfg.Observer,
+		policies: map[string]Policy{},
+	}
+	if cfg.Policy == nil {
+		c.policy = DefaultPolicy()
+	} else {
+		c.policy = *cfg.Policy
+	}
+	if err := c.policy.Validate(); err != nil {
+		return nil, fmt.Errorf("Config.Policy: %w", err)
+	}
+	for i, p := range cfg.Policies {
+		if err := p.Validate(); err != nil {
+			return nil, fmt.Errorf("Config.Policies[%d]: %w", i, err)
+		}
+		c.policies[p.Version] = p
+	}
+	c.policies[c.policy.Version] = c.policy
+	if c.clock == nil {
+		c.clock = clock.New()
+	}
+	if c.random == nil {
+		var seed [16]byte
+		_, _ = crand.Read(seed[:]) // crypto/rand.Read never fails on supported platforms
+		c.random = rand.New(rand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
+	}
+	if c.observer == nil {
+		c.observer = nopObserver{}
+	}
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	defDur := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&cfg.Concurrency, 16)
+	def(&cfg.PerDestinationConcurrency, 4)
+	def(&cfg.BatchSize, cfg.Concurrency)
+	def(&cfg.MaxPayloadBytes, 1<<20)
+	defDur(&cfg.PollInterval, time.Second)
+	defDur(&cfg.LeaseFor, 2*time.Minute)
+	defDur(&cfg.PausedRecheck, 5*time.Second)
+	if cfg.Holder == "" {
+		cfg.Holder = uuid.NewString()
+	}
+	c.cfg = cfg
+	c.worker.init()
+	return c, nil
+}
+
+// Clock returns the client's clock.
+func (c *Client) Clock() clock.Clock { return c.clock }
+
+func (c *Client) randomFloat() float64 {
+	c.randMu.Lock()
+	defer c.randMu.Unlock()
+	return c.random.Float64()
+}
+
+func (c *Client) observe(ctx context.Context, e Event) {
+	if e.Time.IsZero() {
+		e.Time = c.clock.Now()
+	}
+	c.observer.Observe(ctx, e)
+}
+
+// policyFor returns the policy a record names, falling back to the
+// destination's override and then the client default when the version is
+// not known to this process.
+func (c *Client) policyFor(d Delivery, dest *Destination) Policy {
+	if dest != nil && dest.Policy != nil && dest.Policy.Version == d.PolicyVersion {
+		return *dest.Policy
+	}
+	if p, ok := c.policies[d.PolicyVersion]; ok {
+		return p
+	}
+	if dest != nil && dest.Policy != nil && dest.Policy.Validate() == nil {
+		return *dest.Policy
+	}
+	return c.policy
+}
+
+// EnqueueParams describe one event for one destination.
+type EnqueueParams struct {
+	// EventID is the immutable business event ID (required, at most 255
+	// bytes). With DestinationID it determines the delivery ID.
+	EventID string
+	// TenantID owns the delivery (required, at most 255 bytes). If the
+	// destination names a tenant, they must match.
+	TenantID string
+	// DestinationID must name a known destination (at most 255 bytes).
+	DestinationID string
+	// EventType, e.g. "lease.payment_recorded" (required, at most 255 bytes).
+	EventType string
+	// Scope holds free-form labels (property, lease, shipment…).
+	Scope map[string]string
+	// Payload is sent unchanged on every attempt; at most MaxPayloadBytes.
+	Payload []byte
+	// EnvelopeVersion defaults to the current EnvelopeVersion; a version
+	// newer than this library knows is refused.
+	EnvelopeVersion int
+}
+
+// EnqueueResult reports the delivery ID and whether a new record was made
+// (false: the same event was already enqueued for this destination).
+type EnqueueResult struct {
+	ID      string
+	Created bool
+}
+
+// Prepare validates params and builds the pending delivery records that
+// Enqueue would store, without storing them. Adapters with transactional
+// enqueue (the SQL adapter's EnqueueTx) store what Prepare returns. Errors
+// name the offending field and the position in params.
+func (c *Client) Prepare(ctx context.Context, params []EnqueueParams) ([]Delivery, error) {
+	now := c.clock.Now()
+	out := make([]Delivery, 0, len(params))
+	dests := map[string]Destination{}
+	for i, p := range params {
+		bad := func(field, problem string) error {
+			return &ValidationError{Kind: ErrInvalidDelivery, Field: field, Problem: problem}
+		}
+		var err error
+		switch {
+		case p.EventID == "":
+			err = bad("EventID", "must not be empty")
+		case len(p.EventID) > 255:
+			err = bad("EventID", "must be at most 255 bytes")
+		case p.TenantID == "":
+			err = bad("TenantID", "must not be empty")
+		case len(p.TenantID) > 255:
+			err = bad("TenantID", "must be at most 255 bytes")
+		case p.DestinationID == "":
+			err = bad("DestinationID", "must not be empty")
+		case len(p.DestinationID) > 255:
+			err = bad("DestinationID", "must be at most 255 bytes")
+		case p.EventType == "":
+			err = bad("EventType", "must not be empty")
+		case len(p.EventType) > 255:
+			err = bad("EventType", "must be at most 255 bytes")
+		case len(p.Payload) > c.cfg.MaxPayloadBytes:
+			err = bad("Payload", fmt.Sprintf("is %d bytes, over the %d-byte limit", len(p.Payload), c.cfg.MaxPayloadBytes))
+		case p.EnvelopeVersion < 0 || p.EnvelopeVersion > EnvelopeVersion:
+			err = bad("EnvelopeVersion", fmt.Sprintf("%d is unknown (this library writes versions 1 to %d)", p.EnvelopeVersion, EnvelopeVersion))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("enqueue params[%d] (event %q): %w", i, p.EventID, err)
+		}
+		dest, ok := dests[p.DestinationID]
+		if !ok {
+			dest, err = c.destinations.Destination(ctx, p.DestinationID)
+			if err != nil {
+				return nil, fmt.Errorf("enqueue params[%d] (event %q): destination %q: %w", i, p.EventID, p.DestinationID, err)
+			}
+			dests[p.DestinationID] = dest
+		}
+		if dest.TenantID != "" && dest.TenantID != p.TenantID {
+			return nil, fmt.Errorf("enqueue params[%d] (event %q): %w", i, p.EventID,
+				bad("TenantID", fmt.Sprintf("%q does not own destination %q", p.TenantID, p.DestinationID)))
+		}
+		policy := c.policy
+		if dest.Policy != nil {
+			if err := dest.Policy.Validate(); err != nil {
+				return nil, fmt.Errorf("enqueue params[%d]: destination %q policy: %w", i, p.DestinationID, err)
+			}
+			policy = *dest.Policy
+		}
+		env := p.EnvelopeVersion
+		if env == 0 {
+			env = EnvelopeVersion
+		}
+		out = append(out, Delivery{
+			ID: DeliveryID(p.EventID, p.DestinationID), EventID: p.EventID, TenantID: p.TenantID,
+			Scope: p.Scope, DestinationID: p.DestinationID, EventType: p.EventType,
+			Payload: p.Payload, EnvelopeVersion: env, Attempt: 1,
+			FirstQueuedAt: now, NextAttemptAt: now, PolicyVersion: policy.Version,
+			State: StatePending, UpdatedAt: now,
+		})
+	}
+	return out, nil
+}
+
+// Enqueue validates one event, stores its delivery record and makes it
+// claimable. It is idempotent by delivery ID: enqueueing the same event for
+// the same destination again returns the same ID with Created false and
+// changes nothing.
+func (c *Client) Enqueue(ctx context.Context, params EnqueueParams) (EnqueueResult, error) {
+	res, err := c.EnqueueMany(ctx, []EnqueueParams{params})
+	if err != nil {
+		return EnqueueResult{}, err
+	}
+	return res[0], nil
+}
+
+// EnqueueMany is Enqueue for several events. Validation happens before
+// anything is stored: one invalid event refuses the whole call.
+func (c *Client) EnqueueMany(ctx context.Context, params []EnqueueParams) ([]EnqueueResult, error) {
+	ds, err := c.Prepare(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	created, err := c.ledger.Create(ctx, ds)
+	if err != nil {
+		return nil, opErr("ledger.create", "", err)
+	}
+	if err := c.queue.Enqueue(ctx, ds); err != nil {
+		return nil, opErr("queue.enqueue", "", err)
+	}
+	out := make([]EnqueueResult, len(ds))
+	for i, d := range ds {
+		out[i] = EnqueueResult{ID: d.ID, Created: created[i]}
+	}
+	c.worker.wakeUp()
+	return out, nil
+}

@@ -1,0 +1,265 @@
+package hookrelay
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// State is a delivery's business state. There are exactly three; "unknown"
+// is an attempt outcome, not a state.
+type State string
+
+const (
+	// StatePending: automated delivery is still active.
+	StatePending State = "pending"
+	// StateDelivered: the recipient acknowledged it; terminal.
+	StateDelivered State = "delivered"
+	// StateDead: automation stopped (permanent rejection, attempts
+	// exhausted, or delivery window passed); only an explicit redrive
+	// returns it to pending.
+	StateDead State = "dead"
+)
+
+// Delivery is the durable record of one event going to one destination. It
+// holds no credentials and no sensitive headers: destination secrets are
+// resolved at send time through the Destinations port.
+type Delivery struct {
+	// ID is the immutable delivery ID, derived by DeliveryID from EventID and
+	// DestinationID. It is the idempotency key on every attempt.
+	ID      string
+	EventID string
+	// TenantID owns the delivery; redrive across tenants needs authorization.
+	TenantID string
+	// Scope holds free-form labels (property, lease, shipment…).
+	Scope         map[string]string
+	DestinationID string
+	EventType     string
+	// Payload is opaque and never edited after enqueue.
+	Payload []byte
+	// EnvelopeVersion is the envelope format the record was written with.
+	EnvelopeVersion int
+	// Attempt is the number of the next (or current, while claimed) attempt,
+	// starting at 1. Attempt−1 attempts have been made.
+	Attempt       int
+	FirstQueuedAt time.Time
+	NextAttemptAt time.Time
+	PolicyVersion string
+	State         State
+	// LastOutcome and LastReason describe the latest attempt or decision.
+	LastOutcome Outcome
+	LastReason  string
+	// UpdatedAt is when the record last changed.
+	UpdatedAt time.Time
+}
+
+// deliveryNamespace is the UUIDv5 namespace of delivery IDs. Changing it
+// changes every delivery ID and defeats deduplication across versions.
+var deliveryNamespace = uuid.MustParse("6f1c1b5e-7f3a-5b9e-9a54-2f0c8f6c1d11")
+
+// DeliveryID derives the delivery ID from (event ID, destination ID): the same
+// pair always yields the same ID, in every version of the library, so
+// enqueueing the same event for the same destination twice yields one record.
+// The two inputs are length-prefixed so ("ab","c") and ("a","bc") differ.
+func DeliveryID(eventID, destinationID string) string {
+	b := make([]byte, 0, 16+len(eventID)+len(destinationID))
+	b = binary.BigEndian.AppendUint64(b, uint64(len(eventID)))
+	b = append(b, eventID...)
+	b = binary.BigEndian.AppendUint64(b, uint64(len(destinationID)))
+	b = append(b, destinationID...)
+	return "whd_" + uuid.NewSHA1(deliveryNamespace, b).String()
+}
+
+// Lease is a claim's right to run one attempt of a delivery until ExpiresAt.
+// Token is a fencing token: it increases with every claim of the delivery,
+// and a transition carrying an older token is refused with ErrLeaseLost.
+type Lease struct {
+	Token     int64
+	Holder    string
+	ExpiresAt time.Time
+}
+
+// Claim is a delivery handed to a worker under a lease.
+type Claim struct {
+	Delivery Delivery
+	Lease    Lease
+}
+
+// Attempt is one row of a delivery's attempt history.
+type Attempt struct {
+	DeliveryID string
+	// Number is the attempt number (1-based); redriven deliveries continue
+	// the numbering, so old attempts are kept.
+	Number     int
+	StartedAt  time.Time
+	FinishedAt time.Time
+	Kind       Kind
+	Outcome    Outcome
+	Reason     string
+	StatusCode int
+	// Detail is a truncated, secret-free diagnostic.
+	Detail string
+	// NextAttemptAt is when a retry was scheduled, zero otherwise.
+	NextAttemptAt time.Time
+}
+
+// Process runs the state machine for one claimed delivery, in exactly this
+// order:
+//
+//  1. If the ledger says delivered → acknowledge and stop (duplicate message).
+//  2. Resolve the destination (paused or disabled → release without spending
+//     an attempt; unknown → dead-letter) and send.
+//  3. Delivered → record delivered durably, then acknowledge.
+//  4. Permanent, attempts exhausted, or past the delivery window → record the
+//     dead-letter durably, then move it to the dead-letter path.
+//  5. Otherwise → record the retry (attempt + 1, next time) durably, then
+//     schedule it.
+//
+// The same delivery ID flows through every branch. If the process dies
+// between any two steps, running the same delivery again is safe: step 1,
+// the lease's fencing token and the recipient's deduplication see to it.
+// Writes after the send do not observe ctx cancellation, so a result that
+// was seen is recorded; if ctx was cancelled during the send (StopAndCancel)
+// and the attempt did not succeed, the delivery is released without spending
+// an attempt and ctx's error is returned.
+//
+// Process returns an *OpError when a port call fails; the lease then expires
+// and the delivery is claimed again.
+func (c *Client) Process(ctx context.Context, claim Claim) error {
+	if c.sender == nil {
+		return &ValidationError{Kind: ErrInvalidConfig, Field: "Sender", Problem: "is required to process deliveries"}
+	}
+	d, lease := claim.Delivery, claim.Lease
+
+	delivered, err := c.ledger.WasDelivered(ctx, d.ID)
+	if err != nil {
+		return opErr("ledger.was_delivered", d.ID, err)
+	}
+	if delivered {
+		if err := c.queue.Acknowledge(ctx, AckParams{ID: d.ID, Lease: lease, Now: c.clock.Now()}); err != nil {
+			return opErr("queue.acknowledge", d.ID, err)
+		}
+		c.observe(ctx, Event{Kind: EventDuplicate, Delivery: d})
+		return nil
+	}
+
+	now := c.clock.Now()
+	dest, err := c.destinations.Destination(ctx, d.DestinationID)
+	if errors.Is(err, ErrDestinationNotFound) {
+		return c.deadLetter(ctx, d, lease, ReasonDestinationNotFound, nil, now)
+	}
+	if err != nil {
+		return opErr("destinations.get", d.ID, err)
+	}
+	c.worker.noteDestination(dest, now, c.cfg)
+	if dest.Paused || dest.Disabled {
+		reason := ReasonDestinationPaused
+		if dest.Disabled {
+			reason = ReasonDestinationDisabled
+		}
+		return c.release(ctx, d, lease, reason, now.Add(c.cfg.PausedRecheck), now)
+	}
+	policy := c.policyFor(d, &dest)
+	if policy.MaxAge > 0 && !now.Before(d.FirstQueuedAt.Add(policy.MaxAge)) {
+		return c.deadLetter(ctx, d, lease, ReasonWindowExpired, nil, now)
+	}
+
+	sendCtx, cancel := c.clock.WithDeadline(ctx, lease.ExpiresAt)
+	res := c.sender.Send(sendCtx, SendParams{Delivery: d, Destination: dest, Now: now})
+	cancel()
+	finished := c.clock.Now()
+	if res.Kind < KindDelivered || res.Kind > KindPermanent {
+		res = Unknown(ReasonSenderError).WithDetail(fmt.Sprintf("sender returned invalid kind %d", int(res.Kind)))
+	}
+	c.observe(ctx, Event{Kind: EventAttemptFinished, Delivery: d, Result: &res, Latency: finished.Sub(now)})
+
+	if ctx.Err() != nil && res.Kind != KindDelivered {
+		// Cancelled by our own shutdown: the attempt is not the recipient's
+		// fault, so it does not spend the budget. The recipient may still
+		// have applied it; the next attempt carries the same ID.
+		if err := c.release(context.WithoutCancel(ctx), d, lease, ReasonSenderError, finished, finished); err != nil {
+			return err
+		}
+		return ctx.Err()
+	}
+	ctx = context.WithoutCancel(ctx)
+
+	if res.DisableDestination {
+		if err := c.destinations.Disable(ctx, DisableParams{ID: d.DestinationID, Reason: res.Reason, Now: finished}); err != nil {
+			return opErr("destinations.disable", d.ID, err)
+		}
+		c.observe(ctx, Event{Kind: EventDestinationDisabled, Delivery: d, Result: &res, Reason: res.Reason})
+	}
+
+	attempt := Attempt{
+		DeliveryID: d.ID, Number: d.Attempt, StartedAt: now, FinishedAt: finished,
+		Kind: res.Kind, Outcome: res.Outcome, Reason: res.Reason,
+		StatusCode: res.StatusCode, Detail: res.Detail,
+	}
+	switch {
+	case res.Kind == KindDelivered:
+		if err := c.ledger.MarkDelivered(ctx, MarkDeliveredParams{ID: d.ID, Lease: lease, Attempt: attempt, Now: finished}); err != nil {
+			return opErr("ledger.mark_delivered", d.ID, err)
+		}
+		if err := c.queue.Acknowledge(ctx, AckParams{ID: d.ID, Lease: lease, Now: finished}); err != nil {
+			return opErr("queue.acknowledge", d.ID, err)
+		}
+		d.State, d.LastOutcome, d.LastReason, d.UpdatedAt = StateDelivered, res.Outcome, res.Reason, finished
+		c.observe(ctx, Event{Kind: EventDelivered, Delivery: d, Result: &res})
+		return nil
+	case res.Kind == KindPermanent:
+		return c.deadLetter(ctx, d, lease, res.Reason, &attempt, finished)
+	case d.Attempt >= policy.MaxAttempts:
+		return c.deadLetter(ctx, d, lease, ReasonAttemptsExhausted, &attempt, finished)
+	}
+
+	delay := NextDelay(policy, d.Attempt, c.randomFloat(), res.RetryAfter)
+	at := finished.Add(delay)
+	if policy.MaxAge > 0 && !at.Before(d.FirstQueuedAt.Add(policy.MaxAge)) {
+		return c.deadLetter(ctx, d, lease, ReasonWindowExpired, &attempt, finished)
+	}
+	attempt.NextAttemptAt = at
+	if err := c.ledger.RecordRetry(ctx, RecordRetryParams{
+		ID: d.ID, Lease: lease, Attempt: attempt, NextAttempt: d.Attempt + 1, NextAttemptAt: at, Now: finished,
+	}); err != nil {
+		return opErr("ledger.record_retry", d.ID, err)
+	}
+	next := d
+	next.Attempt, next.NextAttemptAt = d.Attempt+1, at
+	next.LastOutcome, next.LastReason, next.UpdatedAt = res.Outcome, res.Reason, finished
+	if err := c.queue.RetryAt(ctx, RetryAtParams{Delivery: next, Lease: lease, At: at, Now: finished}); err != nil {
+		return opErr("queue.retry_at", d.ID, err)
+	}
+	c.observe(ctx, Event{Kind: EventRetryScheduled, Delivery: next, Result: &res, Delay: delay, At: at})
+	return nil
+}
+
+// deadLetter records the dead-letter in the ledger, then moves the delivery
+// to the queue's dead-letter path.
+func (c *Client) deadLetter(ctx context.Context, d Delivery, lease Lease, reason string, attempt *Attempt, now time.Time) error {
+	if err := c.ledger.RecordDeadLetter(ctx, RecordDeadLetterParams{ID: d.ID, Lease: lease, Reason: reason, Attempt: attempt, Now: now}); err != nil {
+		return opErr("ledger.record_dead_letter", d.ID, err)
+	}
+	d.State, d.LastReason, d.UpdatedAt = StateDead, reason, now
+	if attempt != nil {
+		d.LastOutcome = attempt.Outcome
+	}
+	if err := c.queue.DeadLetter(ctx, DeadLetterParams{Delivery: d, Lease: lease, Reason: reason, Now: now}); err != nil {
+		return opErr("queue.dead_letter", d.ID, err)
+	}
+	e := Event{Kind: EventDeadLettered, Delivery: d, Reason: reason}
+	c.observe(ctx, e)
+	return nil
+}
+
+func (c *Client) release(ctx context.Context, d Delivery, lease Lease, reason string, at, now time.Time) error {
+	if err := c.queue.Release(ctx, ReleaseParams{ID: d.ID, Lease: lease, At: at, Now: now}); err != nil {
+		return opErr("queue.release", d.ID, err)
+	}
+	c.observe(ctx, Event{Kind: EventReleased, Delivery: d, Reason: reason, At: at, Delay: at.Sub(now)})
+	return nil
+}

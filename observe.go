@@ -1,0 +1,84 @@
+package hookrelay
+
+import (
+	"context"
+	"time"
+)
+
+// EventKind names a transition reported to an Observer.
+type EventKind string
+
+const (
+	// EventClaimed: a worker claimed the delivery under a lease.
+	EventClaimed EventKind = "claimed"
+	// EventAttemptFinished: a send returned; Result and Latency are set.
+	EventAttemptFinished EventKind = "attempt_finished"
+	// EventRetryScheduled: the next attempt is recorded; Delay and At are set.
+	EventRetryScheduled EventKind = "retry_scheduled"
+	// EventDelivered: recorded as delivered and acknowledged.
+	EventDelivered EventKind = "delivered"
+	// EventDuplicate: the ledger already said delivered; acknowledged
+	// without sending.
+	EventDuplicate EventKind = "duplicate"
+	// EventDeadLettered: recorded dead; Reason is set.
+	EventDeadLettered EventKind = "dead_lettered"
+	// EventReleased: handed back without spending an attempt (destination
+	// paused, disabled or saturated, or work cancelled); Reason is set.
+	EventReleased EventKind = "released"
+	// EventDestinationDisabled: the recipient said it is gone.
+	EventDestinationDisabled EventKind = "destination_disabled"
+	// EventRedriven: an operator moved a dead delivery back to pending.
+	EventRedriven EventKind = "redriven"
+	// EventWorkerError: a port call failed; Err is set. The worker backs off
+	// and resumes; the affected lease expires and is claimed again.
+	EventWorkerError EventKind = "worker_error"
+)
+
+// Event is one transition. Delivery carries the record (payload included);
+// an Observer that logs or exports must not emit Delivery.Payload.
+type Event struct {
+	Kind     EventKind
+	Delivery Delivery
+	// Result is set for EventAttemptFinished and the transitions that
+	// follow an attempt.
+	Result *Result
+	// Latency is the duration of the send, for EventAttemptFinished.
+	Latency time.Duration
+	// Delay and At describe a scheduled retry or a release.
+	Delay time.Duration
+	At    time.Time
+	// Reason is the dead-letter or release reason.
+	Reason string
+	// Err is set for EventWorkerError; it carries no secret.
+	Err error
+	// Time is when the event happened, from the client's clock.
+	Time time.Time
+}
+
+// Observer is the one hook the core calls at every transition. It is called
+// synchronously on the worker's goroutines, so it must be fast and safe for
+// concurrent use. Adapters (logs, metrics, traces) implement it; the core
+// imports none of them.
+type Observer interface {
+	Observe(ctx context.Context, e Event)
+}
+
+// ObserverFunc adapts a function to the Observer interface.
+type ObserverFunc func(ctx context.Context, e Event)
+
+// Observe calls f.
+func (f ObserverFunc) Observe(ctx context.Context, e Event) { f(ctx, e) }
+
+// Observers fans one event out to several observers, in order.
+type Observers []Observer
+
+// Observe calls each observer.
+func (os Observers) Observe(ctx context.Context, e Event) {
+	for _, o := range os {
+		o.Observe(ctx, e)
+	}
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Observe(context.Context, Event) {}

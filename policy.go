@@ -1,0 +1,60 @@
+package hookrelay
+
+import "time"
+
+// Policy is a retry schedule: how many attempts, how far apart, and for how
+// long a delivery stays useful. Its Version is stored on every delivery
+// record, so a later replay uses the policy the record names.
+type Policy struct {
+	// Version names this policy; it is stored on each record.
+	// Defaults to "default" in DefaultPolicy.
+	Version string
+	// MaxAttempts is the total attempt budget, including the first.
+	// Defaults to 7.
+	MaxAttempts int
+	// BaseDelay is the backoff ceiling for the first retry. Defaults to 1s.
+	BaseDelay time.Duration
+	// MaxDelay caps every delay, including a recipient's Retry-After.
+	// Defaults to 15m.
+	MaxDelay time.Duration
+	// MaxAge is the delivery window measured from the first enqueue: a
+	// delivery past it is dead-lettered with reason delivery_window_expired
+	// instead of being sent or retried. Zero means no window.
+	MaxAge time.Duration
+}
+
+// DefaultPolicy returns the defaults: 7 attempts, 1 s base, 15 min cap, full
+// jitter, no delivery window, version "default".
+func DefaultPolicy() Policy {
+	return Policy{
+		Version:     "default",
+		MaxAttempts: 7,
+		BaseDelay:   time.Second,
+		MaxDelay:    15 * time.Minute,
+	}
+}
+
+// Validate reports the first invalid field as a *ValidationError wrapping
+// ErrInvalidPolicy, or nil.
+func (p Policy) Validate() error {
+	bad := func(field, problem string) error {
+		return &ValidationError{Kind: ErrInvalidPolicy, Field: field, Problem: problem}
+	}
+	switch {
+	case p.Version == "":
+		return bad("Version", "must not be empty")
+	case len(p.Version) > 64:
+		return bad("Version", "must be at most 64 bytes")
+	case p.MaxAttempts < 1:
+		return bad("MaxAttempts", "must be at least 1")
+	case p.BaseDelay < 0:
+		return bad("BaseDelay", "must not be negative")
+	case p.MaxDelay < 0:
+		return bad("MaxDelay", "must not be negative")
+	case p.MaxDelay < p.BaseDelay:
+		return bad("MaxDelay", "must not be below BaseDelay")
+	case p.MaxAge < 0:
+		return bad("MaxAge", "must not be negative")
+	}
+	return nil
+}

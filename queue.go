@@ -1,0 +1,86 @@
+package hookrelay
+
+import (
+	"context"
+	"time"
+)
+
+// Queue decides when work runs (the seeds' QueuePort). It hands out due
+// deliveries under a lease and takes them back with a transition that
+// carries the original record: retry-at and dead-letter never create an
+// unrelated message. A queue acknowledgement is never business success; the
+// Ledger is written first. Implementations must be safe for concurrent use.
+//
+// Where the queue and the ledger share one store (memory, SQL), the ledger
+// row is the queue entry: Enqueue only has to make created records
+// claimable, and the transitions release the lease.
+type Queue interface {
+	// Enqueue makes deliveries already created in the Ledger claimable at
+	// their NextAttemptAt. Enqueueing a delivery twice is harmless.
+	Enqueue(ctx context.Context, deliveries []Delivery) error
+	// Claim hands out up to params.Limit pending deliveries due at
+	// params.Now, oldest NextAttemptAt first, each under a new lease with a
+	// fencing token greater than any earlier lease of that delivery. A
+	// delivery whose lease expired is due again. Two concurrent claims never
+	// return the same delivery under live leases.
+	Claim(ctx context.Context, params ClaimParams) ([]Claim, error)
+	// Acknowledge ends the lease of a delivery that is done. Acknowledging
+	// twice is a no-op; acknowledging with a lease that is no longer current
+	// returns ErrLeaseLost.
+	Acknowledge(ctx context.Context, params AckParams) error
+	// RetryAt ends the lease and makes the delivery (same ID, next attempt)
+	// due again at params.At.
+	RetryAt(ctx context.Context, params RetryAtParams) error
+	// DeadLetter ends the lease and moves the delivery to the dead-letter
+	// path with its reason.
+	DeadLetter(ctx context.Context, params DeadLetterParams) error
+	// Release ends the lease without spending an attempt and makes the
+	// delivery due again at params.At (used for paused or saturated
+	// destinations and for work cancelled by shutdown).
+	Release(ctx context.Context, params ReleaseParams) error
+}
+
+// ClaimParams are the inputs of Queue.Claim.
+type ClaimParams struct {
+	Now      time.Time
+	Limit    int
+	LeaseFor time.Duration
+	// Holder names the claiming worker, for diagnostics.
+	Holder string
+	// SkipDestinations lists destination IDs whose deliveries must not be
+	// claimed now (paused, disabled or at their concurrency limit).
+	SkipDestinations []string
+}
+
+// AckParams are the inputs of Queue.Acknowledge.
+type AckParams struct {
+	ID    string
+	Lease Lease
+	Now   time.Time
+}
+
+// RetryAtParams are the inputs of Queue.RetryAt.
+type RetryAtParams struct {
+	// Delivery is the record with Attempt already advanced and
+	// NextAttemptAt set to At.
+	Delivery Delivery
+	Lease    Lease
+	At       time.Time
+	Now      time.Time
+}
+
+// DeadLetterParams are the inputs of Queue.DeadLetter.
+type DeadLetterParams struct {
+	Delivery Delivery
+	Lease    Lease
+	Reason   string
+	Now      time.Time
+}
+
+// ReleaseParams are the inputs of Queue.Release.
+type ReleaseParams struct {
+	ID    string
+	Lease Lease
+	At    time.Time
+	Now   time.Time
+}

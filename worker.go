@@ -1,0 +1,249 @@
+package hookrelay
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// worker is the claim loop's state, owned by a Client.
+type worker struct {
+	mu        sync.Mutex
+	running   bool
+	stopClaim chan struct{} // closed by Stop
+	cancel    context.CancelFunc
+	stopped   chan struct{} // closed when the loop and all attempts ended
+	wake      chan struct{} // enqueue or a freed slot: claim now
+	inflight  int
+	perDest   map[string]int       // attempts in flight per destination
+	limits    map[string]int       // per-destination limits learned at send time
+	paused    map[string]time.Time // destination → skip claims until
+}
+
+func (w *worker) init() {
+	w.wake = make(chan struct{}, 1)
+	w.perDest = map[string]int{}
+	w.limits = map[string]int{}
+	w.paused = map[string]time.Time{}
+	w.stopped = make(chan struct{})
+	close(w.stopped) // a client that never started is stopped
+}
+
+func (w *worker) wakeUp() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// noteDestination remembers what a send-time lookup said about a
+// destination: its concurrency limit, and whether claims should skip it.
+func (w *worker) noteDestination(d Destination, now time.Time, cfg Config) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if d.MaxConcurrency > 0 {
+		w.limits[d.ID] = d.MaxConcurrency
+	} else {
+		delete(w.limits, d.ID)
+	}
+	if d.Paused || d.Disabled {
+		w.paused[d.ID] = now.Add(cfg.PausedRecheck)
+	} else {
+		delete(w.paused, d.ID)
+	}
+}
+
+func (w *worker) limitFor(id string, cfg Config) int {
+	if l, ok := w.limits[id]; ok {
+		return l
+	}
+	return cfg.PerDestinationConcurrency
+}
+
+// Start launches the worker and returns at once. The worker claims due
+// deliveries under leases and processes them with at most Concurrency
+// attempts in flight (and at most the per-destination limit per
+// destination). Cancelling ctx has the effect of StopAndCancel. Starting a
+// running client returns ErrAlreadyStarted; a stopped client may be started
+// again.
+func (c *Client) Start(ctx context.Context) error {
+	if c.sender == nil {
+		return &ValidationError{Kind: ErrInvalidConfig, Field: "Sender", Problem: "is required to start the worker"}
+	}
+	w := &c.worker
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.running {
+		return ErrAlreadyStarted
+	}
+	workCtx, cancel := context.WithCancel(ctx)
+	w.running = true
+	w.stopClaim = make(chan struct{})
+	w.cancel = cancel
+	w.stopped = make(chan struct{})
+	go c.run(workCtx, w.stopClaim, w.stopped)
+	return nil
+}
+
+// Stop stops claiming and waits for attempts in flight to finish, or for ctx
+// to end (then it returns ctx's error and the attempts go on until they end
+// or StopAndCancel cancels them). Stopping a stopped or never-started client
+// is a no-op.
+func (c *Client) Stop(ctx context.Context) error {
+	return c.stop(ctx, false)
+}
+
+// StopAndCancel stops claiming, cancels attempts in flight (each is released
+// without spending its attempt budget) and waits for them to end or for ctx.
+func (c *Client) StopAndCancel(ctx context.Context) error {
+	return c.stop(ctx, true)
+}
+
+// Stopped returns a channel closed once the worker has stopped and every
+// attempt it started has ended.
+func (c *Client) Stopped() <-chan struct{} {
+	c.worker.mu.Lock()
+	defer c.worker.mu.Unlock()
+	return c.worker.stopped
+}
+
+func (c *Client) stop(ctx context.Context, cancel bool) error {
+	w := &c.worker
+	w.mu.Lock()
+	stopped := w.stopped
+	if w.running {
+		w.running = false
+		close(w.stopClaim)
+	}
+	if cancel && w.cancel != nil {
+		w.cancel()
+	}
+	w.mu.Unlock()
+	select {
+	case <-stopped:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// run is the claim loop. It owns every attempt goroutine it starts and
+// closes stopped after the last one ended.
+func (c *Client) run(ctx context.Context, stopClaim <-chan struct{}, stopped chan struct{}) {
+	w := &c.worker
+	var attempts sync.WaitGroup
+	defer func() {
+		attempts.Wait()
+		w.mu.Lock()
+		w.running = false
+		if w.cancel != nil {
+			w.cancel()
+		}
+		w.mu.Unlock()
+		close(stopped)
+	}()
+
+	errDelay := time.Duration(0)
+	for {
+		select {
+		case <-stopClaim:
+			return
+		case <-ctx.Done():
+			return
+		default:
+		}
+		full, err := c.claimOnce(ctx, &attempts)
+		wait := c.cfg.PollInterval
+		switch {
+		case err != nil:
+			// The store is unreachable: report, back off and resume.
+			errDelay = min(max(2*errDelay, 50*time.Millisecond), 30*time.Second)
+			wait = errDelay
+			c.observe(ctx, Event{Kind: EventWorkerError, Err: err})
+		case full:
+			errDelay = 0
+			continue // more may be due right now
+		default:
+			errDelay = 0
+		}
+		timer := c.clock.Timer(wait)
+		select {
+		case <-stopClaim:
+			timer.Stop()
+			return
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-w.wake:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// claimOnce claims up to the free capacity and starts an attempt goroutine
+// per claim. It reports whether the batch was full and capacity remains, in
+// which case more work may be due at once.
+func (c *Client) claimOnce(ctx context.Context, attempts *sync.WaitGroup) (bool, error) {
+	w := &c.worker
+	now := c.clock.Now()
+	w.mu.Lock()
+	free := min(c.cfg.Concurrency-w.inflight, c.cfg.BatchSize)
+	var skip []string
+	for id, until := range w.paused {
+		if now.Before(until) {
+			skip = append(skip, id)
+		} else {
+			delete(w.paused, id)
+		}
+	}
+	for id, n := range w.perDest {
+		if n >= w.limitFor(id, c.cfg) {
+			skip = append(skip, id)
+		}
+	}
+	w.mu.Unlock()
+	if free <= 0 {
+		return false, nil
+	}
+	claims, err := c.queue.Claim(ctx, ClaimParams{
+		Now: now, Limit: free, LeaseFor: c.cfg.LeaseFor, Holder: c.cfg.Holder, SkipDestinations: skip,
+	})
+	if err != nil {
+		return false, opErr("queue.claim", "", err)
+	}
+	for _, cl := range claims {
+		destID := cl.Delivery.DestinationID
+		w.mu.Lock()
+		saturated := w.perDest[destID] >= w.limitFor(destID, c.cfg)
+		if !saturated {
+			w.inflight++
+			w.perDest[destID]++
+		}
+		w.mu.Unlock()
+		if saturated {
+			// Another delivery to the same destination fills its slots: hand
+			// this one back at once, without spending an attempt.
+			if err := c.release(ctx, cl.Delivery, cl.Lease, ReasonDestinationSaturated, now, now); err != nil {
+				c.observe(ctx, Event{Kind: EventWorkerError, Delivery: cl.Delivery, Err: err})
+			}
+			continue
+		}
+		c.observe(ctx, Event{Kind: EventClaimed, Delivery: cl.Delivery})
+		attempts.Add(1)
+		go func() {
+			defer attempts.Done()
+			if err := c.Process(ctx, cl); err != nil && ctx.Err() == nil {
+				c.observe(ctx, Event{Kind: EventWorkerError, Delivery: cl.Delivery, Err: err})
+			}
+			w.mu.Lock()
+			w.inflight--
+			if w.perDest[destID]--; w.perDest[destID] <= 0 {
+				delete(w.perDest, destID)
+			}
+			w.mu.Unlock()
+			w.wakeUp()
+		}()
+	}
+	return len(claims) == free, nil
+}
