@@ -25,7 +25,7 @@ var _ hookrelay.Destinations = (*Destinations)(nil)
 func NewDestinations(ds ...hookrelay.Destination) *Destinations {
 	s := &Destinations{m: map[string]hookrelay.Destination{}}
 	for _, d := range ds {
-		if err := s.Put(d); err != nil {
+		if err := s.Put(context.Background(), d); err != nil {
 			panic(err)
 		}
 	}
@@ -43,7 +43,7 @@ func cloneDestination(d hookrelay.Destination) hookrelay.Destination {
 }
 
 // Put adds or replaces a destination; the next attempt to it sees the change.
-func (s *Destinations) Put(d hookrelay.Destination) error {
+func (s *Destinations) Put(_ context.Context, d hookrelay.Destination) error {
 	if d.ID == "" {
 		return fmt.Errorf("hookrelay/memory: destination ID must not be empty")
 	}

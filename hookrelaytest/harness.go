@@ -1,0 +1,53 @@
+// Package hookrelaytest is hookrelay's public conformance suite. Every Queue,
+// Ledger and Destinations implementation — the memory and SQL adapters and
+// any a user writes — runs the same tests by handing Run a constructor that
+// returns a fresh, empty instance per test:
+//
+//	func TestConformance(t *testing.T) {
+//		hookrelaytest.Run(t, func(t *testing.T) hookrelaytest.Harness {
+//			s := memory.NewStore()
+//			return hookrelaytest.Harness{Queue: s, Ledger: s, Destinations: memory.NewDestinations()}
+//		})
+//	}
+//
+// The suite covers the queue contract (claims, leases, fencing, idempotent
+// transitions), the ledger contract (records, attempt history, idempotent
+// create) and whole-engine scenarios driven by a mock clock, including crash
+// injection at every boundary of the state machine.
+package hookrelaytest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/hookrelay/hookrelay"
+)
+
+// DestinationStore is a Destinations port that tests can also write to.
+type DestinationStore interface {
+	hookrelay.Destinations
+	// Put adds or replaces a destination.
+	Put(ctx context.Context, d hookrelay.Destination) error
+	// SetPaused pauses or resumes a destination.
+	SetPaused(ctx context.Context, id string, paused bool) error
+}
+
+// Harness is one fresh, empty set of adapters under test. Queue and Ledger
+// may be the same value (memory, SQL) or different ones (a broker queue with
+// a SQL ledger).
+type Harness struct {
+	Queue        hookrelay.Queue
+	Ledger       hookrelay.Ledger
+	Destinations DestinationStore
+}
+
+// NewHarness returns a fresh, empty Harness for one test. It registers any
+// cleanup with t.Cleanup.
+type NewHarness func(t *testing.T) Harness
+
+// Run runs every conformance test against the adapters newHarness builds.
+func Run(t *testing.T, newHarness NewHarness) {
+	t.Run("Queue", func(t *testing.T) { RunQueue(t, newHarness) })
+	t.Run("Ledger", func(t *testing.T) { RunLedger(t, newHarness) })
+	t.Run("Engine", func(t *testing.T) { RunEngine(t, newHarness) })
+}
