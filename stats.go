@@ -1,0 +1,39 @@
+package hookrelay
+
+import (
+	"context"
+	"time"
+)
+
+// DestinationStats is the state of one destination's deliveries at a moment.
+// A stable total can hide one destination that stopped making progress; the
+// ages are what show it.
+type DestinationStats struct {
+	DestinationID string
+	// Pending counts pending deliveries, due or not, claimed or not.
+	Pending int64
+	// EligibleNow counts pending deliveries due at Now and not under a live
+	// lease: work that could run this instant.
+	EligibleNow int64
+	// OldestEligibleAge is Now minus the earliest NextAttemptAt among the
+	// eligible deliveries; zero when none is eligible.
+	OldestEligibleAge time.Duration
+	// Dead counts dead-lettered deliveries.
+	Dead int64
+	// OldestDeadAge is Now minus the earliest dead-letter time (the record's
+	// UpdatedAt); zero when none is dead.
+	OldestDeadAge time.Duration
+}
+
+// StatsParams are the inputs of LedgerStats.Stats.
+type StatsParams struct {
+	Now time.Time
+}
+
+// LedgerStats is an optional ability of a Ledger (the memory and SQL
+// ledgers have it): per-destination counts and ages for dashboards, alerts
+// and the CLI's stats command. Destinations with no pending or dead
+// deliveries may be omitted. Results are ordered by DestinationID.
+type LedgerStats interface {
+	Stats(ctx context.Context, params StatsParams) ([]DestinationStats, error)
+}
