@@ -1,6 +1,166 @@
 package hookrelaytest
 
-import "testing"
+import (
+	"context"
+	"testing"
+	"time"
 
-// RunLedger runs the Ledger contract tests.
-func RunLedger(t *testing.T, newHarness NewHarness) {}
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay"
+)
+
+// RunLedger runs the Ledger contract tests: records round-trip, create is
+// idempotent, every write keeps the attempt history.
+func RunLedger(t *testing.T, newHarness NewHarness) {
+	ctx := context.Background()
+
+	t.Run("CreateRoundTripsEveryField", func(t *testing.T) {
+		h := newHarness(t)
+		d := newDelivery("evt_1", "dest_1", base)
+		d.Payload = []byte{0, 1, 2, 0xff, '{', '}'} // opaque bytes, not text
+		created, err := h.Ledger.Create(ctx, []hookrelay.Delivery{d})
+		require.NoError(t, err)
+		assert.Equal(t, []bool{true}, created)
+		got, err := h.Ledger.Get(ctx, d.ID)
+		require.NoError(t, err)
+		assertSameDelivery(t, d, got)
+	})
+
+	t.Run("CreateIsIdempotentByDeliveryID", func(t *testing.T) {
+		h := newHarness(t)
+		d := newDelivery("evt_1", "dest_1", base)
+		other := newDelivery("evt_2", "dest_1", base)
+		changed := d
+		changed.Payload = []byte(`{"edited":true}`)
+		created, err := h.Ledger.Create(ctx, []hookrelay.Delivery{d})
+		require.NoError(t, err)
+		assert.Equal(t, []bool{true}, created)
+		created, err = h.Ledger.Create(ctx, []hookrelay.Delivery{changed, other, other})
+		require.NoError(t, err)
+		assert.Equal(t, []bool{false, true, false}, created, "existing and in-batch duplicates are not created")
+		got, err := h.Ledger.Get(ctx, d.ID)
+		require.NoError(t, err)
+		assert.Equal(t, d.Payload, got.Payload, "a repeated enqueue never edits the stored payload")
+	})
+
+	t.Run("UnknownIDs", func(t *testing.T) {
+		h := newHarness(t)
+		_, err := h.Ledger.Get(ctx, "whd_missing")
+		assert.ErrorIs(t, err, hookrelay.ErrNotFound)
+		delivered, err := h.Ledger.WasDelivered(ctx, "whd_missing")
+		assert.NoError(t, err)
+		assert.False(t, delivered)
+		_, err = h.Ledger.Attempts(ctx, "whd_missing")
+		assert.ErrorIs(t, err, hookrelay.ErrNotFound)
+	})
+
+	t.Run("MarkDeliveredKeepsTheAttempt", func(t *testing.T) {
+		h := newHarness(t)
+		d := newDelivery("evt_1", "dest_1", base)
+		seed(t, h, d)
+		c := claim(t, h.Queue, base, 1)[0]
+		now := base.Add(250 * time.Millisecond)
+		require.NoError(t, deliver(t, h, c, now))
+		delivered, err := h.Ledger.WasDelivered(ctx, d.ID)
+		require.NoError(t, err)
+		assert.True(t, delivered)
+		got, err := h.Ledger.Get(ctx, d.ID)
+		require.NoError(t, err)
+		assert.Equal(t, hookrelay.StateDelivered, got.State)
+		assert.Equal(t, hookrelay.OutcomeAccepted, got.LastOutcome)
+		assert.True(t, got.UpdatedAt.Equal(now))
+		attempts, err := h.Ledger.Attempts(ctx, d.ID)
+		require.NoError(t, err)
+		require.Len(t, attempts, 1)
+		assert.Equal(t, 1, attempts[0].Number)
+		assert.Equal(t, hookrelay.KindDelivered, attempts[0].Kind)
+		assert.Equal(t, 204, attempts[0].StatusCode)
+		assert.Equal(t, d.ID, attempts[0].DeliveryID)
+	})
+
+	t.Run("RecordRetryAdvancesTheAttemptAndKeepsHistory", func(t *testing.T) {
+		h := newHarness(t)
+		d := newDelivery("evt_1", "dest_1", base)
+		seed(t, h, d)
+		now := base
+		for n := 1; n <= 3; n++ {
+			cs := claim(t, h.Queue, now, 1)
+			require.Len(t, cs, 1, "attempt %d due", n)
+			require.Equal(t, n, cs[0].Delivery.Attempt)
+			next := now.Add(time.Duration(n) * time.Second)
+			require.NoError(t, retry(t, h, cs[0], now, next))
+			now = next
+		}
+		got, err := h.Ledger.Get(ctx, d.ID)
+		require.NoError(t, err)
+		assert.Equal(t, 4, got.Attempt)
+		assert.True(t, got.NextAttemptAt.Equal(now))
+		assert.Equal(t, hookrelay.OutcomeRejected, got.LastOutcome)
+		assert.Equal(t, hookrelay.ReasonServerError, got.LastReason)
+		attempts, err := h.Ledger.Attempts(ctx, d.ID)
+		require.NoError(t, err)
+		require.Len(t, attempts, 3)
+		for i, a := range attempts {
+			assert.Equal(t, i+1, a.Number, "attempts in order")
+			assert.Equal(t, hookrelay.KindRetryable, a.Kind)
+			assert.Equal(t, 500, a.StatusCode)
+		}
+	})
+
+	t.Run("DeadLetterWithoutAnAttempt", func(t *testing.T) {
+		h := newHarness(t)
+		d := newDelivery("evt_1", "dest_1", base)
+		seed(t, h, d)
+		c := claim(t, h.Queue, base, 1)[0]
+		require.NoError(t, h.Ledger.RecordDeadLetter(ctx, hookrelay.RecordDeadLetterParams{
+			ID: d.ID, Lease: c.Lease, Reason: hookrelay.ReasonWindowExpired, Now: base,
+		}))
+		got, err := h.Ledger.Get(ctx, d.ID)
+		require.NoError(t, err)
+		assert.Equal(t, hookrelay.StateDead, got.State)
+		assert.Equal(t, hookrelay.ReasonWindowExpired, got.LastReason)
+		attempts, err := h.Ledger.Attempts(ctx, d.ID)
+		require.NoError(t, err)
+		assert.Empty(t, attempts)
+	})
+
+	t.Run("DeadIsNotMarkedDelivered", func(t *testing.T) {
+		h := newHarness(t)
+		d := newDelivery("evt_1", "dest_1", base)
+		seed(t, h, d)
+		c := claim(t, h.Queue, base, 1)[0]
+		require.NoError(t, kill(t, h, c, hookrelay.ReasonBadRequest, base))
+		err := h.Ledger.MarkDelivered(ctx, hookrelay.MarkDeliveredParams{ID: d.ID, Lease: c.Lease, Attempt: attemptFor(c, hookrelay.KindDelivered, base), Now: base})
+		assert.ErrorIs(t, err, hookrelay.ErrInvalidState)
+		delivered, err := h.Ledger.WasDelivered(ctx, d.ID)
+		require.NoError(t, err)
+		assert.False(t, delivered)
+	})
+
+	t.Run("AttemptDetailRoundTrips", func(t *testing.T) {
+		h := newHarness(t)
+		d := newDelivery("evt_1", "dest_1", base)
+		seed(t, h, d)
+		c := claim(t, h.Queue, base, 1)[0]
+		a := hookrelay.Attempt{
+			DeliveryID: d.ID, Number: 1, StartedAt: base, FinishedAt: base.Add(1234 * time.Millisecond),
+			Kind: hookrelay.KindRetryable, Outcome: hookrelay.OutcomeUnknown, Reason: hookrelay.ReasonTimeout,
+			Detail: "read tcp: i/o timeout", NextAttemptAt: base.Add(2 * time.Second),
+		}
+		require.NoError(t, h.Ledger.RecordRetry(ctx, hookrelay.RecordRetryParams{
+			ID: d.ID, Lease: c.Lease, Attempt: a, NextAttempt: 2, NextAttemptAt: a.NextAttemptAt, Now: a.FinishedAt,
+		}))
+		attempts, err := h.Ledger.Attempts(ctx, d.ID)
+		require.NoError(t, err)
+		require.Len(t, attempts, 1)
+		got := attempts[0]
+		assert.Equal(t, a.Outcome, got.Outcome)
+		assert.Equal(t, a.Reason, got.Reason)
+		assert.Equal(t, a.Detail, got.Detail)
+		assert.True(t, got.StartedAt.Equal(a.StartedAt))
+		assert.True(t, got.FinishedAt.Equal(a.FinishedAt))
+		assert.True(t, got.NextAttemptAt.Equal(a.NextAttemptAt))
+	})
+}
