@@ -60,7 +60,7 @@ func wantFields(t *testing.T, what string, l map[string]any, want map[string]any
 }
 
 func TestDefaultLevelsKeepRetriesQuietAndWarnOnDeadLetters(t *testing.T) {
-	lines, _ := logLines(t, slog.LevelInfo, func(o *hookslog.Observer) { scriptedrun.Outcomes(t, o, nil) })
+	lines, _ := logLines(t, slog.LevelInfo, func(o *hookslog.Observer) { scriptedrun.New().Outcomes(t, o, nil) })
 	if len(lines) != 2 {
 		t.Fatalf("at Info, %d records, want only the 2 dead-letters: %v", len(lines), lines)
 	}
@@ -72,7 +72,7 @@ func TestDefaultLevelsKeepRetriesQuietAndWarnOnDeadLetters(t *testing.T) {
 }
 
 func TestRecordsCarryTheDeliveryAndWhatHappened(t *testing.T) {
-	lines, _ := logLines(t, slog.LevelDebug, func(o *hookslog.Observer) { scriptedrun.Outcomes(t, o, nil) })
+	lines, _ := logLines(t, slog.LevelDebug, func(o *hookslog.Observer) { scriptedrun.New().Outcomes(t, o, nil) })
 
 	retry := find(lines, "retry_scheduled", "globex")
 	if len(retry) != 1 {
@@ -127,7 +127,7 @@ func TestRecordsCarryTheDeliveryAndWhatHappened(t *testing.T) {
 }
 
 func TestNoSecretOrPayloadInAnyRecord(t *testing.T) {
-	lines, raw := logLines(t, slog.LevelDebug, func(o *hookslog.Observer) { scriptedrun.Leaky(t, o, nil) })
+	lines, raw := logLines(t, slog.LevelDebug, func(o *hookslog.Observer) { scriptedrun.New().Leaky(t, o, nil) })
 	for _, s := range scriptedrun.Secrets {
 		if strings.Contains(raw, s) {
 			t.Errorf("log output contains %q:\n%s", s, raw)
@@ -158,7 +158,7 @@ func TestLevelCanBeChanged(t *testing.T) {
 			return hookslog.DefaultLevel(e)
 		},
 	})
-	scriptedrun.Outcomes(t, o, nil)
+	scriptedrun.New().Outcomes(t, o, nil)
 	if n := strings.Count(buf.String(), `"event":"delivered"`); n != 2 {
 		t.Errorf("%d delivered records at Info, want 2", n)
 	}

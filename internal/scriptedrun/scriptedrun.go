@@ -19,11 +19,20 @@ import (
 // T0 is when each scenario starts, at whole milliseconds.
 var T0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// Run is a finished scenario.
+// Run is one scenario's store and clock (set to T0), and its client once
+// a scenario ran. Build the observers under test from Store and Clock, then
+// run one scenario.
 type Run struct {
 	Client *hookrelay.Client
 	Store  *memory.Store
 	Clock  *clock.Mock
+}
+
+// New returns an empty store and a mock clock at T0.
+func New() *Run {
+	mock := clock.NewMock()
+	mock.Set(T0)
+	return &Run{Store: memory.NewStore(), Clock: mock}
 }
 
 // half is a jitter source fixed at 0.5: with the scripted policy (1 s base)
@@ -44,10 +53,9 @@ type step struct {
 	result  hookrelay.Result
 }
 
-func newRun(t *testing.T, obs hookrelay.Observer, wrap WrapSender, dests []hookrelay.Destination, script func(hookrelay.SendParams) step) *Run {
+func (r *Run) start(t *testing.T, obs hookrelay.Observer, wrap WrapSender, dests []hookrelay.Destination, script func(hookrelay.SendParams) step) {
 	t.Helper()
-	mock := clock.NewMock()
-	mock.Set(T0)
+	mock := r.Clock
 	var sender hookrelay.Sender = hookrelay.SenderFunc(func(_ context.Context, p hookrelay.SendParams) hookrelay.Result {
 		s := script(p)
 		mock.Add(s.latency) // the send takes exactly this long on the client's clock
@@ -56,16 +64,15 @@ func newRun(t *testing.T, obs hookrelay.Observer, wrap WrapSender, dests []hookr
 	if wrap != nil {
 		sender = wrap(sender)
 	}
-	store := memory.NewStore()
 	p := policy
 	c, err := hookrelay.New(hookrelay.Config{
-		Queue: store, Ledger: store, Destinations: memory.NewDestinations(dests...),
+		Queue: r.Store, Ledger: r.Store, Destinations: memory.NewDestinations(dests...),
 		Sender: sender, Policy: &p, Clock: mock, Random: half{}, Observer: obs,
 	})
 	if err != nil {
 		t.Fatalf("hookrelay.New: %v", err)
 	}
-	return &Run{Client: c, Store: store, Clock: mock}
+	r.Client = c
 }
 
 // Enqueue enqueues one event for each destination, in order.
@@ -120,13 +127,13 @@ func (r *Run) ProcessDue(t *testing.T, at time.Time, want int) {
 //	globex    pending 1, eligible 1, oldest eligible age 7.4 s
 //	initech   dead 1, oldest dead age 9.65 s
 //	umbrella  dead 1, oldest dead age 7.4 s
-func Outcomes(t *testing.T, obs hookrelay.Observer, wrap WrapSender) *Run {
+func (r *Run) Outcomes(t *testing.T, obs hookrelay.Observer, wrap WrapSender) {
 	t.Helper()
 	var dests []hookrelay.Destination
 	for _, id := range []string{"acme", "globex", "initech", "umbrella"} {
 		dests = append(dests, hookrelay.Destination{ID: id, URL: "https://" + id + ".example/hooks"})
 	}
-	r := newRun(t, obs, wrap, dests, func(p hookrelay.SendParams) step {
+	r.start(t, obs, wrap, dests, func(p hookrelay.SendParams) step {
 		switch p.Destination.ID {
 		case "acme":
 			return step{100 * time.Millisecond, hookrelay.ClassifyStatus(200, 0)}
@@ -146,7 +153,6 @@ func Outcomes(t *testing.T, obs hookrelay.Observer, wrap WrapSender) *Run {
 	r.ProcessDue(t, T0.Add(2*time.Second), 2)
 	r.Enqueue(t, "evt-2", []byte(`{"amountCents":900}`), "globex")
 	r.Clock.Set(T0.Add(10 * time.Second))
-	return r
 }
 
 // Distinctive secrets placed where a careless Sender or port could leak
@@ -167,7 +173,7 @@ var Secrets = []string{URLPassword, AuthToken, SigningSecret, PayloadMarker}
 // a permanent auth rejection that dead-letters it), and reports a worker
 // error whose text carries the URL credential. It fails the test if the
 // leaks did not happen, so a redaction test built on it can fail.
-func Leaky(t *testing.T, obs hookrelay.Observer, wrap WrapSender) *Run {
+func (r *Run) Leaky(t *testing.T, obs hookrelay.Observer, wrap WrapSender) {
 	t.Helper()
 	dest := hookrelay.Destination{
 		ID:      "leaky",
@@ -176,7 +182,7 @@ func Leaky(t *testing.T, obs hookrelay.Observer, wrap WrapSender) *Run {
 		Headers: map[string]string{"Authorization": "Bearer " + AuthToken},
 	}
 	var details []string
-	r := newRun(t, obs, wrap, []hookrelay.Destination{dest}, func(p hookrelay.SendParams) step {
+	r.start(t, obs, wrap, []hookrelay.Destination{dest}, func(p hookrelay.SendParams) step {
 		d := p.Destination
 		var res hookrelay.Result
 		if p.Delivery.Attempt == 1 {
@@ -202,5 +208,4 @@ func Leaky(t *testing.T, obs hookrelay.Observer, wrap WrapSender) *Run {
 			t.Fatalf("scripted leak missing %q: the redaction test would prove nothing", s)
 		}
 	}
-	return r
 }
