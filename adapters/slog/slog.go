@@ -113,7 +113,9 @@ var messages = map[hookrelay.EventKind]string{
 	hookrelay.EventWorkerError:         "worker error",
 }
 
-// Observe implements hookrelay.Observer.
+// Observe implements hookrelay.Observer. The record's time is e.Time (the
+// client's clock), so logs agree with the ledger; a zero e.Time leaves the
+// record without a time rather than reading the wall clock.
 func (o *Observer) Observe(ctx context.Context, e hookrelay.Event) {
 	level := o.level(e)
 	if !o.logger.Enabled(ctx, level) {
@@ -180,8 +182,6 @@ func (o *Observer) Observe(ctx context.Context, e hookrelay.Event) {
 	if e.Err != nil {
 		attrs = append(attrs, slog.String("op", measure.Op(e.Err)), slog.String("error", o.text(e.Err.Error())))
 	}
-	// The record carries the event's time from the client's clock, so logs
-	// agree with the ledger (and with a mock clock in tests).
 	rec := slog.NewRecord(e.Time, level, msg, 0)
 	rec.AddAttrs(attrs...)
 	_ = o.logger.Handler().Handle(ctx, rec) // a handler's write error has nowhere better to go
