@@ -252,6 +252,12 @@ func (c *Client) deadLetter(ctx context.Context, d Delivery, lease Lease, reason
 		return opErr("queue.dead_letter", d.ID, err)
 	}
 	e := Event{Kind: EventDeadLettered, Delivery: d, Reason: reason}
+	if attempt != nil {
+		// Observers tell a permanent rejection from an exhausted budget by
+		// the final attempt's result.
+		e.Result = &Result{Kind: attempt.Kind, Outcome: attempt.Outcome, Reason: attempt.Reason,
+			StatusCode: attempt.StatusCode, Detail: attempt.Detail}
+	}
 	c.observe(ctx, e)
 	return nil
 }

@@ -1,0 +1,221 @@
+package hookprom_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
+	"go.uber.org/goleak"
+
+	"github.com/hookrelay/hookrelay"
+	hookprom "github.com/hookrelay/hookrelay/adapters/prometheus"
+	"github.com/hookrelay/hookrelay/internal/scriptedrun"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestScrapeAfterScriptedRunShowsExactCountsAndAges(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	run := scriptedrun.New()
+	m, err := hookprom.New(hookprom.Config{
+		Registerer: reg, Stats: run.Store, Clock: run.Clock, LatencyBuckets: []float64{0.1, 0.3},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.Outcomes(t, m, nil) // ends at T0+10s; see scriptedrun.Outcomes for the timeline
+
+	want := `
+# HELP hookrelay_attempts_total Finished attempts by destination, by the decision after them (delivered, retry_scheduled, permanently_rejected, dead_lettered) and by the attempt's reason.
+# TYPE hookrelay_attempts_total counter
+hookrelay_attempts_total{destination="acme",outcome="delivered",reason=""} 1
+hookrelay_attempts_total{destination="globex",outcome="delivered",reason=""} 1
+hookrelay_attempts_total{destination="globex",outcome="retry_scheduled",reason="service_unavailable"} 1
+hookrelay_attempts_total{destination="initech",outcome="permanently_rejected",reason="auth_rejected"} 1
+hookrelay_attempts_total{destination="umbrella",outcome="dead_lettered",reason="server_error"} 1
+hookrelay_attempts_total{destination="umbrella",outcome="retry_scheduled",reason="server_error"} 1
+# HELP hookrelay_dead_lettered_total Deliveries dead-lettered by destination and dead-letter reason.
+# TYPE hookrelay_dead_lettered_total counter
+hookrelay_dead_lettered_total{destination="initech",reason="auth_rejected"} 1
+hookrelay_dead_lettered_total{destination="umbrella",reason="attempts_exhausted"} 1
+# HELP hookrelay_attempt_duration_seconds Send latency of each attempt by destination.
+# TYPE hookrelay_attempt_duration_seconds histogram
+hookrelay_attempt_duration_seconds_bucket{destination="acme",le="0.1"} 1
+hookrelay_attempt_duration_seconds_bucket{destination="acme",le="0.3"} 1
+hookrelay_attempt_duration_seconds_bucket{destination="acme",le="+Inf"} 1
+hookrelay_attempt_duration_seconds_sum{destination="acme"} 0.1
+hookrelay_attempt_duration_seconds_count{destination="acme"} 1
+hookrelay_attempt_duration_seconds_bucket{destination="globex",le="0.1"} 0
+hookrelay_attempt_duration_seconds_bucket{destination="globex",le="0.3"} 2
+hookrelay_attempt_duration_seconds_bucket{destination="globex",le="+Inf"} 2
+hookrelay_attempt_duration_seconds_sum{destination="globex"} 0.4
+hookrelay_attempt_duration_seconds_count{destination="globex"} 2
+hookrelay_attempt_duration_seconds_bucket{destination="initech",le="0.1"} 1
+hookrelay_attempt_duration_seconds_bucket{destination="initech",le="0.3"} 1
+hookrelay_attempt_duration_seconds_bucket{destination="initech",le="+Inf"} 1
+hookrelay_attempt_duration_seconds_sum{destination="initech"} 0.05
+hookrelay_attempt_duration_seconds_count{destination="initech"} 1
+hookrelay_attempt_duration_seconds_bucket{destination="umbrella",le="0.1"} 0
+hookrelay_attempt_duration_seconds_bucket{destination="umbrella",le="0.3"} 0
+hookrelay_attempt_duration_seconds_bucket{destination="umbrella",le="+Inf"} 2
+hookrelay_attempt_duration_seconds_sum{destination="umbrella"} 0.8
+hookrelay_attempt_duration_seconds_count{destination="umbrella"} 2
+# HELP hookrelay_pending_deliveries Pending deliveries per destination, due or not, leased or not.
+# TYPE hookrelay_pending_deliveries gauge
+hookrelay_pending_deliveries{destination="globex"} 1
+hookrelay_pending_deliveries{destination="initech"} 0
+hookrelay_pending_deliveries{destination="umbrella"} 0
+# HELP hookrelay_eligible_deliveries Pending deliveries per destination that are due now and not under a live lease.
+# TYPE hookrelay_eligible_deliveries gauge
+hookrelay_eligible_deliveries{destination="globex"} 1
+hookrelay_eligible_deliveries{destination="initech"} 0
+hookrelay_eligible_deliveries{destination="umbrella"} 0
+# HELP hookrelay_dead_deliveries Dead-lettered deliveries per destination.
+# TYPE hookrelay_dead_deliveries gauge
+hookrelay_dead_deliveries{destination="globex"} 0
+hookrelay_dead_deliveries{destination="initech"} 1
+hookrelay_dead_deliveries{destination="umbrella"} 1
+# HELP hookrelay_oldest_eligible_age_seconds How long the oldest eligible delivery of the destination has been due; 0 when none is eligible.
+# TYPE hookrelay_oldest_eligible_age_seconds gauge
+hookrelay_oldest_eligible_age_seconds{destination="globex"} 7.4
+hookrelay_oldest_eligible_age_seconds{destination="initech"} 0
+hookrelay_oldest_eligible_age_seconds{destination="umbrella"} 0
+# HELP hookrelay_oldest_dead_age_seconds How long ago the oldest dead-letter entry of the destination was dead-lettered; 0 when none is dead.
+# TYPE hookrelay_oldest_dead_age_seconds gauge
+hookrelay_oldest_dead_age_seconds{destination="globex"} 0
+hookrelay_oldest_dead_age_seconds{destination="initech"} 9.65
+hookrelay_oldest_dead_age_seconds{destination="umbrella"} 7.4
+# HELP hookrelay_ledger_stats_up 1 when the last read of the ledger's stats succeeded, 0 when it failed.
+# TYPE hookrelay_ledger_stats_up gauge
+hookrelay_ledger_stats_up 1
+`
+	names := []string{
+		"hookrelay_attempts_total", "hookrelay_dead_lettered_total", "hookrelay_attempt_duration_seconds",
+		"hookrelay_pending_deliveries", "hookrelay_eligible_deliveries", "hookrelay_dead_deliveries",
+		"hookrelay_oldest_eligible_age_seconds", "hookrelay_oldest_dead_age_seconds", "hookrelay_ledger_stats_up",
+		// Nothing was released, disabled, redriven or duplicated and no
+		// port failed: these have no series.
+		"hookrelay_released_total", "hookrelay_destinations_disabled_total", "hookrelay_redriven_total",
+		"hookrelay_duplicates_total", "hookrelay_worker_errors_total",
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestAgesFollowTheClockAtEachScrape(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	run := scriptedrun.New()
+	m, err := hookprom.New(hookprom.Config{Registerer: reg, Stats: run.Store, Clock: run.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.Outcomes(t, m, nil)
+	run.Clock.Add(time.Minute) // one minute later, nothing processed
+	want := `
+# HELP hookrelay_oldest_dead_age_seconds How long ago the oldest dead-letter entry of the destination was dead-lettered; 0 when none is dead.
+# TYPE hookrelay_oldest_dead_age_seconds gauge
+hookrelay_oldest_dead_age_seconds{destination="globex"} 0
+hookrelay_oldest_dead_age_seconds{destination="initech"} 69.65
+hookrelay_oldest_dead_age_seconds{destination="umbrella"} 67.4
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "hookrelay_oldest_dead_age_seconds"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestNoSecretOrPayloadInAnyMetric(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	run := scriptedrun.New()
+	m, err := hookprom.New(hookprom.Config{Registerer: reg, Stats: run.Store, Clock: run.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.Leaky(t, m, nil)
+
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	enc := expfmt.NewEncoder(&text, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range scriptedrun.Secrets {
+		if strings.Contains(text.String(), s) {
+			t.Errorf("metrics contain %q:\n%s", s, text.String())
+		}
+	}
+	// The leaky run was counted: the test looks at real series.
+	for _, series := range []string{
+		`hookrelay_attempts_total{destination="leaky",outcome="permanently_rejected",reason="auth_rejected"} 1`,
+		`hookrelay_worker_errors_total{op="destinations.get"} 1`,
+	} {
+		if !strings.Contains(text.String(), series) {
+			t.Errorf("metrics lack %s:\n%s", series, text.String())
+		}
+	}
+}
+
+func TestFreeTextReasonsAreBoundedToOther(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := hookprom.New(hookprom.Config{Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := hookrelay.Retryable("upstream said: token tok-123 expired")
+	m.Observe(context.Background(), hookrelay.Event{
+		Kind: hookrelay.EventRetryScheduled, Delivery: hookrelay.Delivery{ID: "whd_x", DestinationID: "acme"}, Result: &r,
+	})
+	want := `
+# HELP hookrelay_attempts_total Finished attempts by destination, by the decision after them (delivered, retry_scheduled, permanently_rejected, dead_lettered) and by the attempt's reason.
+# TYPE hookrelay_attempts_total counter
+hookrelay_attempts_total{destination="acme",outcome="retry_scheduled",reason="other"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "hookrelay_attempts_total"); err != nil {
+		t.Error(err)
+	}
+}
+
+type failingStats struct{}
+
+func (failingStats) Stats(context.Context, hookrelay.StatsParams) ([]hookrelay.DestinationStats, error) {
+	return nil, errors.New("database is down")
+}
+
+func TestFailedStatsReadKeepsTheScrapeAndReportsDown(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if _, err := hookprom.New(hookprom.Config{Registerer: reg, Stats: failingStats{}}); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP hookrelay_ledger_stats_up 1 when the last read of the ledger's stats succeeded, 0 when it failed.
+# TYPE hookrelay_ledger_stats_up gauge
+hookrelay_ledger_stats_up 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "hookrelay_ledger_stats_up", "hookrelay_pending_deliveries"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestRegistrationIsExplicit(t *testing.T) {
+	if _, err := hookprom.New(hookprom.Config{}); err == nil {
+		t.Error("New without a Registerer succeeded; it must never fall back to the global registry")
+	}
+	reg := prometheus.NewRegistry()
+	if _, err := hookprom.New(hookprom.Config{Registerer: reg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hookprom.New(hookprom.Config{Registerer: reg}); err == nil {
+		t.Error("registering hookrelay metrics twice on one registry succeeded")
+	}
+}

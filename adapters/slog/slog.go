@@ -1,0 +1,191 @@
+// Package hookslog is a hookrelay.Observer that writes structured logs with
+// log/slog.
+//
+// Each event is one record whose message names the transition ("delivery
+// dead-lettered") and whose attributes identify the delivery:
+//
+//	event           the hookrelay.EventKind
+//	delivery_id     the idempotency key, to find the record and the recipient's copy
+//	event_id, tenant_id, destination_id, event_type
+//	attempt         the attempt the event is about (for retry_scheduled: the
+//	                attempt that failed; next_attempt is the one scheduled)
+//	scope           the delivery's scope labels, as a group
+//	outcome         accepted, rejected or unknown (what the sender saw)
+//	result          delivered, retryable or permanent
+//	reason          why: the dead-letter, release or attempt reason
+//	attempt_reason  the final attempt's reason when it differs from reason
+//	                (a delivery dead-lettered for attempts_exhausted after a timeout)
+//	status          the HTTP status, when there was one
+//	detail          the sender's diagnostic, masked and cut to MaxDetailBytes
+//	latency, delay, next_attempt_at, retry_after, op, error
+//
+// What is never logged: the payload, the destination's URL, signing secrets
+// and headers (the Observer never sees them), and — as a second line of
+// defence for a Sender or port that breaks its contract — URL credentials,
+// Authorization values and whsec_ secrets inside detail and error text.
+//
+// # Levels
+//
+// Logs are for what needs attention; the ledger is the audit trail and the
+// metrics count successes. DefaultLevel therefore logs the routine path —
+// claimed, attempt finished, retry scheduled, delivered, duplicate, released
+// — at Debug, so an expected retry is quiet. An operator's redrive is Info;
+// a dead-lettered delivery and a destination disabled by its recipient are
+// Warn (someone must act); a worker error (the store or a port failed) is
+// Error. Set Config.Level to change any of it, e.g. to log deliveries at
+// Info.
+package hookslog
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"slices"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/internal/measure"
+	"github.com/hookrelay/hookrelay/internal/redact"
+)
+
+// Config configures an Observer. Zero fields take the documented defaults.
+type Config struct {
+	// Logger receives the records. Defaults to slog.Default() at the time
+	// New is called.
+	Logger *slog.Logger
+	// Level chooses each event's level. Defaults to DefaultLevel.
+	Level func(hookrelay.Event) slog.Level
+	// MaxDetailBytes cuts Result.Detail and error text. Defaults to 256.
+	MaxDetailBytes int
+}
+
+// Observer logs every hookrelay event. It is safe for concurrent use and
+// cheap when the event's level is disabled.
+type Observer struct {
+	logger    *slog.Logger
+	level     func(hookrelay.Event) slog.Level
+	maxDetail int
+}
+
+var _ hookrelay.Observer = (*Observer)(nil)
+
+// New returns an Observer.
+func New(cfg Config) *Observer {
+	o := &Observer{logger: cfg.Logger, level: cfg.Level, maxDetail: cfg.MaxDetailBytes}
+	if o.logger == nil {
+		o.logger = slog.Default()
+	}
+	if o.level == nil {
+		o.level = DefaultLevel
+	}
+	if o.maxDetail <= 0 {
+		o.maxDetail = redact.DefaultMax
+	}
+	return o
+}
+
+// DefaultLevel is the default level of each event kind (see the package
+// documentation for why).
+func DefaultLevel(e hookrelay.Event) slog.Level {
+	switch e.Kind {
+	case hookrelay.EventWorkerError:
+		return slog.LevelError
+	case hookrelay.EventDeadLettered, hookrelay.EventDestinationDisabled:
+		return slog.LevelWarn
+	case hookrelay.EventRedriven:
+		return slog.LevelInfo
+	case hookrelay.EventClaimed, hookrelay.EventAttemptFinished, hookrelay.EventRetryScheduled,
+		hookrelay.EventDelivered, hookrelay.EventDuplicate, hookrelay.EventReleased:
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
+}
+
+var messages = map[hookrelay.EventKind]string{
+	hookrelay.EventClaimed:             "delivery claimed",
+	hookrelay.EventAttemptFinished:     "attempt finished",
+	hookrelay.EventRetryScheduled:      "retry scheduled",
+	hookrelay.EventDelivered:           "delivery delivered",
+	hookrelay.EventDuplicate:           "duplicate acknowledged without sending",
+	hookrelay.EventDeadLettered:        "delivery dead-lettered",
+	hookrelay.EventReleased:            "delivery released without spending an attempt",
+	hookrelay.EventDestinationDisabled: "destination disabled by its recipient",
+	hookrelay.EventRedriven:            "delivery redriven",
+	hookrelay.EventWorkerError:         "worker error",
+}
+
+// Observe implements hookrelay.Observer. The record's time is e.Time (the
+// client's clock), so logs agree with the ledger; a zero e.Time leaves the
+// record without a time rather than reading the wall clock.
+func (o *Observer) Observe(ctx context.Context, e hookrelay.Event) {
+	level := o.level(e)
+	if !o.logger.Enabled(ctx, level) {
+		return
+	}
+	msg, ok := messages[e.Kind]
+	if !ok {
+		msg = "hookrelay event"
+	}
+	attrs := make([]slog.Attr, 0, 20)
+	attrs = append(attrs, slog.String("event", string(e.Kind)))
+	if d := e.Delivery; d.ID != "" {
+		attempt := d.Attempt
+		if e.Kind == hookrelay.EventRetryScheduled {
+			// The record already names the next attempt.
+			attempt--
+		}
+		attrs = append(attrs,
+			slog.String("delivery_id", d.ID),
+			slog.String("event_id", d.EventID),
+			slog.String("tenant_id", d.TenantID),
+			slog.String("destination_id", d.DestinationID),
+			slog.String("event_type", d.EventType),
+			slog.Int("attempt", attempt),
+		)
+		if len(d.Scope) > 0 {
+			scope := make([]any, 0, len(d.Scope))
+			for _, k := range slices.Sorted(maps.Keys(d.Scope)) {
+				scope = append(scope, slog.String(k, d.Scope[k]))
+			}
+			attrs = append(attrs, slog.Group("scope", scope...))
+		}
+	}
+	reason := e.Reason
+	if r := e.Result; r != nil {
+		attrs = append(attrs, slog.String("outcome", string(r.Outcome)), slog.String("result", r.Kind.String()))
+		if reason == "" {
+			reason = r.Reason
+		} else if r.Reason != "" && r.Reason != reason {
+			attrs = append(attrs, slog.String("attempt_reason", o.text(r.Reason)))
+		}
+		if r.StatusCode != 0 {
+			attrs = append(attrs, slog.Int("status", r.StatusCode))
+		}
+		if r.RetryAfter > 0 {
+			attrs = append(attrs, slog.Duration("retry_after", r.RetryAfter))
+		}
+		if r.Detail != "" {
+			attrs = append(attrs, slog.String("detail", o.text(r.Detail)))
+		}
+	}
+	if reason != "" {
+		attrs = append(attrs, slog.String("reason", o.text(reason)))
+	}
+	switch e.Kind {
+	case hookrelay.EventAttemptFinished:
+		attrs = append(attrs, slog.Duration("latency", e.Latency))
+	case hookrelay.EventRetryScheduled, hookrelay.EventReleased:
+		attrs = append(attrs, slog.Duration("delay", e.Delay), slog.Time("next_attempt_at", e.At))
+		if e.Kind == hookrelay.EventRetryScheduled {
+			attrs = append(attrs, slog.Int("next_attempt", e.Delivery.Attempt))
+		}
+	}
+	if e.Err != nil {
+		attrs = append(attrs, slog.String("op", measure.Op(e.Err)), slog.String("error", o.text(e.Err.Error())))
+	}
+	rec := slog.NewRecord(e.Time, level, msg, 0)
+	rec.AddAttrs(attrs...)
+	_ = o.logger.Handler().Handle(ctx, rec) // a handler's write error has nowhere better to go
+}
+
+// text masks secrets in free text and cuts it.
+func (o *Observer) text(s string) string { return redact.Text(s, o.maxDetail) }

@@ -1,0 +1,133 @@
+// Package measure says what each hookrelay.Event means for metrics, once,
+// so that the Prometheus and OpenTelemetry adapters count the same things
+// under the same bounded labels.
+package measure
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/hookrelay/hookrelay"
+)
+
+// Attempt outcomes: what the state machine decided after an attempt.
+const (
+	OutcomeDelivered           = "delivered"
+	OutcomeRetryScheduled      = "retry_scheduled"
+	OutcomePermanentlyRejected = "permanently_rejected"
+	OutcomeDeadLettered        = "dead_lettered"
+)
+
+// Other replaces a label value that is not a short lower_snake_case word, so a misbehaving Sender cannot blow up label cardinality or put
+// free text (possibly a secret) into a label.
+const Other = "other"
+
+// Recorder receives what one event adds to the metrics. Label values passed
+// to it are bounded: destination IDs, the outcomes above, reasons that passed
+// Label, operation names of the core.
+type Recorder interface {
+	// Attempt counts one finished attempt by what was decided after it;
+	// reason is the attempt's result reason ("" when delivered).
+	Attempt(ctx context.Context, destination, outcome, reason string)
+	// AttemptLatency records how long one send took.
+	AttemptLatency(ctx context.Context, destination string, d time.Duration)
+	// DeadLettered counts one delivery moved to the dead-letter state, with
+	// or without a final attempt.
+	DeadLettered(ctx context.Context, destination, reason string)
+	// Released counts a delivery handed back without spending an attempt
+	// (destination paused, disabled or saturated; shutdown).
+	Released(ctx context.Context, destination, reason string)
+	// DestinationDisabled counts a destination disabled by its recipient.
+	DestinationDisabled(ctx context.Context, destination, reason string)
+	// Redriven counts a dead delivery moved back to pending by an operator.
+	Redriven(ctx context.Context, destination string)
+	// Duplicate counts a delivery acknowledged without sending because the
+	// ledger already said delivered.
+	Duplicate(ctx context.Context, destination string)
+	// WorkerError counts a failed port call by operation.
+	WorkerError(ctx context.Context, op string)
+}
+
+// Dispatch tells r what e adds to the metrics.
+//
+// An attempt is counted when the decision after it is recorded: delivered,
+// retry_scheduled, permanently_rejected (the recipient refused it for good)
+// or dead_lettered (the budget or the delivery window ran out). An attempt
+// whose decision could not be recorded (a port call failed) or that was cut
+// short by shutdown shows up in the latency histogram and as a worker error
+// or a release, not in the attempt count.
+func Dispatch(ctx context.Context, e hookrelay.Event, r Recorder) {
+	dest := e.Delivery.DestinationID
+	switch e.Kind {
+	case hookrelay.EventAttemptFinished:
+		r.AttemptLatency(ctx, dest, e.Latency)
+	case hookrelay.EventDelivered:
+		r.Attempt(ctx, dest, OutcomeDelivered, "")
+	case hookrelay.EventRetryScheduled:
+		r.Attempt(ctx, dest, OutcomeRetryScheduled, resultReason(e))
+	case hookrelay.EventDeadLettered:
+		if e.Result != nil {
+			outcome := OutcomeDeadLettered
+			if e.Result.Kind == hookrelay.KindPermanent {
+				outcome = OutcomePermanentlyRejected
+			}
+			r.Attempt(ctx, dest, outcome, resultReason(e))
+		}
+		r.DeadLettered(ctx, dest, Label(e.Reason))
+	case hookrelay.EventReleased:
+		r.Released(ctx, dest, Label(e.Reason))
+	case hookrelay.EventDestinationDisabled:
+		r.DestinationDisabled(ctx, dest, Label(e.Reason))
+	case hookrelay.EventRedriven:
+		r.Redriven(ctx, dest)
+	case hookrelay.EventDuplicate:
+		r.Duplicate(ctx, dest)
+	case hookrelay.EventWorkerError:
+		r.WorkerError(ctx, Op(e.Err))
+	}
+}
+
+func resultReason(e hookrelay.Event) string {
+	if e.Result == nil {
+		return Label(e.Reason)
+	}
+	return Label(e.Result.Reason)
+}
+
+// Label returns v when it is empty or a lower_snake_case word (dots
+// allowed) of at most 64 bytes, as every reason and operation name of the
+// core and the HTTP adapter is, and Other otherwise.
+func Label(v string) string {
+	if len(v) > 64 {
+		return Other
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '.') {
+			return Other
+		}
+	}
+	return v
+}
+
+// Op names the core operation of a worker error ("queue.claim",
+// "ledger.record_retry"…), or "unknown".
+func Op(err error) string {
+	var oe *hookrelay.OpError
+	if errors.As(err, &oe) {
+		if l := Label(oe.Op); l != Other && l != "" {
+			return l
+		}
+	}
+	return "unknown"
+}
+
+// ReadStats calls stats at clk's now, bounded by timeout, for a scrape or
+// an observable-gauge callback, which have no context of their own.
+func ReadStats(stats hookrelay.LedgerStats, clk clock.Clock, timeout time.Duration) ([]hookrelay.DestinationStats, error) {
+	ctx, cancel := clk.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return stats.Stats(ctx, hookrelay.StatsParams{Now: clk.Now()})
+}

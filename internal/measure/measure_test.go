@@ -1,0 +1,104 @@
+package measure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hookrelay/hookrelay"
+)
+
+type calls []string
+
+func (c *calls) add(format string, args ...any) { *c = append(*c, fmt.Sprintf(format, args...)) }
+
+func (c *calls) Attempt(_ context.Context, dest, outcome, reason string) {
+	c.add("attempt %s %s %s", dest, outcome, reason)
+}
+func (c *calls) AttemptLatency(_ context.Context, dest string, d time.Duration) {
+	c.add("latency %s %v", dest, d)
+}
+func (c *calls) DeadLettered(_ context.Context, dest, reason string) {
+	c.add("dead %s %s", dest, reason)
+}
+func (c *calls) Released(_ context.Context, dest, reason string) {
+	c.add("released %s %s", dest, reason)
+}
+func (c *calls) DestinationDisabled(_ context.Context, dest, reason string) {
+	c.add("disabled %s %s", dest, reason)
+}
+func (c *calls) Redriven(_ context.Context, dest string)  { c.add("redriven %s", dest) }
+func (c *calls) Duplicate(_ context.Context, dest string) { c.add("duplicate %s", dest) }
+func (c *calls) WorkerError(_ context.Context, op string) { c.add("worker_error %s", op) }
+
+func TestDispatchCountsEachAttemptByTheDecisionAfterIt(t *testing.T) {
+	d := hookrelay.Delivery{ID: "whd_1", DestinationID: "acme"}
+	res := func(r hookrelay.Result) *hookrelay.Result { return &r }
+	tests := []struct {
+		name string
+		e    hookrelay.Event
+		want []string
+	}{
+		{"claimed counts nothing", hookrelay.Event{Kind: hookrelay.EventClaimed, Delivery: d}, nil},
+		{"attempt finished records latency",
+			hookrelay.Event{Kind: hookrelay.EventAttemptFinished, Delivery: d, Result: res(hookrelay.Delivered(200)), Latency: 250 * time.Millisecond},
+			[]string{"latency acme 250ms"}},
+		{"delivered", hookrelay.Event{Kind: hookrelay.EventDelivered, Delivery: d, Result: res(hookrelay.Delivered(200))},
+			[]string{"attempt acme delivered "}},
+		{"retry scheduled carries the attempt's reason",
+			hookrelay.Event{Kind: hookrelay.EventRetryScheduled, Delivery: d, Result: res(hookrelay.Retryable(hookrelay.ReasonServiceUnavailable))},
+			[]string{"attempt acme retry_scheduled service_unavailable"}},
+		{"permanent rejection",
+			hookrelay.Event{Kind: hookrelay.EventDeadLettered, Delivery: d, Reason: hookrelay.ReasonAuthRejected, Result: res(hookrelay.Permanent(hookrelay.ReasonAuthRejected))},
+			[]string{"attempt acme permanently_rejected auth_rejected", "dead acme auth_rejected"}},
+		{"budget exhausted",
+			hookrelay.Event{Kind: hookrelay.EventDeadLettered, Delivery: d, Reason: hookrelay.ReasonAttemptsExhausted, Result: res(hookrelay.Unknown(hookrelay.ReasonTimeout))},
+			[]string{"attempt acme dead_lettered timeout", "dead acme attempts_exhausted"}},
+		{"dead-lettered without an attempt",
+			hookrelay.Event{Kind: hookrelay.EventDeadLettered, Delivery: d, Reason: hookrelay.ReasonWindowExpired},
+			[]string{"dead acme delivery_window_expired"}},
+		{"released", hookrelay.Event{Kind: hookrelay.EventReleased, Delivery: d, Reason: hookrelay.ReasonDestinationPaused},
+			[]string{"released acme destination_paused"}},
+		{"disabled", hookrelay.Event{Kind: hookrelay.EventDestinationDisabled, Delivery: d, Reason: hookrelay.ReasonDestinationGone},
+			[]string{"disabled acme destination_gone"}},
+		{"redriven", hookrelay.Event{Kind: hookrelay.EventRedriven, Delivery: d}, []string{"redriven acme"}},
+		{"duplicate", hookrelay.Event{Kind: hookrelay.EventDuplicate, Delivery: d}, []string{"duplicate acme"}},
+		{"worker error names the operation",
+			hookrelay.Event{Kind: hookrelay.EventWorkerError, Err: &hookrelay.OpError{Op: "queue.claim", Err: errors.New("down")}},
+			[]string{"worker_error queue.claim"}},
+		{"worker error without an operation",
+			hookrelay.Event{Kind: hookrelay.EventWorkerError, Err: errors.New("boom")},
+			[]string{"worker_error unknown"}},
+		{"free-text reason is bounded",
+			hookrelay.Event{Kind: hookrelay.EventRetryScheduled, Delivery: d, Result: res(hookrelay.Retryable("Bearer abc123 refused"))},
+			[]string{"attempt acme retry_scheduled other"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got calls
+			Dispatch(context.Background(), tt.e, &got)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLabel(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                        "",
+		"rate_limited":            "rate_limited",
+		"queue.claim":             "queue.claim",
+		"Rate Limited":            Other,
+		"https://u:p@x":           Other,
+		string(make([]byte, 65)):  Other,
+		"a_reason_of_exactly_ok1": "a_reason_of_exactly_ok1",
+	} {
+		if got := Label(in); got != want {
+			t.Errorf("Label(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,55 @@
+// Package redact makes diagnostic text safe to log or attach to a span.
+// Result.Detail and worker errors are secret-free by contract; this is the
+// second line of defence for a Sender that breaks it: URL credentials,
+// Authorization values and Standard Webhooks secrets are masked, and the
+// text is cut to a bounded length.
+package redact
+
+import (
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+// Mask replaces a secret.
+const Mask = "[REDACTED]"
+
+// DefaultMax is the length Text cuts to when max is not positive.
+const DefaultMax = 256
+
+var rules = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	// scheme://user:password@host → scheme://[REDACTED]@host
+	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#\s@]+@`), "${1}" + Mask + "@"},
+	// Authorization: <anything up to the end of the header value>
+	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization|x-api-key|api[-_]?key|cookie)("?\s*[:=]\s*"?)[^\r\n,;"'}]+`), "${1}${2}" + Mask},
+	// A credential after an auth scheme: "Bearer abc", "Basic dXNlcg=="
+	{regexp.MustCompile(`(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{4,}`), "${1} " + Mask},
+	// Standard Webhooks signing secrets
+	{regexp.MustCompile(`whsec_[A-Za-z0-9+/=_-]+`), "whsec_" + Mask},
+}
+
+// Text returns s with secrets masked, cut to at most max bytes (DefaultMax
+// when max ≤ 0) on a rune boundary, with "…" marking a cut.
+func Text(s string, max int) string {
+	if s == "" {
+		return ""
+	}
+	if max <= 0 {
+		max = DefaultMax
+	}
+	for _, r := range rules {
+		s = r.re.ReplaceAllString(s, r.with)
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}

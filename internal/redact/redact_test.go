@@ -1,0 +1,43 @@
+package redact
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestTextMasksSecrets(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"url credentials", `Post "https://user:s3cret@hooks.example.com/in": dial tcp: refused`,
+			`Post "https://[REDACTED]@hooks.example.com/in": dial tcp: refused`},
+		{"url user only", "http://tok3n@example.com/", "http://[REDACTED]@example.com/"},
+		{"authorization header", "sent Authorization: Bearer abc.def-ghi, got 401",
+			"sent Authorization: [REDACTED], got 401"},
+		{"api key in json", `{"x-api-key":"k-123456"}`, `{"x-api-key":"[REDACTED]"}`},
+		{"bare bearer token", "token was Bearer abcdef123", "token was Bearer [REDACTED]"},
+		{"basic credentials", "Basic dXNlcjpwYXNz rejected", "Basic [REDACTED] rejected"},
+		{"signing secret", "signed with whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw=", "signed with whsec_[REDACTED]"},
+		{"plain text untouched", "503 Service Unavailable: upstream busy", "503 Service Unavailable: upstream busy"},
+		{"email-like text untouched", "contact ops@example.com", "contact ops@example.com"},
+		{"empty", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Text(tt.in, 0); got != tt.want {
+				t.Errorf("Text(%q)\n got %q\nwant %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTextCutsOnARuneBoundary(t *testing.T) {
+	in := strings.Repeat("é", 10) // 20 bytes
+	got := Text(in, 5)
+	if got != "éé…" {
+		t.Errorf("Text(%q, 5) = %q, want %q", in, got, "éé…")
+	}
+	if got := Text(strings.Repeat("a", 300), 0); len(got) != DefaultMax+len("…") {
+		t.Errorf("default cut: %d bytes, want %d", len(got), DefaultMax+len("…"))
+	}
+}
