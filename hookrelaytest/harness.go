@@ -50,4 +50,5 @@ func Run(t *testing.T, newHarness NewHarness) {
 	t.Run("Queue", func(t *testing.T) { RunQueue(t, newHarness) })
 	t.Run("Ledger", func(t *testing.T) { RunLedger(t, newHarness) })
 	t.Run("Engine", func(t *testing.T) { RunEngine(t, newHarness) })
+	t.Run("Stats", func(t *testing.T) { RunStats(t, newHarness) })
 }
