@@ -6,3 +6,9 @@ require (
 	github.com/benbjohnson/clock v1.3.5
 	github.com/google/uuid v1.6.0
 )
+
+require (
+	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1 // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
+	go.uber.org/goleak v1.3.0 // indirect
+)
