@@ -166,6 +166,22 @@ func New(cfg Config) (*Sender, error) {
 	}, nil
 }
 
+// SignatureHeader returns the webhook-signature header value for a message:
+// one "v1,<base64 HMAC-SHA256 of id.timestamp.body>" per secret,
+// space-separated. Secrets are in the "whsec_<base64 key>" form. The error
+// (for a secret that does not decode) never contains the secret.
+func SignatureHeader(secrets []string, id string, timestamp time.Time, body []byte) (string, error) {
+	keys := make([][]byte, len(secrets))
+	for i, sec := range secrets {
+		k, err := signature.DecodeSecret(sec)
+		if err != nil {
+			return "", fmt.Errorf("hookhttp: secret %d: %w", i+1, err)
+		}
+		keys[i] = k
+	}
+	return signature.Header(keys, id, timestamp.Unix(), body), nil
+}
+
 // CloseIdleConnections closes kept-alive connections that carry no request.
 func (s *Sender) CloseIdleConnections() { s.tr.CloseIdleConnections() }
 
