@@ -8,6 +8,7 @@ require (
 	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
+	golang.org/x/net v0.62.0
 )
 
 require go.yaml.in/yaml/v3 v3.0.5 // indirect
