@@ -351,6 +351,13 @@ func secretsOf(d hookrelay.Destination) []string {
 			add(url.QueryEscape(pw))
 		}
 	}
+	if u, err := url.Parse(d.URL); err == nil {
+		for _, vs := range u.Query() { // ?token=… is a credential too
+			for _, v := range vs {
+				add(v)
+			}
+		}
+	}
 	// Userinfo of URLs that do not parse: everything before the last '@'
 	// of the authority.
 	if _, rest, ok := strings.Cut(d.URL, "://"); ok {

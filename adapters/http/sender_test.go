@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -510,4 +511,10 @@ func TestNewRejectsInvalidConfig(t *testing.T) {
 		_, err := New(cfg)
 		assert.ErrorIs(t, err, hookrelay.ErrInvalidConfig)
 	}
+}
+
+func TestErrorDetailDropsTheURL(t *testing.T) {
+	err := &url.Error{Op: "Post", URL: "http://admin:pw@hooks.example/?token=abc", Err: io.ErrUnexpectedEOF}
+	assert.Equal(t, "unexpected EOF", errorDetail(err))
+	assert.Equal(t, "a [REDACTED] b [REDACTED]", redact("a whsec_abcd b abcd", []string{"abcd", "whsec_abcd"}), "longest first")
 }
