@@ -232,3 +232,16 @@ func TestGuardIsOnByDefaultForLoopbackServers(t *testing.T) {
 	assert.Contains(t, res.Detail, "SSRF guard")
 	assert.Zero(t, hits.Load())
 }
+
+func TestGuardAlsoWrapsControlContext(t *testing.T) {
+	var reached atomic.Int32
+	s := newTestSender(t, Config{AllowNetworks: []netip.Prefix{}, Dialer: &net.Dialer{
+		ControlContext: func(context.Context, string, string, syscall.RawConn) error {
+			reached.Add(1)
+			return syscall.EPERM
+		},
+	}})
+	res := s.Send(context.Background(), sendParams("http://127.0.0.1:9/", "{}"))
+	assert.Equal(t, hookrelay.ReasonDestinationBlocked, res.Reason)
+	assert.Zero(t, reached.Load())
+}

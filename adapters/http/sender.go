@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -72,8 +73,9 @@ type Config struct {
 	// The guard itself cannot be turned off; allowing 0.0.0.0/0 and ::/0
 	// has that effect, deliberately visibly.
 	AllowNetworks []netip.Prefix
-	// Dialer is the base dialer. The SSRF guard is installed as its Control
-	// function, wrapping any Control already set (the guard decides first).
+	// Dialer is the base dialer (timeouts, resolver, keep-alive). The SSRF
+	// guard wraps its Control (or ControlContext) function and decides
+	// first.
 	// Defaults to a net.Dialer with a 30s keep-alive.
 	Dialer *net.Dialer
 	// OnRequest, if set, is called with each request just before it is
@@ -142,8 +144,18 @@ func New(cfg Config) (*Sender, error) {
 	} else {
 		d.KeepAlive = 30 * time.Second
 	}
-	d.Control = guardControl(cfg.AllowNetworks, d.Control)
-	d.ControlContext = nil // Control is the one hook; ControlContext would bypass it
+	if inner := d.ControlContext; inner != nil {
+		// net.Dialer ignores Control when ControlContext is set: guard that.
+		check := guardControl(cfg.AllowNetworks, nil)
+		d.ControlContext = func(ctx context.Context, network, address string, c syscall.RawConn) error {
+			if err := check(network, address, c); err != nil {
+				return err
+			}
+			return inner(ctx, network, address, c)
+		}
+	} else {
+		d.Control = guardControl(cfg.AllowNetworks, d.Control)
+	}
 	tr := &http.Transport{
 		Proxy:                 nil, // a proxy would make the guard check the proxy, not the destination
 		DialContext:           d.DialContext,
