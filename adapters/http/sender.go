@@ -3,6 +3,7 @@ package hookhttp
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -78,6 +79,9 @@ type Config struct {
 	// first.
 	// Defaults to a net.Dialer with a 30s keep-alive.
 	Dialer *net.Dialer
+	// TLSClientConfig configures TLS for https destinations, e.g. RootCAs
+	// for a private CA. Defaults to the system roots.
+	TLSClientConfig *tls.Config
 	// OnRequest, if set, is called with each request just before it is
 	// sent, after every header (signatures included) is set; ctx is the
 	// request's context. It may add headers that are not signed, e.g. the
@@ -165,6 +169,9 @@ func New(cfg Config) (*Sender, error) {
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
+	}
+	if cfg.TLSClientConfig != nil {
+		tr.TLSClientConfig = cfg.TLSClientConfig.Clone()
 	}
 	return &Sender{
 		cfg: cfg,
