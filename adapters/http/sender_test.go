@@ -518,3 +518,30 @@ func TestErrorDetailDropsTheURL(t *testing.T) {
 	assert.Equal(t, "unexpected EOF", errorDetail(err))
 	assert.Equal(t, "a [REDACTED] b [REDACTED]", redact("a whsec_abcd b abcd", []string{"abcd", "whsec_abcd"}), "longest first")
 }
+
+func TestSendWithoutSecretsIsUnsigned(t *testing.T) {
+	srv, seen := recordingServer(t, http.StatusOK)
+	s := newTestSender(t, Config{})
+	p := sendParams(srv.URL, "{}")
+	p.Destination.Secrets = nil
+
+	assert.Equal(t, hookrelay.KindDelivered, s.Send(context.Background(), p).Kind)
+	require.Len(t, seen(), 1)
+	assert.Empty(t, seen()[0].header.Values("webhook-signature"))
+	assert.Equal(t, p.Delivery.ID, seen()[0].header.Get("webhook-id"))
+}
+
+func TestSenderIsSafeForConcurrentUse(t *testing.T) {
+	srv, seen := recordingServer(t, http.StatusOK)
+	s := newTestSender(t, Config{})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			p := sendParams(srv.URL, "{}")
+			p.Delivery.ID = "whd_" + strconv.Itoa(i)
+			assert.Equal(t, hookrelay.KindDelivered, s.Send(context.Background(), p).Kind)
+		})
+	}
+	wg.Wait()
+	assert.Len(t, seen(), 8)
+}

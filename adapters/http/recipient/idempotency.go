@@ -241,32 +241,29 @@ func writeStored(w http.ResponseWriter, resp StoredResponse, replayed bool) {
 	_, _ = w.Write(resp.Body)
 }
 
-// recorder buffers a handler's response.
+// recorder buffers a handler's response. Like a real ResponseWriter, it
+// takes the header as it stood when the status was written.
 type recorder struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
+	header  http.Header
+	status  int
+	written http.Header
+	body    bytes.Buffer
 }
 
 func (r *recorder) Header() http.Header { return r.header }
 
 func (r *recorder) WriteHeader(status int) {
 	if r.status == 0 {
-		r.status = status
+		r.status, r.written = status, r.header.Clone()
 	}
 }
 
 func (r *recorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
+	r.WriteHeader(http.StatusOK)
 	return r.body.Write(b)
 }
 
 func (r *recorder) response() StoredResponse {
-	status := r.status
-	if status == 0 {
-		status = http.StatusOK
-	}
-	return StoredResponse{Status: status, Header: r.header.Clone(), Body: bytes.Clone(r.body.Bytes())}
+	r.WriteHeader(http.StatusOK)
+	return StoredResponse{Status: r.status, Header: r.written, Body: bytes.Clone(r.body.Bytes())}
 }

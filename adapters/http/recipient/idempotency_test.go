@@ -49,6 +49,7 @@ func TestIdempotencyRunsTheHandlerOncePerWebhookID(t *testing.T) {
 		n := runs.Add(1)
 		w.Header().Set("X-Ledger-Entry", "entry-1")
 		w.WriteHeader(http.StatusCreated)
+		w.Header().Set("X-Too-Late", "ignored")
 		_, _ = io.WriteString(w, "applied ")
 		_, _ = io.WriteString(w, strings.Repeat("!", int(n)))
 	}))
@@ -65,6 +66,7 @@ func TestIdempotencyRunsTheHandlerOncePerWebhookID(t *testing.T) {
 	assert.Equal(t, "applied !", second.Body.String())
 	assert.Equal(t, "entry-1", second.Header().Get("X-Ledger-Entry"))
 	assert.Equal(t, "true", second.Header().Get(HeaderReplayed))
+	assert.Empty(t, second.Header().Get("X-Too-Late"), "headers set after WriteHeader are not sent, so not stored")
 	assert.Equal(t, "applied !!", other.Body.String())
 }
 
