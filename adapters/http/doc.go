@@ -30,6 +30,7 @@
 //	input: scheme not http/https          permanent  unsupported_scheme
 //	input: payload over MaxPayloadBytes   permanent  payload_too_large
 //	input: signing secret not whsec_ b64  permanent  invalid_signing_secret
+//	input: header with CR/LF or bad name  permanent  invalid_destination_header
 //	dial: address refused by SSRF guard   permanent  destination_blocked
 //	2xx                                   delivered
 //	3xx (redirects never followed)        permanent  redirect_refused

@@ -44,6 +44,10 @@ const (
 // redrive.
 const ReasonInvalidSecret = "invalid_signing_secret"
 
+// ReasonInvalidHeader is the permanent reason for a destination header
+// that cannot be sent (a bad name, or a CR, LF or NUL in the value).
+const ReasonInvalidHeader = "invalid_destination_header"
+
 // Config configures a Sender. Zero fields take the documented defaults.
 type Config struct {
 	// Timeout bounds one whole request (connect, write, response headers
@@ -190,15 +194,39 @@ func New(cfg Config) (*Sender, error) {
 // space-separated. Secrets are in the "whsec_<base64 key>" form. The error
 // (for a secret that does not decode) never contains the secret.
 func SignatureHeader(secrets []string, id string, timestamp time.Time, body []byte) (string, error) {
+	keys, err := decodeKeys(secrets)
+	if err != nil {
+		return "", fmt.Errorf("hookhttp: %w", err)
+	}
+	return signature.Header(keys, id, timestamp.Unix(), body), nil
+}
+
+// decodeKeys decodes "whsec_" secrets; the error names the secret's
+// position, never its value.
+func decodeKeys(secrets []string) ([][]byte, error) {
 	keys := make([][]byte, len(secrets))
 	for i, sec := range secrets {
 		k, err := signature.DecodeSecret(sec)
 		if err != nil {
-			return "", fmt.Errorf("hookhttp: secret %d: %w", i+1, err)
+			return nil, fmt.Errorf("signing secret %d of %d: %w", i+1, len(secrets), err)
 		}
 		keys[i] = k
 	}
-	return signature.Header(keys, id, timestamp.Unix(), body), nil
+	return keys, nil
+}
+
+// validHeader reports whether a destination header can be sent as is;
+// the transport would otherwise refuse it at send time, every time.
+func validHeader(name, value string) bool {
+	if name == "" {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return !strings.ContainsAny(value, "\r\n\x00")
 }
 
 // CloseIdleConnections closes kept-alive connections that carry no request.
@@ -229,13 +257,15 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 		return hookrelay.Permanent(hookrelay.ReasonPayloadTooLarge).
 			WithDetail(fmt.Sprintf("payload is %d bytes, over the sender's %d-byte limit", len(d.Payload), s.cfg.MaxPayloadBytes))
 	}
-	keys := make([][]byte, 0, len(dest.Secrets))
-	for i, sec := range dest.Secrets {
-		k, err := signature.DecodeSecret(sec)
-		if err != nil {
-			return hookrelay.Permanent(ReasonInvalidSecret).WithDetail(fmt.Sprintf("signing secret %d of %d: %v", i+1, len(dest.Secrets), err))
+	keys, err := decodeKeys(dest.Secrets)
+	if err != nil {
+		return hookrelay.Permanent(ReasonInvalidSecret).WithDetail(err.Error())
+	}
+	for name, value := range dest.Headers {
+		if !validHeader(name, value) {
+			return hookrelay.Permanent(ReasonInvalidHeader).
+				WithDetail(redact(fmt.Sprintf("destination header %q has an invalid name or value", name), secrets))
 		}
-		keys = append(keys, k)
 	}
 
 	timeout := dest.Timeout

@@ -447,11 +447,15 @@ func TestBadInputNeverReachesTheNetwork(t *testing.T) {
 		{"gopher", "gopher://example.com/", "{}", testSecret, hookrelay.ReasonUnsupportedScheme},
 		{"too large", "https://example.com/", strings.Repeat("x", 17), testSecret, hookrelay.ReasonPayloadTooLarge},
 		{"bad secret", "https://example.com/", "{}", "whsec_not base64!", ReasonInvalidSecret},
+		{"header injection", "https://example.com/", "{}", testSecret, ReasonInvalidHeader},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := sendParams(tt.url, tt.payload)
 			p.Destination.Secrets = []string{tt.secret}
+			if tt.reason == ReasonInvalidHeader {
+				p.Destination.Headers = map[string]string{"Authorization": "Bearer x\r\nX-Injected: 1"}
+			}
 			res := s.Send(context.Background(), p)
 			assert.Equal(t, hookrelay.KindPermanent, res.Kind)
 			assert.Equal(t, tt.reason, res.Reason)
@@ -544,4 +548,13 @@ func TestSenderIsSafeForConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Len(t, seen(), 8)
+}
+
+func TestValidHeader(t *testing.T) {
+	assert.True(t, validHeader("X-Api-Key", "abc def"))
+	assert.False(t, validHeader("", "v"))
+	assert.False(t, validHeader("X Api", "v"))
+	assert.False(t, validHeader("X:Api", "v"))
+	assert.False(t, validHeader("X-Api", "a\nb"))
+	assert.False(t, validHeader("X-Api", "a\x00b"))
 }
