@@ -1,0 +1,82 @@
+// Package hookhttp is hookrelay's HTTP sender: it implements
+// [hookrelay.Sender] by POSTing each delivery's payload bytes, unchanged, to
+// the destination's URL, signed per the Standard Webhooks specification.
+//
+// # Request
+//
+// Every attempt carries:
+//
+//	webhook-id          the delivery ID (the same on every attempt and redrive)
+//	webhook-timestamp   the send time from the client's clock, Unix seconds
+//	webhook-signature   "v1,<base64 HMAC-SHA256 of id.timestamp.body>", one per
+//	                    active secret ("whsec_<base64 key>"), space-separated;
+//	                    omitted when the destination has no secret
+//	Idempotency-Key     the delivery ID
+//	Content-Type        Config.ContentType (default application/json)
+//	User-Agent          hookrelay/<version>
+//
+// plus the destination's Headers (e.g. Authorization), which may replace
+// Content-Type and User-Agent but never the four above. Config.OnRequest
+// sees the request last, e.g. to inject a traceparent header.
+//
+// # Classification
+//
+// Bad input never reaches the network; responses are classified by
+// Config.Classify (default [DefaultClassify], which is
+// [hookrelay.ClassifyStatus] plus the 409 row); network errors by their
+// type, never their message.
+//
+//	input: unparsable URL                 permanent  invalid_url
+//	input: scheme not http/https          permanent  unsupported_scheme
+//	input: payload over MaxPayloadBytes   permanent  payload_too_large
+//	input: signing secret not whsec_ b64  permanent  invalid_signing_secret
+//	input: header with CR/LF or bad name  permanent  invalid_destination_header
+//	dial: address refused by SSRF guard   permanent  destination_blocked
+//	2xx                                   delivered
+//	3xx (redirects never followed)        permanent  redirect_refused
+//	408, 425, 429                         retryable  request_timeout, too_early, rate_limited
+//	500, 502, 503, 504                    retryable  server_error, bad_gateway, service_unavailable, gateway_timeout
+//	409 with Retry-After                  retryable  conflict_in_progress (recipient kit: duplicate in flight)
+//	410                                   permanent  destination_gone, and the destination is disabled
+//	401, 403                              permanent  auth_rejected (fix credentials, then redrive)
+//	400, 404, 413, 422                    permanent  bad_request, not_found, payload_too_large, unprocessable_entity
+//	other 4xx                             permanent  client_error
+//	other 5xx                             retryable  server_error
+//	anything else                         retryable  unexpected_status
+//	connection refused                    retryable  connection_refused (nothing was sent)
+//	DNS failure                           retryable  dns_failure (nothing was sent)
+//	timeout before the request was sent   retryable  timeout
+//	timeout after the request was written retryable, outcome unknown, timeout
+//	reset/EOF after it was written        retryable, outcome unknown, connection_reset
+//
+// Retry-After (seconds or HTTP-date, relative to the send time) is attached
+// to retryable results; the core honours it but never beyond the policy's
+// MaxDelay. "Outcome unknown" means the recipient may have applied the
+// request: it is retried with the same webhook-id, and only the recipient's
+// deduplication (see package recipient) makes that one business effect.
+//
+// # Timeouts, connections, responses
+//
+// Each request is bounded by the destination's Timeout (default
+// Config.Timeout, 10s) for the whole exchange. Connections are reused. Up to
+// Config.MaxSnippetBytes of the response body are kept, with secrets
+// redacted, as Result.Detail; the rest is discarded.
+//
+// # SSRF guard
+//
+// On by default: the dialer refuses loopback, private (RFC 1918,
+// fc00::/7), link-local (169.254.0.0/16 including 169.254.169.254,
+// fe80::/10), carrier-grade NAT (100.64.0.0/10), multicast, unspecified and
+// reserved addresses, and IPv4-mapped, NAT64 and 6to4 forms of them. The
+// check runs at dial time on the resolved address, so names that resolve
+// to such addresses and odd literal spellings (http://2130706433/,
+// http://0x7f.1/, http://[::ffff:127.0.0.1]/) are refused too.
+// Config.AllowNetworks opens exceptions.
+//
+// # Secrets
+//
+// Signing secrets, destination header values and URL credentials never
+// appear in a Result (Detail, Reason), so never in the ledger, logs or
+// observer events: errors are reduced to their cause without the URL, and
+// response snippets are scrubbed of those values.
+package hookhttp

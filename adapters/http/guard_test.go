@@ -1,0 +1,247 @@
+package hookhttp
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/hookrelay/hookrelay"
+)
+
+func TestGuardDecision(t *testing.T) {
+	blocked := []string{
+		"127.0.0.1", "127.255.255.254", "::1",
+		"10.0.0.1", "172.16.0.1", "172.31.255.255", "192.168.1.1",
+		"169.254.169.254", "169.254.0.1", "fe80::1", "fe80::1%eth0",
+		"100.64.0.1", "100.127.255.255",
+		"fc00::1", "fd12:3456:789a::1",
+		"224.0.0.1", "239.255.255.250", "ff02::1", "ff05::2",
+		"0.0.0.0", "0.1.2.3", "::", "255.255.255.255", "240.0.0.1",
+		// IPv4-mapped, IPv4-compatible, NAT64 and 6to4 spellings.
+		"::ffff:127.0.0.1", "::ffff:10.0.0.1", "::ffff:169.254.169.254", "::ffff:100.64.0.1",
+		"::127.0.0.1", "::10.0.0.1",
+		"64:ff9b::7f00:1", "64:ff9b::a9fe:a9fe", "2002:7f00:1::1", "2002:a00:1::",
+		"fec0::1", "2001:db8::1", "198.18.0.1", "192.0.0.8",
+	}
+	allowed := []string{
+		"93.184.216.34", "1.1.1.1", "8.8.8.8", "100.63.255.255", "100.128.0.0",
+		"172.15.255.255", "172.32.0.0", "169.253.255.255",
+		"2606:4700:4700::1111", "2a00:1450:4001:80b::200e", "::ffff:93.184.216.34",
+		"64:ff9b::5db8:d822", "2002:5db8:d822::1",
+	}
+	for _, s := range blocked {
+		assert.False(t, addrAllowed(netip.MustParseAddr(s), nil), "%s must be blocked", s)
+	}
+	for _, s := range allowed {
+		assert.True(t, addrAllowed(netip.MustParseAddr(s), nil), "%s must be allowed", s)
+	}
+	assert.False(t, addrAllowed(netip.Addr{}, nil), "an invalid address is blocked")
+
+	allow := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128"), netip.MustParsePrefix("10.20.0.0/16")}
+	for _, s := range []string{"127.0.0.1", "127.9.9.9", "::1", "::ffff:127.0.0.1", "10.20.30.40"} {
+		assert.True(t, addrAllowed(netip.MustParseAddr(s), allow), "%s is on the allow-list", s)
+	}
+	for _, s := range []string{"10.21.0.1", "192.168.0.1", "169.254.169.254", "::2"} {
+		assert.False(t, addrAllowed(netip.MustParseAddr(s), allow), "%s is not on the allow-list", s)
+	}
+}
+
+// fakeDNS is a resolver that never leaves the process: every query is
+// answered from answers over an in-memory pipe; unknown names are NXDOMAIN.
+func fakeDNS(t *testing.T, answers map[string][]netip.Addr) *net.Resolver {
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		client, server := net.Pipe()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer server.Close()
+			serveDNS(server, answers)
+		}()
+		return client, nil
+	}}
+}
+
+func serveDNS(conn net.Conn, answers map[string][]netip.Addr) {
+	for {
+		var n [2]byte
+		if _, err := io.ReadFull(conn, n[:]); err != nil {
+			return
+		}
+		msg := make([]byte, binary.BigEndian.Uint16(n[:]))
+		if _, err := io.ReadFull(conn, msg); err != nil {
+			return
+		}
+		var p dnsmessage.Parser
+		h, err := p.Start(msg)
+		if err != nil {
+			return
+		}
+		q, err := p.Question()
+		if err != nil {
+			return
+		}
+		addrs, known := answers[strings.TrimSuffix(q.Name.String(), ".")]
+		rh := dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true, RecursionAvailable: true}
+		if !known {
+			rh.RCode = dnsmessage.RCodeNameError
+		}
+		b := dnsmessage.NewBuilder(nil, rh)
+		_ = b.StartQuestions()
+		_ = b.Question(q)
+		_ = b.StartAnswers()
+		rr := dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 60}
+		for _, a := range addrs {
+			switch {
+			case q.Type == dnsmessage.TypeA && a.Is4():
+				rr.Type = dnsmessage.TypeA
+				_ = b.AResource(rr, dnsmessage.AResource{A: a.As4()})
+			case q.Type == dnsmessage.TypeAAAA && a.Is6():
+				rr.Type = dnsmessage.TypeAAAA
+				_ = b.AAAAResource(rr, dnsmessage.AAAAResource{AAAA: a.As16()})
+			}
+		}
+		resp, err := b.Finish()
+		if err != nil {
+			return
+		}
+		out := binary.BigEndian.AppendUint16(nil, uint16(len(resp)))
+		if _, err := conn.Write(append(out, resp...)); err != nil {
+			return
+		}
+	}
+}
+
+// abortingDialer resolves through fakeDNS and records every address that
+// got past the guard, then aborts before connect(2): even a broken guard
+// cannot send a packet off this machine.
+func abortingDialer(t *testing.T, answers map[string][]netip.Addr) (*net.Dialer, func() []string) {
+	var mu sync.Mutex
+	var reached []string
+	d := &net.Dialer{
+		Resolver: fakeDNS(t, answers),
+		Control: func(_, address string, _ syscall.RawConn) error {
+			mu.Lock()
+			reached = append(reached, address)
+			mu.Unlock()
+			return syscall.EPERM
+		},
+	}
+	return d, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), reached...)
+	}
+}
+
+var dnsAnswers = map[string][]netip.Addr{
+	// What an inet_aton-style resolver makes of odd literal forms.
+	"2130706433":   {netip.MustParseAddr("127.0.0.1")},
+	"017700000001": {netip.MustParseAddr("127.0.0.1")},
+	"0x7f000001":   {netip.MustParseAddr("127.0.0.1")},
+	"0177.0.0.1":   {netip.MustParseAddr("127.0.0.1")},
+	"127.1":        {netip.MustParseAddr("127.0.0.1")},
+	"0xa9fea9fe":   {netip.MustParseAddr("169.254.169.254")},
+	// Names that resolve to blocked addresses, in both families.
+	"metadata.example":  {netip.MustParseAddr("169.254.169.254")},
+	"rebind.example":    {netip.MustParseAddr("10.1.2.3")},
+	"cgnat.example":     {netip.MustParseAddr("100.64.1.1")},
+	"mapped.example":    {netip.MustParseAddr("::ffff:192.168.1.1")},
+	"ula.example":       {netip.MustParseAddr("fd00::1")},
+	"nat64.example":     {netip.MustParseAddr("64:ff9b::a00:1")},
+	"split.example":     {netip.MustParseAddr("10.9.9.9"), netip.MustParseAddr("fd00::9")},
+	"public.example":    {netip.MustParseAddr("93.184.216.34")},
+	"public-v6.example": {netip.MustParseAddr("2606:4700:4700::1111")},
+}
+
+func TestGuardRefusesBlockedAddressesAtDialTime(t *testing.T) {
+	dialer, reached := abortingDialer(t, dnsAnswers)
+	s := newTestSender(t, Config{AllowNetworks: []netip.Prefix{}, Dialer: dialer})
+
+	urls := []string{
+		"http://127.0.0.1:9/", "http://[::1]:9/", "http://localhost:9/",
+		"http://[::ffff:127.0.0.1]:9/", "http://[::ffff:7f00:1]:9/", "http://[0:0:0:0:0:ffff:7f00:0001]:9/",
+		"http://169.254.169.254/latest/meta-data/", "http://[::ffff:169.254.169.254]/",
+		"http://10.0.0.1/", "http://192.168.0.10:8080/", "http://172.20.0.1/",
+		"http://100.64.0.1/", "http://[fd00::1]/", "http://[fe80::1%25eth0]/",
+		"http://0.0.0.0:9/", "http://224.0.0.1/", "http://[ff02::1]/",
+		"http://0x7f000001:9/", "https://0xa9fea9fe/", "https://metadata.example/", "https://rebind.example/",
+		"https://cgnat.example/", "https://mapped.example/", "https://ula.example/",
+		"https://nat64.example/", "https://split.example/",
+		"http://user:pass@10.0.0.1/",
+	}
+	for _, u := range urls {
+		res := s.Send(context.Background(), sendParams(u, "{}"))
+		assert.Equal(t, hookrelay.KindPermanent, res.Kind, u)
+		assert.Equal(t, hookrelay.ReasonDestinationBlocked, res.Reason, u)
+		assert.Equal(t, hookrelay.OutcomeRejected, res.Outcome, u)
+	}
+	assert.Empty(t, reached(), "the guard refuses before the dialer's own Control runs")
+
+	// Go does not read all-numeric hosts as addresses, nor look them up as
+	// names (the fake DNS would map them to 127.0.0.1): they fail to resolve
+	// and nothing is dialled, so they cannot slip through either.
+	for _, u := range []string{"http://2130706433:9/", "http://0177.0.0.1:9/", "http://127.1:9/", "http://017700000001/"} {
+		res := s.Send(context.Background(), sendParams(u, "{}"))
+		assert.Contains(t, []string{hookrelay.ReasonDestinationBlocked, hookrelay.ReasonDNSFailure}, res.Reason, u)
+		assert.NotEqual(t, hookrelay.KindDelivered, res.Kind, u)
+	}
+	assert.Empty(t, reached())
+}
+
+func TestGuardLetsAllowedAddressesThroughToTheDialer(t *testing.T) {
+	dialer, reached := abortingDialer(t, dnsAnswers)
+	s := newTestSender(t, Config{
+		AllowNetworks: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
+		Dialer:        dialer,
+	})
+
+	for _, u := range []string{"https://public.example/", "https://public-v6.example/", "http://rebind.example/"} {
+		res := s.Send(context.Background(), sendParams(u, "{}"))
+		assert.Equal(t, hookrelay.KindRetryable, res.Kind, u)
+		assert.Equal(t, hookrelay.OutcomeRejected, res.Outcome, "aborted before anything was sent: %s", u)
+	}
+	assert.ElementsMatch(t, []string{"93.184.216.34:443", "[2606:4700:4700::1111]:443", "10.1.2.3:80"}, reached())
+}
+
+func TestGuardIsOnByDefaultForLoopbackServers(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	t.Cleanup(srv.Close)
+	s, err := New(Config{})
+	require.NoError(t, err)
+	t.Cleanup(s.CloseIdleConnections)
+
+	res := s.Send(context.Background(), sendParams(srv.URL, "{}"))
+
+	assert.Equal(t, hookrelay.ReasonDestinationBlocked, res.Reason)
+	assert.Contains(t, res.Detail, "SSRF guard")
+	assert.Zero(t, hits.Load())
+}
+
+func TestGuardAlsoWrapsControlContext(t *testing.T) {
+	var reached atomic.Int32
+	s := newTestSender(t, Config{AllowNetworks: []netip.Prefix{}, Dialer: &net.Dialer{
+		ControlContext: func(context.Context, string, string, syscall.RawConn) error {
+			reached.Add(1)
+			return syscall.EPERM
+		},
+	}})
+	res := s.Send(context.Background(), sendParams("http://127.0.0.1:9/", "{}"))
+	assert.Equal(t, hookrelay.ReasonDestinationBlocked, res.Reason)
+	assert.Zero(t, reached.Load())
+}

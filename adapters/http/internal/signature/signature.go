@@ -1,0 +1,109 @@
+// Package signature implements the Standard Webhooks signature scheme that
+// the HTTP sender and the recipient kit share: secrets in the "whsec_" form,
+// "v1," signatures that are the base64 HMAC-SHA256 of "id.timestamp.body",
+// and the space-separated webhook-signature header.
+package signature
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"strconv"
+	"strings"
+)
+
+// SecretPrefix starts every Standard Webhooks secret; the base64 HMAC key
+// follows it.
+const SecretPrefix = "whsec_"
+
+// ErrInvalidSecret reports a secret whose key is not valid base64 or is
+// empty. It never carries the secret itself.
+var ErrInvalidSecret = errors.New("signing secret is not a valid whsec_ base64 key")
+
+// DecodeSecret returns the HMAC key of a secret. The "whsec_" prefix is
+// optional, as in the reference implementations; the rest must be standard
+// base64.
+func DecodeSecret(secret string) ([]byte, error) {
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, SecretPrefix))
+	if err != nil || len(key) == 0 {
+		return nil, ErrInvalidSecret
+	}
+	return key, nil
+}
+
+// mac returns the HMAC-SHA256 of "id.timestamp.body" under key.
+func mac(key []byte, id string, timestamp int64, body []byte) []byte {
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte(id))
+	h.Write([]byte{'.'})
+	h.Write(strconv.AppendInt(nil, timestamp, 10))
+	h.Write([]byte{'.'})
+	h.Write(body)
+	return h.Sum(nil)
+}
+
+// Sign returns one "v1,<base64>" signature of the message under key.
+func Sign(key []byte, id string, timestamp int64, body []byte) string {
+	return "v1," + base64.StdEncoding.EncodeToString(mac(key, id, timestamp, body))
+}
+
+// Header returns the webhook-signature header value: one signature per key,
+// space-separated, in key order.
+func Header(keys [][]byte, id string, timestamp int64, body []byte) string {
+	sigs := make([]string, len(keys))
+	for i, k := range keys {
+		sigs[i] = Sign(k, id, timestamp, body)
+	}
+	return strings.Join(sigs, " ")
+}
+
+// Signature is one entry of a webhook-signature header.
+type Signature struct {
+	// Version is the scheme, "v1" for HMAC-SHA256.
+	Version string
+	// Value is the base64 signature as sent.
+	Value string
+}
+
+// Parse splits a webhook-signature header into its entries. Entries are
+// separated by spaces; each is "version,value". Entries without a comma or
+// with an empty version or value are skipped, so a header with nothing
+// usable yields no entries.
+func Parse(header string) []Signature {
+	var out []Signature
+	for _, f := range strings.Fields(header) {
+		version, value, ok := strings.Cut(f, ",")
+		if !ok || version == "" || value == "" {
+			continue
+		}
+		out = append(out, Signature{Version: version, Value: value})
+	}
+	return out
+}
+
+// Match reports whether any v1 entry of sigs is the signature of the
+// message under any of keys. Comparisons are constant-time (hmac.Equal) on
+// the raw MAC bytes.
+func Match(keys [][]byte, id string, timestamp int64, body []byte, sigs []Signature) bool {
+	var want [][]byte
+	for _, k := range keys {
+		want = append(want, mac(k, id, timestamp, body))
+	}
+	found := false
+	for _, s := range sigs {
+		if s.Version != "v1" {
+			continue
+		}
+		got, err := base64.StdEncoding.DecodeString(s.Value)
+		if err != nil {
+			continue
+		}
+		for _, w := range want {
+			if hmac.Equal(got, w) {
+				found = true
+			}
+		}
+	}
+	return found
+}

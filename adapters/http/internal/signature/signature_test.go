@@ -1,0 +1,69 @@
+package signature
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParse(t *testing.T) {
+	assert.Equal(t, []Signature{{"v1", "abc="}, {"v2", "x,y"}, {"v1", "def"}},
+		Parse(" v1,abc=  v2,x,y junk ,nov v1, v1,def\t"))
+	assert.Empty(t, Parse(""))
+	assert.Empty(t, Parse("v1"))
+}
+
+func TestMatchIsTheSignatureOfTheMessage(t *testing.T) {
+	key, err := DecodeSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	require.NoError(t, err)
+	body := []byte(`{"test": 2432232314}`)
+	const id, ts = "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330
+	sig := Sign(key, id, ts, body)
+	assert.Equal(t, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=", sig)
+	assert.True(t, Match([][]byte{[]byte("other"), key}, id, ts, body, Parse("v1,bm9wZQ== "+sig)))
+	assert.False(t, Match([][]byte{key}, id, ts+1, body, Parse(sig)))
+	assert.False(t, Match([][]byte{key}, id, ts, body, Parse("v2,"+strings.TrimPrefix(sig, "v1,"))))
+}
+
+func TestDecodeSecret(t *testing.T) {
+	k, err := DecodeSecret("whsec_" + base64.StdEncoding.EncodeToString([]byte("key")))
+	require.NoError(t, err)
+	assert.Equal(t, []byte("key"), k)
+	for _, bad := range []string{"", "whsec_", "whsec_***", "whsec_a"} {
+		_, err := DecodeSecret(bad)
+		assert.ErrorIs(t, err, ErrInvalidSecret, "%q", bad)
+	}
+}
+
+func FuzzParseSignatureHeader(f *testing.F) {
+	for _, s := range []string{
+		"v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
+		"v1,a v1,b",
+		"v1,abc= v2,x,y junk ,nov v1,",
+		"",
+		"   ",
+		",,,",
+		"v1,\x00\xff",
+	} {
+		f.Add(s)
+	}
+	key := []byte("fuzz-key")
+	f.Fuzz(func(t *testing.T, header string) {
+		sigs := Parse(header)
+		for _, s := range sigs {
+			if s.Version == "" || s.Value == "" || strings.ContainsAny(s.Version, " \t\n\r") {
+				t.Fatalf("bad entry %+v from %q", s, header)
+			}
+		}
+		// Whatever the header, Match must not panic, and the genuine
+		// signature appended to it always matches.
+		Match([][]byte{key}, "id", 1, []byte(header), sigs)
+		genuine := Sign(key, "id", 1, []byte(header))
+		if !Match([][]byte{key}, "id", 1, []byte(header), Parse(header+" "+genuine)) {
+			t.Fatalf("genuine signature not matched after %q", header)
+		}
+	})
+}

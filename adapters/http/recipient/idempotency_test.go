@@ -1,0 +1,218 @@
+package recipient
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var quietLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func newIdem(t *testing.T, cfg IdempotencyConfig) *Idempotency {
+	t.Helper()
+	if cfg.Store == nil {
+		cfg.Store = NewMemoryStore()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = quietLogger
+	}
+	m, err := NewIdempotency(cfg)
+	require.NoError(t, err)
+	return m
+}
+
+func serveID(h http.Handler, id string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, "/hooks", strings.NewReader("{}"))
+	if id != "" {
+		req.Header.Set(HeaderWebhookID, id)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+func TestIdempotencyRunsTheHandlerOncePerWebhookID(t *testing.T) {
+	var runs atomic.Int32
+	h := newIdem(t, IdempotencyConfig{}).Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := runs.Add(1)
+		w.Header().Set("X-Ledger-Entry", "entry-1")
+		w.WriteHeader(http.StatusCreated)
+		w.Header().Set("X-Too-Late", "ignored")
+		_, _ = io.WriteString(w, "applied ")
+		_, _ = io.WriteString(w, strings.Repeat("!", int(n)))
+	}))
+
+	first := serveID(h, "whd_a")
+	second := serveID(h, "whd_a")
+	other := serveID(h, "whd_b")
+
+	assert.Equal(t, int32(2), runs.Load(), "once for whd_a, once for whd_b")
+	assert.Equal(t, http.StatusCreated, first.Code)
+	assert.Equal(t, "applied !", first.Body.String())
+	assert.Empty(t, first.Header().Get(HeaderReplayed))
+	assert.Equal(t, http.StatusCreated, second.Code, "the stored response is replayed")
+	assert.Equal(t, "applied !", second.Body.String())
+	assert.Equal(t, "entry-1", second.Header().Get("X-Ledger-Entry"))
+	assert.Equal(t, "true", second.Header().Get(HeaderReplayed))
+	assert.Empty(t, second.Header().Get("X-Too-Late"), "headers set after WriteHeader are not sent, so not stored")
+	assert.Equal(t, "applied !!", other.Body.String())
+}
+
+func TestIdempotencyAnswersConflictWhileTheFirstRuns(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var runs atomic.Int32
+	h := newIdem(t, IdempotencyConfig{RetryAfter: 1500 * time.Millisecond}).Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		close(entered)
+		<-release
+		w.WriteHeader(http.StatusOK)
+	}))
+
+	var wg sync.WaitGroup
+	var first *httptest.ResponseRecorder
+	wg.Go(func() { first = serveID(h, "whd_a") })
+	<-entered
+	dup := serveID(h, "whd_a")
+	close(release)
+	wg.Wait()
+
+	assert.Equal(t, http.StatusConflict, dup.Code)
+	assert.Equal(t, "2", dup.Header().Get("Retry-After"), "rounded up to whole seconds")
+	assert.Equal(t, http.StatusOK, first.Code)
+	assert.Equal(t, int32(1), runs.Load())
+	assert.Equal(t, http.StatusOK, serveID(h, "whd_a").Code, "after completion: the stored response")
+	assert.Equal(t, int32(1), runs.Load())
+}
+
+func TestIdempotencyDoesNotStoreRetryableResponses(t *testing.T) {
+	for _, status := range []int{http.StatusRequestTimeout, http.StatusTooEarly, http.StatusTooManyRequests, 500, 503} {
+		var runs atomic.Int32
+		h := newIdem(t, IdempotencyConfig{}).Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if runs.Add(1) == 1 {
+				w.WriteHeader(status)
+				return
+			}
+			w.WriteHeader(http.StatusOK)
+		}))
+		assert.Equal(t, status, serveID(h, "whd_a").Code)
+		assert.Equal(t, http.StatusOK, serveID(h, "whd_a").Code, "the retry runs the handler again after %d", status)
+		assert.Equal(t, http.StatusOK, serveID(h, "whd_a").Code)
+		assert.Equal(t, int32(2), runs.Load(), "status %d", status)
+	}
+}
+
+func TestIdempotencyStoresFinalRejections(t *testing.T) {
+	var runs atomic.Int32
+	h := newIdem(t, IdempotencyConfig{}).Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		http.Error(w, "unknown lease", http.StatusUnprocessableEntity)
+	}))
+	assert.Equal(t, http.StatusUnprocessableEntity, serveID(h, "whd_a").Code)
+	assert.Equal(t, http.StatusUnprocessableEntity, serveID(h, "whd_a").Code)
+	assert.Equal(t, int32(1), runs.Load())
+}
+
+func TestIdempotencyAbandonsTheRecordWhenTheHandlerPanics(t *testing.T) {
+	var runs atomic.Int32
+	h := newIdem(t, IdempotencyConfig{}).Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if runs.Add(1) == 1 {
+			panic("database went away")
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	assert.PanicsWithValue(t, "database went away", func() { serveID(h, "whd_a") })
+	assert.Equal(t, http.StatusOK, serveID(h, "whd_a").Code, "not stuck in progress")
+	assert.Equal(t, int32(2), runs.Load())
+}
+
+func TestIdempotencyTakesOverAStaleRun(t *testing.T) {
+	mock := clock.NewMock()
+	store := NewMemoryStore()
+	// A process crashed after Begin: its record stays in progress.
+	_, err := store.Begin(context.Background(), BeginParams{Key: "whd_a", Now: mock.Now(), StaleAfter: time.Minute})
+	require.NoError(t, err)
+	var runs atomic.Int32
+	h := newIdem(t, IdempotencyConfig{Store: store, Clock: mock, StaleAfter: time.Minute}).Middleware(
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { runs.Add(1) }))
+
+	mock.Add(59 * time.Second)
+	assert.Equal(t, http.StatusConflict, serveID(h, "whd_a").Code)
+	mock.Add(time.Second)
+	assert.Equal(t, http.StatusOK, serveID(h, "whd_a").Code)
+	assert.Equal(t, int32(1), runs.Load())
+}
+
+type failingStore struct {
+	IdempotencyStore
+	beginErr, completeErr error
+}
+
+func (s failingStore) Begin(ctx context.Context, p BeginParams) (BeginResult, error) {
+	if s.beginErr != nil {
+		return BeginResult{}, s.beginErr
+	}
+	return s.IdempotencyStore.Begin(ctx, p)
+}
+
+func (s failingStore) Complete(ctx context.Context, p CompleteParams) error {
+	if s.completeErr != nil {
+		return s.completeErr
+	}
+	return s.IdempotencyStore.Complete(ctx, p)
+}
+
+func TestIdempotencyStoreFailures(t *testing.T) {
+	var runs atomic.Int32
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { runs.Add(1); w.WriteHeader(http.StatusAccepted) })
+
+	down := newIdem(t, IdempotencyConfig{Store: failingStore{NewMemoryStore(), errors.New("connection refused"), nil}}).Middleware(handler)
+	rec := serveID(down, "whd_a")
+	assert.Equal(t, http.StatusServiceUnavailable, rec.Code, "the sender retries later")
+	assert.Equal(t, "5", rec.Header().Get("Retry-After"))
+	assert.Zero(t, runs.Load())
+
+	lost := newIdem(t, IdempotencyConfig{Store: failingStore{NewMemoryStore(), nil, errors.New("disk full")}}).Middleware(handler)
+	assert.Equal(t, http.StatusAccepted, serveID(lost, "whd_a").Code, "the handler ran: its answer stands")
+	assert.Equal(t, int32(1), runs.Load())
+}
+
+func TestIdempotencyRequiresAWebhookID(t *testing.T) {
+	var runs atomic.Int32
+	h := newIdem(t, IdempotencyConfig{}).Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { runs.Add(1) }))
+	assert.Equal(t, http.StatusBadRequest, serveID(h, "").Code)
+	assert.Zero(t, runs.Load())
+	_, err := NewIdempotency(IdempotencyConfig{})
+	assert.Error(t, err)
+}
+
+func TestMemoryStorePurgesCompletedRecords(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := NewMemoryStore()
+	r, err := s.Begin(ctx, BeginParams{Key: "done", Now: t0, StaleAfter: time.Minute})
+	require.NoError(t, err)
+	require.NoError(t, s.Complete(ctx, CompleteParams{Key: "done", Token: r.Token, Response: StoredResponse{Status: 200}, Now: t0}))
+	_, err = s.Begin(ctx, BeginParams{Key: "running", Now: t0, StaleAfter: time.Minute})
+	require.NoError(t, err)
+
+	assert.Equal(t, 0, s.Purge(t0))
+	assert.Equal(t, 1, s.Purge(t0.Add(time.Nanosecond)), "only the completed record")
+	r, err = s.Begin(ctx, BeginParams{Key: "done", Now: t0, StaleAfter: time.Minute})
+	require.NoError(t, err)
+	assert.Equal(t, StateStarted, r.State, "purged: a new run")
+	r, err = s.Begin(ctx, BeginParams{Key: "running", Now: t0, StaleAfter: time.Minute})
+	require.NoError(t, err)
+	assert.Equal(t, StateInProgress, r.State)
+}

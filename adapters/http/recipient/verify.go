@@ -1,0 +1,197 @@
+package recipient
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/hookrelay/hookrelay/adapters/http/internal/signature"
+)
+
+// Standard Webhooks header names.
+const (
+	HeaderWebhookID        = "webhook-id"
+	HeaderWebhookTimestamp = "webhook-timestamp"
+	HeaderWebhookSignature = "webhook-signature"
+)
+
+// DefaultTolerance is how far a webhook-timestamp may be from the
+// recipient's clock, either way, unless configured otherwise.
+const DefaultTolerance = 5 * time.Minute
+
+// Verification errors. Verify wraps exactly one of them; none carries a
+// secret.
+var (
+	// ErrMissingHeaders: webhook-id, webhook-timestamp or webhook-signature
+	// is absent or empty.
+	ErrMissingHeaders = errors.New("recipient: missing webhook-id, webhook-timestamp or webhook-signature header")
+	// ErrInvalidTimestamp: webhook-timestamp is not a Unix time in seconds.
+	ErrInvalidTimestamp = errors.New("recipient: webhook-timestamp is not an integer Unix time")
+	// ErrTimestampTooOld and ErrTimestampTooNew: the timestamp is outside
+	// the tolerance (a replayed or badly clocked request).
+	ErrTimestampTooOld = errors.New("recipient: webhook-timestamp is too old")
+	ErrTimestampTooNew = errors.New("recipient: webhook-timestamp is too far in the future")
+	// ErrNoMatchingSignature: no v1 signature matches any accepted secret.
+	ErrNoMatchingSignature = errors.New("recipient: no signature matches an accepted secret")
+	// ErrInvalidSecret: a configured secret is not a valid "whsec_" base64
+	// key (a configuration error, not the sender's).
+	ErrInvalidSecret = errors.New("recipient: " + signature.ErrInvalidSecret.Error())
+)
+
+// VerifyParams are the inputs of Verify.
+type VerifyParams struct {
+	// Secrets are the accepted secrets ("whsec_<base64 key>"); during a
+	// rotation, list both old and new.
+	Secrets []string
+	Header  http.Header
+	// Body is the raw request body, exactly as received.
+	Body []byte
+	// Now is the recipient's current time.
+	Now time.Time
+	// Tolerance bounds |Now − webhook-timestamp|. Defaults to
+	// DefaultTolerance.
+	Tolerance time.Duration
+}
+
+// Verify checks a Standard Webhooks request: the three headers are
+// present, the timestamp is within the tolerance of Now, and at least one
+// v1 signature in webhook-signature is the HMAC-SHA256 of
+// "id.timestamp.body" under one of the secrets (compared in constant time).
+// It returns nil or an error wrapping one of the Err values above.
+func Verify(p VerifyParams) error {
+	keys, err := decodeSecrets(p.Secrets)
+	if err != nil {
+		return err
+	}
+	return verify(keys, p.Header, p.Body, p.Now, p.Tolerance)
+}
+
+func decodeSecrets(secrets []string) ([][]byte, error) {
+	if len(secrets) == 0 {
+		return nil, fmt.Errorf("%w: no secret configured", ErrInvalidSecret)
+	}
+	keys := make([][]byte, len(secrets))
+	for i, s := range secrets {
+		k, err := signature.DecodeSecret(s)
+		if err != nil {
+			return nil, fmt.Errorf("%w (secret %d of %d)", ErrInvalidSecret, i+1, len(secrets))
+		}
+		keys[i] = k
+	}
+	return keys, nil
+}
+
+func verify(keys [][]byte, h http.Header, body []byte, now time.Time, tolerance time.Duration) error {
+	if tolerance <= 0 {
+		tolerance = DefaultTolerance
+	}
+	id, ts, sig := h.Get(HeaderWebhookID), h.Get(HeaderWebhookTimestamp), h.Get(HeaderWebhookSignature)
+	if id == "" || ts == "" || sig == "" {
+		return ErrMissingHeaders
+	}
+	unix, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return ErrInvalidTimestamp
+	}
+	// Compare in seconds so that extreme timestamps cannot overflow.
+	nowUnix, tol := now.Unix(), int64(tolerance/time.Second)
+	switch {
+	case unix < nowUnix-tol:
+		return ErrTimestampTooOld
+	case unix > nowUnix+tol:
+		return ErrTimestampTooNew
+	}
+	if !signature.Match(keys, id, unix, body, signature.Parse(sig)) {
+		return ErrNoMatchingSignature
+	}
+	return nil
+}
+
+// VerifierConfig configures a Verifier.
+type VerifierConfig struct {
+	// Secrets are the accepted secrets; at least one is required.
+	Secrets []string
+	// Tolerance defaults to DefaultTolerance (5 minutes).
+	Tolerance time.Duration
+	// Clock defaults to the wall clock.
+	Clock clock.Clock
+	// MaxBodyBytes refuses larger bodies with 413. Defaults to 1 MiB.
+	MaxBodyBytes int64
+}
+
+// Verifier verifies Standard Webhooks requests with pre-decoded secrets.
+// It is safe for concurrent use.
+type Verifier struct {
+	keys      [][]byte
+	tolerance time.Duration
+	clock     clock.Clock
+	maxBody   int64
+}
+
+// NewVerifier validates cfg and applies its defaults. It returns an error
+// wrapping ErrInvalidSecret when a secret does not decode.
+func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
+	keys, err := decodeSecrets(cfg.Secrets)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Tolerance < 0 || cfg.MaxBodyBytes < 0 {
+		return nil, errors.New("recipient: Tolerance and MaxBodyBytes must not be negative")
+	}
+	v := &Verifier{keys: keys, tolerance: cfg.Tolerance, clock: cfg.Clock, maxBody: cfg.MaxBodyBytes}
+	if v.tolerance == 0 {
+		v.tolerance = DefaultTolerance
+	}
+	if v.clock == nil {
+		v.clock = clock.New()
+	}
+	if v.maxBody == 0 {
+		v.maxBody = 1 << 20
+	}
+	return v, nil
+}
+
+// Verify checks a request's headers and raw body at the verifier's clock.
+func (v *Verifier) Verify(h http.Header, body []byte) error {
+	return verify(v.keys, h, body, v.clock.Now(), v.tolerance)
+}
+
+// Middleware reads the body (up to MaxBodyBytes), verifies it and calls
+// next with the body restored, or answers without calling next:
+//
+//	400 Bad Request            missing headers or a malformed timestamp
+//	401 Unauthorized           timestamp outside the tolerance, or no matching signature
+//	413 Content Too Large      body over MaxBodyBytes
+//
+// The hookrelay sender treats each of these as permanent (401 as
+// auth_rejected), so a misconfigured secret stops retries rather than
+// spending them.
+func (v *Verifier) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, v.maxBody+1))
+		if err != nil {
+			http.Error(w, "recipient: cannot read body", http.StatusBadRequest)
+			return
+		}
+		if int64(len(body)) > v.maxBody {
+			http.Error(w, "recipient: body too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		if err := v.Verify(r.Header, body); err != nil {
+			code := http.StatusUnauthorized
+			if errors.Is(err, ErrMissingHeaders) || errors.Is(err, ErrInvalidTimestamp) {
+				code = http.StatusBadRequest
+			}
+			http.Error(w, err.Error(), code)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,147 @@
+package recipient
+
+import (
+	"encoding/base64"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	secretOld = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	secretNew = "whsec_c2Vjb25kLXNlY3JldC1mb3Itcm90YXRpb24="
+)
+
+var now = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+
+// signedHeader signs with the official Standard Webhooks library, so the
+// tests also show interoperability.
+func signedHeader(t *testing.T, secret, id string, ts time.Time, body []byte) http.Header {
+	t.Helper()
+	wh, err := standardwebhooks.NewWebhook(secret)
+	require.NoError(t, err)
+	sig, err := wh.Sign(id, ts, body)
+	require.NoError(t, err)
+	h := http.Header{}
+	h.Set(HeaderWebhookID, id)
+	h.Set(HeaderWebhookTimestamp, strconv.FormatInt(ts.Unix(), 10))
+	h.Set(HeaderWebhookSignature, sig)
+	return h
+}
+
+func TestVerifyAcceptsTheSpecificationExample(t *testing.T) {
+	h := http.Header{}
+	h.Set(HeaderWebhookID, "msg_p5jXN8AQM9LWM0D4loKWxJek")
+	h.Set(HeaderWebhookTimestamp, "1614265330")
+	h.Set(HeaderWebhookSignature, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
+	err := Verify(VerifyParams{
+		Secrets: []string{secretOld}, Header: h, Body: []byte(`{"test": 2432232314}`),
+		Now: time.Unix(1614265330, 0).Add(time.Minute),
+	})
+	assert.NoError(t, err)
+}
+
+func TestVerify(t *testing.T) {
+	body := []byte(`{"payment_id":"pay_7319"}`)
+	valid := func() http.Header { return signedHeader(t, secretNew, "whd_1", now, body) }
+	tests := []struct {
+		name    string
+		header  func() http.Header
+		body    []byte
+		now     time.Time
+		secrets []string
+		want    error
+	}{
+		{"valid", valid, body, now, []string{secretNew}, nil},
+		{"rotation: either accepted secret", valid, body, now, []string{secretOld, secretNew}, nil},
+		{"several signatures, one matches", func() http.Header {
+			h := valid()
+			h.Set(HeaderWebhookSignature, "v1,AAAA v2,zzz junk "+h.Get(HeaderWebhookSignature))
+			return h
+		}, body, now, []string{secretNew}, nil},
+		{"at the tolerance edge", valid, body, now.Add(5 * time.Minute), []string{secretNew}, nil},
+		{"wrong secret", valid, body, now, []string{secretOld}, ErrNoMatchingSignature},
+		{"tampered body", valid, []byte(`{"payment_id":"pay_7320"}`), now, []string{secretNew}, ErrNoMatchingSignature},
+		{"tampered id", func() http.Header { h := valid(); h.Set(HeaderWebhookID, "whd_2"); return h }, body, now, []string{secretNew}, ErrNoMatchingSignature},
+		{"only another version", func() http.Header {
+			h := valid()
+			h.Set(HeaderWebhookSignature, strings.Replace(h.Get(HeaderWebhookSignature), "v1,", "v1a,", 1))
+			return h
+		}, body, now, []string{secretNew}, ErrNoMatchingSignature},
+		{"too old", valid, body, now.Add(5*time.Minute + time.Second), []string{secretNew}, ErrTimestampTooOld},
+		{"too new", valid, body, now.Add(-5*time.Minute - time.Second), []string{secretNew}, ErrTimestampTooNew},
+		{"missing id", func() http.Header { h := valid(); h.Del(HeaderWebhookID); return h }, body, now, []string{secretNew}, ErrMissingHeaders},
+		{"missing timestamp", func() http.Header { h := valid(); h.Del(HeaderWebhookTimestamp); return h }, body, now, []string{secretNew}, ErrMissingHeaders},
+		{"missing signature", func() http.Header { h := valid(); h.Del(HeaderWebhookSignature); return h }, body, now, []string{secretNew}, ErrMissingHeaders},
+		{"timestamp not a number", func() http.Header { h := valid(); h.Set(HeaderWebhookTimestamp, "2026-03-04"); return h }, body, now, []string{secretNew}, ErrInvalidTimestamp},
+		{"extreme timestamp", func() http.Header { h := valid(); h.Set(HeaderWebhookTimestamp, "-9223372036854775808"); return h }, body, now, []string{secretNew}, ErrTimestampTooOld},
+		{"no secret", valid, body, now, nil, ErrInvalidSecret},
+		{"bad secret", valid, body, now, []string{"whsec_%%%"}, ErrInvalidSecret},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Verify(VerifyParams{Secrets: tt.secrets, Header: tt.header(), Body: tt.body, Now: tt.now})
+			if tt.want == nil {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorIs(t, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestVerifyErrorsNeverContainTheSecret(t *testing.T) {
+	err := Verify(VerifyParams{Secrets: []string{"whsec_SUPERSECRET%%"}, Header: http.Header{}, Now: now})
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "SUPERSECRET")
+}
+
+func TestVerifierMiddleware(t *testing.T) {
+	mock := clock.NewMock()
+	mock.Set(now)
+	v, err := NewVerifier(VerifierConfig{Secrets: []string{secretOld, secretNew}, Clock: mock, MaxBodyBytes: 64})
+	require.NoError(t, err)
+	var gotBody string
+	h := v.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		gotBody = string(b)
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	body := `{"ok":true}`
+	serve := func(header http.Header, body string) int {
+		req := httptest.NewRequest(http.MethodPost, "/hooks", strings.NewReader(body))
+		for k, v := range header {
+			req.Header[k] = v
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+
+	assert.Equal(t, http.StatusAccepted, serve(signedHeader(t, secretOld, "whd_1", now, []byte(body)), body))
+	assert.Equal(t, body, gotBody, "the handler reads the verified body")
+	gotBody = ""
+	assert.Equal(t, http.StatusBadRequest, serve(http.Header{}, body))
+	assert.Equal(t, http.StatusUnauthorized, serve(signedHeader(t, secretOld, "whd_1", now, []byte(body)), body+" "))
+	mock.Add(6 * time.Minute)
+	assert.Equal(t, http.StatusUnauthorized, serve(signedHeader(t, secretOld, "whd_1", now, []byte(body)), body), "replayed too late")
+	big := strings.Repeat("x", 65)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, serve(signedHeader(t, secretOld, "whd_1", mock.Now(), []byte(big)), big))
+	assert.Empty(t, gotBody, "the handler never ran for a refused request")
+}
+
+func TestNewVerifierRejectsBadConfig(t *testing.T) {
+	_, err := NewVerifier(VerifierConfig{})
+	assert.ErrorIs(t, err, ErrInvalidSecret)
+	_, err = NewVerifier(VerifierConfig{Secrets: []string{"whsec_" + base64.StdEncoding.EncodeToString([]byte("k"))}, Tolerance: -1})
+	assert.Error(t, err)
+}

@@ -1,0 +1,429 @@
+package hookhttp
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/adapters/http/internal/signature"
+)
+
+// version is this library's version as the User-Agent names it.
+const version = "0.1.0"
+
+// DefaultUserAgent is the User-Agent header sent unless Config.UserAgent
+// says otherwise.
+const DefaultUserAgent = "hookrelay/" + version
+
+// Header names the sender sets on every request.
+const (
+	HeaderWebhookID        = "webhook-id"
+	HeaderWebhookTimestamp = "webhook-timestamp"
+	HeaderWebhookSignature = "webhook-signature"
+	HeaderIdempotencyKey   = "Idempotency-Key"
+)
+
+// ReasonInvalidSecret is the permanent reason for a destination whose
+// signing secret is not a valid "whsec_" base64 key. Fix the secret, then
+// redrive.
+const ReasonInvalidSecret = "invalid_signing_secret"
+
+// ReasonInvalidHeader is the permanent reason for a destination header
+// that cannot be sent (a bad name, or a CR, LF or NUL in the value).
+const ReasonInvalidHeader = "invalid_destination_header"
+
+// Config configures a Sender. Zero fields take the documented defaults.
+type Config struct {
+	// Timeout bounds one whole request (connect, write, response headers
+	// and the read of the response snippet) for destinations whose Timeout
+	// is zero. It is a real network deadline, not read from the client's
+	// clock. Defaults to 10s.
+	Timeout time.Duration
+	// MaxPayloadBytes refuses larger payloads before anything is sent, as
+	// permanent payload_too_large. Defaults to 1 MiB.
+	MaxPayloadBytes int
+	// MaxSnippetBytes is how much of a response body is kept (redacted and
+	// truncated) as Result.Detail. Up to 64 KiB more is read and discarded
+	// so the connection can be reused; beyond that the connection is
+	// closed. Defaults to 512.
+	MaxSnippetBytes int
+	// ContentType is the Content-Type of every request unless the
+	// destination's Headers set one. Defaults to "application/json".
+	ContentType string
+	// UserAgent defaults to DefaultUserAgent ("hookrelay/<version>").
+	UserAgent string
+	// Classify maps a response to a Result; wrap DefaultClassify to
+	// override the table for some destinations. Defaults to DefaultClassify.
+	Classify ClassifyFunc
+	// AllowNetworks opens exceptions in the SSRF guard: addresses inside
+	// these prefixes may be dialled even if loopback, private, link-local
+	// and so on. Tests allow 127.0.0.0/8 and ::1/128 for httptest servers;
+	// a deployment that delivers into its own network lists that network.
+	// The guard itself cannot be turned off; allowing 0.0.0.0/0 and ::/0
+	// has that effect, deliberately visibly.
+	AllowNetworks []netip.Prefix
+	// Dialer is the base dialer (timeouts, resolver, keep-alive). The SSRF
+	// guard wraps its Control (or ControlContext) function and decides
+	// first.
+	// Defaults to a net.Dialer with a 30s keep-alive.
+	Dialer *net.Dialer
+	// TLSClientConfig configures TLS for https destinations, e.g. RootCAs
+	// for a private CA. Defaults to the system roots.
+	TLSClientConfig *tls.Config
+	// OnRequest, if set, is called with each request just before it is
+	// sent, after every header (signatures included) is set; ctx is the
+	// request's context. It may add headers that are not signed, e.g. the
+	// OpenTelemetry adapter injects traceparent. It must not read or replace
+	// the body, and must not log the request's secret-bearing headers.
+	OnRequest func(ctx context.Context, req *http.Request)
+}
+
+// Sender delivers over HTTP(S) and implements hookrelay.Sender. Each Send
+// is one POST of the stored payload bytes, unchanged, signed per Standard
+// Webhooks; see the package documentation for headers and classification.
+// Redirects are never followed and no proxy from the environment is used
+// (the SSRF guard checks the address actually dialled). A Sender is safe
+// for concurrent use and reuses connections; call CloseIdleConnections when
+// done with it.
+type Sender struct {
+	cfg    Config
+	client *http.Client
+	tr     *http.Transport
+}
+
+var _ hookrelay.Sender = (*Sender)(nil)
+
+// New returns a Sender. It returns an error wrapping
+// hookrelay.ErrInvalidConfig for negative sizes or durations.
+func New(cfg Config) (*Sender, error) {
+	bad := func(field, problem string) error {
+		return &hookrelay.ValidationError{Kind: hookrelay.ErrInvalidConfig, Field: field, Problem: problem}
+	}
+	switch {
+	case cfg.Timeout < 0:
+		return nil, bad("Timeout", "must not be negative")
+	case cfg.MaxPayloadBytes < 0:
+		return nil, bad("MaxPayloadBytes", "must not be negative")
+	case cfg.MaxSnippetBytes < 0:
+		return nil, bad("MaxSnippetBytes", "must not be negative")
+	}
+	for i, p := range cfg.AllowNetworks {
+		if !p.IsValid() {
+			return nil, bad(fmt.Sprintf("AllowNetworks[%d]", i), "is not a valid prefix")
+		}
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	if cfg.MaxPayloadBytes == 0 {
+		cfg.MaxPayloadBytes = 1 << 20
+	}
+	if cfg.MaxSnippetBytes == 0 {
+		cfg.MaxSnippetBytes = 512
+	}
+	if cfg.ContentType == "" {
+		cfg.ContentType = "application/json"
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = DefaultUserAgent
+	}
+	if cfg.Classify == nil {
+		cfg.Classify = DefaultClassify
+	}
+	var d net.Dialer
+	if cfg.Dialer != nil {
+		d = *cfg.Dialer
+	} else {
+		d.KeepAlive = 30 * time.Second
+	}
+	if inner := d.ControlContext; inner != nil {
+		// net.Dialer ignores Control when ControlContext is set: guard that.
+		check := guardControl(cfg.AllowNetworks, nil)
+		d.ControlContext = func(ctx context.Context, network, address string, c syscall.RawConn) error {
+			if err := check(network, address, c); err != nil {
+				return err
+			}
+			return inner(ctx, network, address, c)
+		}
+	} else {
+		d.Control = guardControl(cfg.AllowNetworks, d.Control)
+	}
+	tr := &http.Transport{
+		Proxy:                 nil, // a proxy would make the guard check the proxy, not the destination
+		DialContext:           d.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          100,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+	if cfg.TLSClientConfig != nil {
+		tr.TLSClientConfig = cfg.TLSClientConfig.Clone()
+	}
+	return &Sender{
+		cfg: cfg,
+		tr:  tr,
+		client: &http.Client{
+			Transport: tr,
+			CheckRedirect: func(*http.Request, []*http.Request) error {
+				return http.ErrUseLastResponse
+			},
+		},
+	}, nil
+}
+
+// SignatureHeader returns the webhook-signature header value for a message:
+// one "v1,<base64 HMAC-SHA256 of id.timestamp.body>" per secret,
+// space-separated. Secrets are in the "whsec_<base64 key>" form. The error
+// (for a secret that does not decode) never contains the secret.
+func SignatureHeader(secrets []string, id string, timestamp time.Time, body []byte) (string, error) {
+	keys, err := decodeKeys(secrets)
+	if err != nil {
+		return "", fmt.Errorf("hookhttp: %w", err)
+	}
+	return signature.Header(keys, id, timestamp.Unix(), body), nil
+}
+
+// decodeKeys decodes "whsec_" secrets; the error names the secret's
+// position, never its value.
+func decodeKeys(secrets []string) ([][]byte, error) {
+	keys := make([][]byte, len(secrets))
+	for i, sec := range secrets {
+		k, err := signature.DecodeSecret(sec)
+		if err != nil {
+			return nil, fmt.Errorf("signing secret %d of %d: %w", i+1, len(secrets), err)
+		}
+		keys[i] = k
+	}
+	return keys, nil
+}
+
+// validHeader reports whether a destination header can be sent as is;
+// the transport would otherwise refuse it at send time, every time.
+func validHeader(name, value string) bool {
+	if name == "" {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return !strings.ContainsAny(value, "\r\n\x00")
+}
+
+// CloseIdleConnections closes kept-alive connections that carry no request.
+func (s *Sender) CloseIdleConnections() { s.tr.CloseIdleConnections() }
+
+// drainBytes is how much of a response beyond the snippet is read so the
+// connection can be reused.
+const drainBytes = 64 << 10
+
+// Send makes one attempt. It never returns an error: bad input, a blocked
+// address and network failures are all Results (see the package
+// documentation for the table). Result.Detail never contains the
+// destination's URL credentials, headers or signing secrets.
+func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Result {
+	dest, d := p.Destination, p.Delivery
+	secrets := secretsOf(dest)
+
+	u, err := url.Parse(dest.URL)
+	if err != nil || u.Host == "" || u.Opaque != "" {
+		// url.Parse errors quote the URL, credentials included: not kept.
+		return hookrelay.Permanent(hookrelay.ReasonInvalidURL).WithDetail("destination URL does not parse as an absolute URL")
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return hookrelay.Permanent(hookrelay.ReasonUnsupportedScheme).
+			WithDetail(redact(fmt.Sprintf("scheme %q is not http or https", u.Scheme), secrets))
+	}
+	if len(d.Payload) > s.cfg.MaxPayloadBytes {
+		return hookrelay.Permanent(hookrelay.ReasonPayloadTooLarge).
+			WithDetail(fmt.Sprintf("payload is %d bytes, over the sender's %d-byte limit", len(d.Payload), s.cfg.MaxPayloadBytes))
+	}
+	keys, err := decodeKeys(dest.Secrets)
+	if err != nil {
+		return hookrelay.Permanent(ReasonInvalidSecret).WithDetail(err.Error())
+	}
+	for name, value := range dest.Headers {
+		if !validHeader(name, value) {
+			return hookrelay.Permanent(ReasonInvalidHeader).
+				WithDetail(redact(fmt.Sprintf("destination header %q has an invalid name or value", name), secrets))
+		}
+	}
+
+	timeout := dest.Timeout
+	if timeout <= 0 {
+		timeout = s.cfg.Timeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var written atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				written.Store(true)
+			}
+		},
+	})
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(d.Payload))
+	if err != nil {
+		return hookrelay.Permanent(hookrelay.ReasonInvalidURL).WithDetail("destination URL is not usable for a request")
+	}
+	// Without GetBody the transport cannot replay a written request on a
+	// reused connection by itself: each attempt is one request, and only
+	// the core decides about retries.
+	req.GetBody = nil
+	req.Header.Set("Content-Type", s.cfg.ContentType)
+	req.Header.Set("User-Agent", s.cfg.UserAgent)
+	for k, v := range dest.Headers {
+		req.Header.Set(k, v)
+	}
+	ts := p.Now.Unix()
+	req.Header.Set(HeaderWebhookID, d.ID)
+	req.Header.Set(HeaderWebhookTimestamp, strconv.FormatInt(ts, 10))
+	if len(keys) > 0 {
+		req.Header.Set(HeaderWebhookSignature, signature.Header(keys, d.ID, ts, d.Payload))
+	}
+	req.Header.Set(HeaderIdempotencyKey, d.ID)
+	if s.cfg.OnRequest != nil {
+		s.cfg.OnRequest(ctx, req)
+	}
+
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return classifyError(err, written.Load()).WithDetail(redact(errorDetail(err), secrets))
+	}
+	snippet := readSnippet(resp.Body, s.cfg.MaxSnippetBytes, secrets)
+	_ = resp.Body.Close()
+
+	cp := ClassifyParams{DestinationID: dest.ID, StatusCode: resp.StatusCode, Header: resp.Header}
+	if v := resp.Header.Get("Retry-After"); v != "" {
+		cp.RetryAfter, cp.HasRetryAfter = ParseRetryAfter(v, p.Now)
+	}
+	res := s.cfg.Classify(cp)
+	res.StatusCode = resp.StatusCode
+	if res.Detail == "" {
+		res.Detail = snippet
+	} else {
+		res.Detail = redact(res.Detail, secrets)
+	}
+	return res
+}
+
+// readSnippet reads the start of a response body for diagnostics, redacts
+// secrets in it and truncates it to n bytes of valid UTF-8, then reads and
+// discards up to drainBytes more so the connection can be reused. A read
+// error (e.g. a reset after the headers) ends the snippet; the status code
+// already decides the result.
+func readSnippet(body io.Reader, n int, secrets []string) string {
+	// Read a margin beyond n so that a secret straddling the cut is still
+	// seen whole by redact.
+	margin := 0
+	for _, s := range secrets {
+		margin = max(margin, len(s))
+	}
+	buf, _ := io.ReadAll(io.LimitReader(body, int64(n+margin)))
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, drainBytes))
+	return truncate(redact(string(buf), secrets), n)
+}
+
+// truncate cuts s to at most n bytes on a rune boundary and makes it valid
+// UTF-8.
+func truncate(s string, n int) string {
+	if len(s) > n {
+		s = s[:n]
+		for len(s) > 0 && !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// errorDetail describes a round-trip error without the request URL: a
+// *url.Error quotes the URL, credentials included, so only its cause is
+// kept.
+func errorDetail(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var blocked *blockedError
+	if errors.As(err, &blocked) {
+		return blocked.Error()
+	}
+	return err.Error()
+}
+
+// secretsOf lists the strings of a destination that must never appear in
+// a diagnostic: signing secrets (whole and without their prefix), header
+// values (Authorization and the like) and URL credentials.
+func secretsOf(d hookrelay.Destination) []string {
+	var out []string
+	add := func(s string) {
+		if len(s) >= 4 { // shorter strings would redact ordinary text
+			out = append(out, s)
+		}
+	}
+	for _, s := range d.Secrets {
+		add(s)
+		add(strings.TrimPrefix(s, signature.SecretPrefix))
+	}
+	for _, v := range d.Headers {
+		add(v)
+		if _, tok, ok := strings.Cut(v, " "); ok {
+			add(tok) // "Bearer <token>": the token alone
+		}
+	}
+	if u, err := url.Parse(d.URL); err == nil && u.User != nil {
+		add(u.User.String())
+		add(u.User.Username())
+		if pw, ok := u.User.Password(); ok {
+			add(pw)
+			add(url.QueryEscape(pw))
+		}
+	}
+	if u, err := url.Parse(d.URL); err == nil {
+		for _, vs := range u.Query() { // ?token=… is a credential too
+			for _, v := range vs {
+				add(v)
+			}
+		}
+	}
+	// Userinfo of URLs that do not parse: everything before the last '@'
+	// of the authority.
+	if _, rest, ok := strings.Cut(d.URL, "://"); ok {
+		if i := strings.LastIndex(rest, "@"); i >= 0 {
+			add(rest[:i])
+		}
+	}
+	return out
+}
+
+// redact replaces every occurrence of a secret in s, longest first so a
+// secret containing another is replaced whole.
+func redact(s string, secrets []string) string {
+	sorted := slices.Clone(secrets)
+	slices.SortFunc(sorted, func(a, b string) int { return len(b) - len(a) })
+	for _, sec := range sorted {
+		s = strings.ReplaceAll(s, sec, "[REDACTED]")
+	}
+	return s
+}

@@ -1,0 +1,560 @@
+package hookhttp
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay"
+)
+
+var (
+	loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	sendTime = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+)
+
+const (
+	testSecret  = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	testSecret2 = "whsec_c2Vjb25kLXNlY3JldC1mb3Itcm90YXRpb24="
+)
+
+func newTestSender(t *testing.T, cfg Config) *Sender {
+	t.Helper()
+	if cfg.AllowNetworks == nil {
+		cfg.AllowNetworks = loopback
+	}
+	s, err := New(cfg)
+	require.NoError(t, err)
+	t.Cleanup(s.CloseIdleConnections)
+	return s
+}
+
+func sendParams(url, payload string) hookrelay.SendParams {
+	return hookrelay.SendParams{
+		Delivery: hookrelay.Delivery{
+			ID: "whd_0f8e2a4c-1111-5222-8333-444455556666", EventID: "evt_42",
+			DestinationID: "dest-1", Payload: []byte(payload), Attempt: 1,
+		},
+		Destination: hookrelay.Destination{ID: "dest-1", URL: url, Secrets: []string{testSecret}},
+		Now:         sendTime,
+	}
+}
+
+// recorded is what a test server saw of one request.
+type recorded struct {
+	header http.Header
+	body   []byte
+}
+
+func recordingServer(t *testing.T, status int) (*httptest.Server, func() []recorded) {
+	t.Helper()
+	var mu sync.Mutex
+	var seen []recorded
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		seen = append(seen, recorded{header: r.Header.Clone(), body: b})
+		mu.Unlock()
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() []recorded {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]recorded(nil), seen...)
+	}
+}
+
+func TestSendSetsStandardWebhooksHeadersAndSendsPayloadUnchanged(t *testing.T) {
+	srv, seen := recordingServer(t, http.StatusNoContent)
+	s := newTestSender(t, Config{})
+	payload := "{\"amount_cents\": 125000, \"note\": \"caf\u00e9\" }\n"
+	p := sendParams(srv.URL+"/hooks", payload)
+	p.Destination.Secrets = []string{testSecret, testSecret2}
+	p.Destination.Headers = map[string]string{
+		"Authorization": "Bearer tok_abc",
+		"webhook-id":    "forged", // cannot replace the protocol headers
+	}
+
+	res := s.Send(context.Background(), p)
+
+	assert.Equal(t, hookrelay.Delivered(http.StatusNoContent), res)
+	got := seen()
+	require.Len(t, got, 1)
+	h := got[0].header
+	assert.Equal(t, payload, string(got[0].body))
+	assert.Equal(t, p.Delivery.ID, h.Get("webhook-id"))
+	assert.Equal(t, p.Delivery.ID, h.Get("Idempotency-Key"))
+	assert.Equal(t, strconv.FormatInt(sendTime.Unix(), 10), h.Get("webhook-timestamp"))
+	assert.Equal(t, "application/json", h.Get("Content-Type"))
+	assert.Equal(t, "hookrelay/"+version, h.Get("User-Agent"))
+	assert.Equal(t, "Bearer tok_abc", h.Get("Authorization"))
+	sigs := strings.Split(h.Get("webhook-signature"), " ")
+	require.Len(t, sigs, 2, "every active secret signs")
+
+	// Each signature verifies with the official Standard Webhooks library.
+	for _, secret := range []string{testSecret, testSecret2} {
+		wh, err := standardwebhooks.NewWebhook(secret)
+		require.NoError(t, err)
+		assert.NoError(t, wh.VerifyIgnoringTimestamp(got[0].body, h), "secret %s", secret)
+	}
+	other, err := standardwebhooks.NewWebhook("whsec_" + base64.StdEncoding.EncodeToString([]byte("not-a-secret-we-use")))
+	require.NoError(t, err)
+	assert.Error(t, other.VerifyIgnoringTimestamp(got[0].body, h))
+}
+
+func TestSignatureMatchesTheSpecificationByHand(t *testing.T) {
+	// The definition: HMAC-SHA256, keyed with the base64-decoded part of
+	// the secret after "whsec_", over "<id>.<timestamp>.<body>", base64,
+	// prefixed "v1,". The values are the specification's own example.
+	key, err := base64.StdEncoding.DecodeString("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	require.NoError(t, err)
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(`msg_p5jXN8AQM9LWM0D4loKWxJek.1614265330.{"test": 2432232314}`))
+	byHand := "v1," + base64.StdEncoding.EncodeToString(m.Sum(nil))
+	assert.Equal(t, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=", byHand)
+
+	got, err := SignatureHeader([]string{testSecret}, "msg_p5jXN8AQM9LWM0D4loKWxJek",
+		time.Unix(1614265330, 0), []byte(`{"test": 2432232314}`))
+	require.NoError(t, err)
+	assert.Equal(t, byHand, got)
+}
+
+func TestStatusClassificationTable(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		code, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/"))
+		if err != nil {
+			code = http.StatusTeapot
+		}
+		if code >= 300 && code < 400 {
+			w.Header().Set("Location", "/200")
+		}
+		if r.URL.Query().Has("retry") {
+			w.Header().Set("Retry-After", "7")
+		}
+		w.WriteHeader(code)
+	}))
+	t.Cleanup(srv.Close)
+	s := newTestSender(t, Config{})
+
+	const (
+		delivered = hookrelay.KindDelivered
+		retryable = hookrelay.KindRetryable
+		permanent = hookrelay.KindPermanent
+	)
+	tests := []struct {
+		path       string
+		kind       hookrelay.Kind
+		reason     string
+		retryAfter time.Duration
+		disable    bool
+	}{
+		{"/200", delivered, "", 0, false},
+		{"/201", delivered, "", 0, false},
+		{"/202", delivered, "", 0, false},
+		{"/204", delivered, "", 0, false},
+		{"/301", permanent, hookrelay.ReasonRedirect, 0, false},
+		{"/302", permanent, hookrelay.ReasonRedirect, 0, false},
+		{"/303", permanent, hookrelay.ReasonRedirect, 0, false},
+		{"/307", permanent, hookrelay.ReasonRedirect, 0, false},
+		{"/308", permanent, hookrelay.ReasonRedirect, 0, false},
+		{"/400", permanent, hookrelay.ReasonBadRequest, 0, false},
+		{"/401", permanent, hookrelay.ReasonAuthRejected, 0, false},
+		{"/403", permanent, hookrelay.ReasonAuthRejected, 0, false},
+		{"/404", permanent, hookrelay.ReasonNotFound, 0, false},
+		{"/405", permanent, hookrelay.ReasonClientError, 0, false},
+		{"/408?retry", retryable, hookrelay.ReasonRequestTimeout, 7 * time.Second, false},
+		{"/409", permanent, hookrelay.ReasonClientError, 0, false},
+		{"/409?retry", retryable, hookrelay.ReasonConflictInProgress, 7 * time.Second, false},
+		{"/410", permanent, hookrelay.ReasonDestinationGone, 0, true},
+		{"/410?retry", permanent, hookrelay.ReasonDestinationGone, 0, true},
+		{"/413", permanent, hookrelay.ReasonPayloadTooLarge, 0, false},
+		{"/418", permanent, hookrelay.ReasonClientError, 0, false},
+		{"/422", permanent, hookrelay.ReasonUnprocessable, 0, false},
+		{"/425", retryable, hookrelay.ReasonTooEarly, 0, false},
+		{"/429?retry", retryable, hookrelay.ReasonRateLimited, 7 * time.Second, false},
+		{"/500", retryable, hookrelay.ReasonServerError, 0, false},
+		{"/501", retryable, hookrelay.ReasonServerError, 0, false},
+		{"/502", retryable, hookrelay.ReasonBadGateway, 0, false},
+		{"/503?retry", retryable, hookrelay.ReasonServiceUnavailable, 7 * time.Second, false},
+		{"/504", retryable, hookrelay.ReasonGatewayTimeout, 0, false},
+		{"/599", retryable, hookrelay.ReasonServerError, 0, false},
+		{"/600", retryable, hookrelay.ReasonUnexpectedStatus, 0, false},
+		{"/400?retry", permanent, hookrelay.ReasonBadRequest, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(strings.TrimPrefix(tt.path, "/"), func(t *testing.T) {
+			res := s.Send(context.Background(), sendParams(srv.URL+tt.path, "{}"))
+			code, _ := strconv.Atoi(strings.TrimPrefix(strings.Split(tt.path, "?")[0], "/"))
+			assert.Equal(t, tt.kind, res.Kind)
+			assert.Equal(t, tt.reason, res.Reason)
+			assert.Equal(t, code, res.StatusCode)
+			assert.Equal(t, tt.retryAfter, res.RetryAfter)
+			assert.Equal(t, tt.disable, res.DisableDestination)
+			want := hookrelay.OutcomeRejected
+			if tt.kind == delivered {
+				want = hookrelay.OutcomeAccepted
+			}
+			assert.Equal(t, want, res.Outcome, "a response is never an unknown outcome")
+		})
+	}
+}
+
+func TestClassifyCanBeOverriddenPerDestination(t *testing.T) {
+	srv, _ := recordingServer(t, http.StatusNotFound)
+	s := newTestSender(t, Config{Classify: func(p ClassifyParams) hookrelay.Result {
+		if p.DestinationID == "flaky-crm" && p.StatusCode == http.StatusNotFound {
+			return hookrelay.Retryable(hookrelay.ReasonNotFound)
+		}
+		return DefaultClassify(p)
+	}})
+
+	p := sendParams(srv.URL, "{}")
+	assert.Equal(t, hookrelay.KindPermanent, s.Send(context.Background(), p).Kind)
+	p.Destination.ID = "flaky-crm"
+	res := s.Send(context.Background(), p)
+	assert.Equal(t, hookrelay.KindRetryable, res.Kind)
+	assert.Equal(t, hookrelay.ReasonNotFound, res.Reason)
+	assert.Equal(t, http.StatusNotFound, res.StatusCode, "the sender fills in the status")
+}
+
+func TestRetryAfterFromResponseInBothForms(t *testing.T) {
+	var value atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", value.Load().(string))
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(srv.Close)
+	s := newTestSender(t, Config{})
+
+	tests := []struct {
+		header string
+		want   time.Duration
+	}{
+		{"120", 2 * time.Minute},
+		// An HTTP-date is taken relative to SendParams.Now, not the wall clock.
+		{sendTime.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second},
+		{sendTime.Add(-time.Hour).Format(http.TimeFormat), 0},
+		{"soon", 0},
+	}
+	for _, tt := range tests {
+		value.Store(tt.header)
+		res := s.Send(context.Background(), sendParams(srv.URL, "{}"))
+		assert.Equal(t, hookrelay.KindRetryable, res.Kind, tt.header)
+		assert.Equal(t, tt.want, res.RetryAfter, tt.header)
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2015, 10, 21, 7, 0, 0, 0, time.UTC)
+	tests := []struct {
+		in     string
+		want   time.Duration
+		wantOK bool
+	}{
+		{"0", 0, true},
+		{"120", 120 * time.Second, true},
+		{" 5 ", 5 * time.Second, true},
+		{"Wed, 21 Oct 2015 07:28:00 GMT", 28 * time.Minute, true},
+		{"Wednesday, 21-Oct-15 07:01:00 GMT", time.Minute, true},
+		{"Wed Oct 21 07:00:30 2015", 30 * time.Second, true},
+		{"Tue, 20 Oct 2015 07:28:00 GMT", 0, true},
+		{"99999999999999999999999", maxRetryAfter, true},
+		{"", 0, false},
+		{"-1", 0, false},
+		{"1.5", 0, false},
+		{"+3", 0, false},
+		{"1e3", 0, false},
+		{"tomorrow", 0, false},
+	}
+	for _, tt := range tests {
+		d, ok := ParseRetryAfter(tt.in, now)
+		assert.Equal(t, tt.wantOK, ok, "%q", tt.in)
+		assert.Equal(t, tt.want, d, "%q", tt.in)
+	}
+}
+
+func TestRedirectIsNeverFollowed(t *testing.T) {
+	var followed atomic.Int32
+	mux := http.NewServeMux()
+	mux.HandleFunc("/target", func(w http.ResponseWriter, r *http.Request) { followed.Add(1) })
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/target", http.StatusTemporaryRedirect)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	s := newTestSender(t, Config{})
+
+	res := s.Send(context.Background(), sendParams(srv.URL+"/start", "{}"))
+
+	assert.Equal(t, hookrelay.KindPermanent, res.Kind)
+	assert.Equal(t, hookrelay.ReasonRedirect, res.Reason)
+	assert.Equal(t, http.StatusTemporaryRedirect, res.StatusCode)
+	assert.Zero(t, followed.Load())
+}
+
+func TestSlowResponseTimesOutAsUnknown(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(func() { close(release); srv.Close() })
+	s := newTestSender(t, Config{})
+	p := sendParams(srv.URL, "{}")
+	p.Destination.Timeout = 30 * time.Millisecond
+
+	res := s.Send(context.Background(), p)
+
+	assert.Equal(t, hookrelay.KindRetryable, res.Kind)
+	assert.Equal(t, hookrelay.OutcomeUnknown, res.Outcome, "the request was written: it may have been applied")
+	assert.Equal(t, hookrelay.ReasonTimeout, res.Reason)
+}
+
+func TestDefaultTimeoutAppliesWithoutDestinationTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(func() { close(release); srv.Close() })
+	s := newTestSender(t, Config{Timeout: 30 * time.Millisecond})
+
+	res := s.Send(context.Background(), sendParams(srv.URL, "{}"))
+
+	assert.Equal(t, hookrelay.Unknown(hookrelay.ReasonTimeout).Reason, res.Reason)
+	assert.Equal(t, hookrelay.OutcomeUnknown, res.Outcome)
+}
+
+func hijackAndClose(t *testing.T, w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if !assert.NoError(t, err) {
+		return
+	}
+	_ = conn.Close()
+}
+
+func TestResetAfterTheRequestWasReadIsUnknown(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		hijackAndClose(t, w)
+	}))
+	t.Cleanup(srv.Close)
+	s := newTestSender(t, Config{})
+
+	res := s.Send(context.Background(), sendParams(srv.URL, "{}"))
+
+	assert.Equal(t, hookrelay.KindRetryable, res.Kind)
+	assert.Equal(t, hookrelay.OutcomeUnknown, res.Outcome)
+	assert.Equal(t, hookrelay.ReasonConnectionReset, res.Reason)
+}
+
+func TestResetWhileReadingTheResponseBodyKeepsTheStatus(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		conn, buf, err := http.NewResponseController(w).Hijack()
+		if !assert.NoError(t, err) {
+			return
+		}
+		_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial")
+		_ = buf.Flush()
+		_ = conn.Close()
+	}))
+	t.Cleanup(srv.Close)
+	s := newTestSender(t, Config{})
+
+	res := s.Send(context.Background(), sendParams(srv.URL, "{}"))
+
+	assert.Equal(t, hookrelay.KindDelivered, res.Kind, "the recipient said 200: the body does not matter")
+	assert.Equal(t, http.StatusOK, res.StatusCode)
+}
+
+func TestConnectionRefusedIsRetryableAndNothingWasSent(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	s := newTestSender(t, Config{})
+
+	res := s.Send(context.Background(), sendParams("http://"+addr+"/", "{}"))
+
+	assert.Equal(t, hookrelay.Retryable(hookrelay.ReasonConnectionRefused).Kind, res.Kind)
+	assert.Equal(t, hookrelay.ReasonConnectionRefused, res.Reason)
+	assert.Equal(t, hookrelay.OutcomeRejected, res.Outcome)
+	assert.NotEmpty(t, res.Detail)
+}
+
+// noDNS is a resolver that answers nothing and sends nothing.
+func noDNS() *net.Resolver {
+	return &net.Resolver{PreferGo: true, Dial: func(context.Context, string, string) (net.Conn, error) {
+		return nil, &net.OpError{Op: "dial", Net: "udp", Err: syscall.ENETUNREACH}
+	}}
+}
+
+func TestDNSFailureIsRetryable(t *testing.T) {
+	s := newTestSender(t, Config{Dialer: &net.Dialer{Resolver: noDNS()}})
+
+	res := s.Send(context.Background(), sendParams("https://hooks.example.invalid/x", "{}"))
+
+	assert.Equal(t, hookrelay.KindRetryable, res.Kind)
+	assert.Equal(t, hookrelay.ReasonDNSFailure, res.Reason)
+	assert.Equal(t, hookrelay.OutcomeRejected, res.Outcome)
+}
+
+func TestBadInputNeverReachesTheNetwork(t *testing.T) {
+	var dials atomic.Int32
+	s := newTestSender(t, Config{
+		MaxPayloadBytes: 16,
+		Dialer: &net.Dialer{Resolver: noDNS(), Control: func(string, string, syscall.RawConn) error {
+			dials.Add(1)
+			return syscall.EPERM
+		}},
+	})
+	tests := []struct {
+		name, url, payload, secret, reason string
+	}{
+		{"unparsable", "http://user:pw@[::1/x", "{}", testSecret, hookrelay.ReasonInvalidURL},
+		{"bad port", "http://example.com:port/", "{}", testSecret, hookrelay.ReasonInvalidURL},
+		{"relative", "/hooks", "{}", testSecret, hookrelay.ReasonInvalidURL},
+		{"empty", "", "{}", testSecret, hookrelay.ReasonInvalidURL},
+		{"no host", "http:///path", "{}", testSecret, hookrelay.ReasonInvalidURL},
+		{"opaque", "http:example.com", "{}", testSecret, hookrelay.ReasonInvalidURL},
+		{"ftp", "ftp://example.com/x", "{}", testSecret, hookrelay.ReasonUnsupportedScheme},
+		{"file", "file:///etc/passwd", "{}", testSecret, hookrelay.ReasonInvalidURL},
+		{"gopher", "gopher://example.com/", "{}", testSecret, hookrelay.ReasonUnsupportedScheme},
+		{"too large", "https://example.com/", strings.Repeat("x", 17), testSecret, hookrelay.ReasonPayloadTooLarge},
+		{"bad secret", "https://example.com/", "{}", "whsec_not base64!", ReasonInvalidSecret},
+		{"header injection", "https://example.com/", "{}", testSecret, ReasonInvalidHeader},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := sendParams(tt.url, tt.payload)
+			p.Destination.Secrets = []string{tt.secret}
+			if tt.reason == ReasonInvalidHeader {
+				p.Destination.Headers = map[string]string{"Authorization": "Bearer x\r\nX-Injected: 1"}
+			}
+			res := s.Send(context.Background(), p)
+			assert.Equal(t, hookrelay.KindPermanent, res.Kind)
+			assert.Equal(t, tt.reason, res.Reason)
+			assert.NotEmpty(t, res.Detail)
+		})
+	}
+	assert.Zero(t, dials.Load())
+}
+
+func TestOnRequestSeesTheSignedRequestLast(t *testing.T) {
+	srv, seen := recordingServer(t, http.StatusOK)
+	var sawSignature bool
+	s := newTestSender(t, Config{OnRequest: func(ctx context.Context, req *http.Request) {
+		sawSignature = req.Header.Get("webhook-signature") != ""
+		req.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	}})
+
+	res := s.Send(context.Background(), sendParams(srv.URL, "{}"))
+
+	assert.Equal(t, hookrelay.KindDelivered, res.Kind)
+	assert.True(t, sawSignature)
+	require.Len(t, seen(), 1)
+	assert.Equal(t, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", seen()[0].header.Get("traceparent"))
+}
+
+func TestResponseSnippetIsTruncatedAndTheConnectionReused(t *testing.T) {
+	var conns atomic.Int32
+	body := strings.Repeat("é", 300) + strings.Repeat("z", 20000) // 20 KB, multi-byte start
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = io.WriteString(w, body)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	s := newTestSender(t, Config{MaxSnippetBytes: 101})
+
+	for range 3 {
+		res := s.Send(context.Background(), sendParams(srv.URL, "{}"))
+		assert.Equal(t, hookrelay.ReasonServerError, res.Reason)
+		assert.Equal(t, strings.Repeat("é", 50), res.Detail, "cut on a rune boundary")
+	}
+	assert.Equal(t, int32(1), conns.Load(), "one connection for sequential sends")
+}
+
+func TestNewRejectsInvalidConfig(t *testing.T) {
+	for _, cfg := range []Config{
+		{Timeout: -1},
+		{MaxPayloadBytes: -1},
+		{MaxSnippetBytes: -1},
+		{AllowNetworks: []netip.Prefix{{}}},
+	} {
+		_, err := New(cfg)
+		assert.ErrorIs(t, err, hookrelay.ErrInvalidConfig)
+	}
+}
+
+func TestErrorDetailDropsTheURL(t *testing.T) {
+	err := &url.Error{Op: "Post", URL: "http://admin:pw@hooks.example/?token=abc", Err: io.ErrUnexpectedEOF}
+	assert.Equal(t, "unexpected EOF", errorDetail(err))
+	assert.Equal(t, "a [REDACTED] b [REDACTED]", redact("a whsec_abcd b abcd", []string{"abcd", "whsec_abcd"}), "longest first")
+}
+
+func TestSendWithoutSecretsIsUnsigned(t *testing.T) {
+	srv, seen := recordingServer(t, http.StatusOK)
+	s := newTestSender(t, Config{})
+	p := sendParams(srv.URL, "{}")
+	p.Destination.Secrets = nil
+
+	assert.Equal(t, hookrelay.KindDelivered, s.Send(context.Background(), p).Kind)
+	require.Len(t, seen(), 1)
+	assert.Empty(t, seen()[0].header.Values("webhook-signature"))
+	assert.Equal(t, p.Delivery.ID, seen()[0].header.Get("webhook-id"))
+}
+
+func TestSenderIsSafeForConcurrentUse(t *testing.T) {
+	srv, seen := recordingServer(t, http.StatusOK)
+	s := newTestSender(t, Config{})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			p := sendParams(srv.URL, "{}")
+			p.Delivery.ID = "whd_" + strconv.Itoa(i)
+			assert.Equal(t, hookrelay.KindDelivered, s.Send(context.Background(), p).Kind)
+		})
+	}
+	wg.Wait()
+	assert.Len(t, seen(), 8)
+}
+
+func TestValidHeader(t *testing.T) {
+	assert.True(t, validHeader("X-Api-Key", "abc def"))
+	assert.False(t, validHeader("", "v"))
+	assert.False(t, validHeader("X Api", "v"))
+	assert.False(t, validHeader("X:Api", "v"))
+	assert.False(t, validHeader("X-Api", "a\nb"))
+	assert.False(t, validHeader("X-Api", "a\x00b"))
+}
