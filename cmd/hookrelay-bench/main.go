@@ -327,6 +327,15 @@ type deliveredWatch struct {
 	latencies []time.Duration
 	errors    atomic.Int64
 	lastErr   atomic.Value
+	events    sync.Map // hookrelay.EventKind → *atomic.Int64
+}
+
+func (d *deliveredWatch) kindCount(k hookrelay.EventKind) int64 {
+	v, ok := d.events.Load(k)
+	if !ok {
+		return 0
+	}
+	return v.(*atomic.Int64).Load()
 }
 
 func (d *deliveredWatch) expect(n int) <-chan struct{} {
@@ -338,6 +347,8 @@ func (d *deliveredWatch) expect(n int) <-chan struct{} {
 }
 
 func (d *deliveredWatch) Observe(_ context.Context, e hookrelay.Event) {
+	v, _ := d.events.LoadOrStore(e.Kind, new(atomic.Int64))
+	v.(*atomic.Int64).Add(1)
 	switch e.Kind {
 	case hookrelay.EventDelivered:
 		d.mu.Lock()
@@ -368,6 +379,10 @@ func benchBackend(ctx context.Context, name string, o options, rcpt *recipient, 
 	defer os.RemoveAll(dir)
 	store, err := benchenv.Open(ctx, name, benchenv.Options{
 		PostgresDSN: o.postgresDSN, Dir: dir, Drop: true,
+		// One connection per attempt in flight plus the claim loop's; kept
+		// idle between uses (database/sql keeps 2 idle by default, and
+		// opening a PostgreSQL connection per query dominates otherwise).
+		MaxOpenConns: o.workers + 2,
 		TablePrefix: fmt.Sprintf("bench_%d_%d_", os.Getpid(), time.Now().Unix()%1_000_000),
 	})
 	if err != nil {
@@ -416,13 +431,17 @@ func benchBackend(ctx context.Context, name string, o options, rcpt *recipient, 
 		return res, err
 	}
 	res.p50, res.p99 = percentile(lat, 0.50), percentile(lat, 0.99)
+	delivered := float64(watch.kindCount(hookrelay.EventDelivered))
+	fmt.Fprintf(out, "%-9s per delivery: %.2f Claim calls, %.2f claims, %.2f released (destination saturated or paused), %.2f worker errors\n", name,
+		float64(watch.kindCount(claimCall))/delivered, float64(watch.kindCount(hookrelay.EventClaimed))/delivered, float64(watch.kindCount(hookrelay.EventReleased))/delivered,
+		float64(watch.kindCount(hookrelay.EventWorkerError))/delivered)
 	if n := watch.errors.Load(); n > 0 {
 		return res, fmt.Errorf("%d attempts did not deliver (last: %v); the figures would not be end to end", n, watch.lastErr.Load())
 	}
 	return res, nil
 }
 
-func newClient(_ context.Context, store *benchenv.Store, o options, rcpt *recipient, obs hookrelay.Observer) (*hookrelay.Client, *hookhttp.Sender, error) {
+func newClient(_ context.Context, store *benchenv.Store, o options, rcpt *recipient, obs *deliveredWatch) (*hookrelay.Client, *hookhttp.Sender, error) {
 	sender, err := benchenv.LoopbackSender(hookhttp.Config{})
 	if err != nil {
 		return nil, nil, err
@@ -436,7 +455,7 @@ func newClient(_ context.Context, store *benchenv.Store, o options, rcpt *recipi
 		}
 	}
 	client, err := hookrelay.New(hookrelay.Config{
-		Queue: store.Queue, Ledger: store.Ledger, Destinations: store.Destinations, Sender: sender,
+		Queue: &countingQueue{Queue: store.Queue, watch: obs}, Ledger: store.Ledger, Destinations: store.Destinations, Sender: sender,
 		Concurrency: o.workers,
 		// The measurement is of the engine and the backend, not of the
 		// per-destination limit: every slot may go to any destination.
@@ -447,6 +466,20 @@ func newClient(_ context.Context, store *benchenv.Store, o options, rcpt *recipi
 		return nil, nil, err
 	}
 	return client, sender, nil
+}
+
+// countingQueue counts Claim calls: each is a transaction on a SQL backend.
+type countingQueue struct {
+	hookrelay.Queue
+	watch *deliveredWatch
+}
+
+// claimCall is the pseudo event kind countingQueue counts under.
+const claimCall hookrelay.EventKind = "bench_claim_call"
+
+func (q *countingQueue) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay.Claim, error) {
+	q.watch.Observe(ctx, hookrelay.Event{Kind: claimCall})
+	return q.Queue.Claim(ctx, p)
 }
 
 func destID(i int) string { return fmt.Sprintf("dest_%d", i) }

@@ -43,8 +43,8 @@ type Options struct {
 	TablePrefix string
 	// Drop removes this run's tables on Close.
 	Drop bool
-	// MaxOpenConns caps the SQL connection pool; zero leaves the driver's
-	// default.
+	// MaxOpenConns caps the SQL connection pool and keeps as many idle;
+	// zero leaves database/sql's defaults (unlimited open, 2 idle).
 	MaxOpenConns int
 }
 
