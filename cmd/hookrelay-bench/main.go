@@ -383,7 +383,7 @@ func benchBackend(ctx context.Context, name string, o options, rcpt *recipient, 
 		// idle between uses (database/sql keeps 2 idle by default, and
 		// opening a PostgreSQL connection per query dominates otherwise).
 		MaxOpenConns: o.workers + 2,
-		TablePrefix: fmt.Sprintf("bench_%d_%d_", os.Getpid(), time.Now().Unix()%1_000_000),
+		TablePrefix:  fmt.Sprintf("bench_%d_%d_", os.Getpid(), time.Now().Unix()%1_000_000),
 	})
 	if err != nil {
 		return res, err
