@@ -5,6 +5,7 @@ package benchenv
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"net"
 	"net/netip"
@@ -28,6 +29,8 @@ type Store struct {
 	Destinations hookrelay.Destinations
 	// Put adds or replaces a destination.
 	Put func(ctx context.Context, d hookrelay.Destination) error
+	// DB is the SQL backend's database handle; nil for memory.
+	DB *sql.DB
 	// Close releases the store (and drops what it created in a shared
 	// database, when Options.Drop is set).
 	Close func() error
