@@ -25,6 +25,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -56,6 +57,7 @@ type options struct {
 	latencyRate  float64
 	latencyFor   time.Duration
 	rounds       int
+	sender       string
 	pending      int
 	postgresDSN  string
 	cpuProfile   string
@@ -71,6 +73,7 @@ func main() {
 	flag.IntVar(&o.payloadBytes, "payload", 512, "payload size in bytes")
 	flag.Float64Var(&o.latencyRate, "latency-rate", 0.5, "latency phase: offered enqueue rate as a fraction of the backend's drain throughput")
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds of (ceiling, drain) per backend; the machine's other load makes single rounds noisy")
+	flag.StringVar(&o.sender, "sender", "hookhttp", "the worker's sender: hookhttp (the real one) or plain (a bare net/http POST, to separate the engine's cost from the sender's)")
 	flag.DurationVar(&o.latencyFor, "latency-for", 5*time.Second, "latency phase: how long the producer enqueues")
 	flag.IntVar(&o.pending, "pending", 100000, "memory footprint: pending deliveries held by the memory adapter (0 skips)")
 	flag.StringVar(&o.postgresDSN, "postgres-dsn", os.Getenv(benchenv.PostgresDSNEnv), "PostgreSQL DSN (default $"+benchenv.PostgresDSNEnv+")")
@@ -89,6 +92,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			return fmt.Errorf("unknown backend %q (known: %s)", b, strings.Join(benchenv.Backends, ", "))
 		}
 	}
+	if o.sender != "hookhttp" && o.sender != "plain" {
+		return fmt.Errorf("--sender must be hookhttp or plain, not %q", o.sender)
+	}
 	if o.n < 1 || o.workers < 1 || o.destinations < 1 || o.rounds < 1 || o.payloadBytes < 0 {
 		return errors.New("--n, --workers, --destinations and --rounds must be positive")
 	}
@@ -99,8 +105,8 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	defer rcpt.close()
 	payload := makePayload(o.payloadBytes)
 
-	fmt.Fprintf(out, "hookrelay-bench: %s, GOMAXPROCS=%d, W=%d, N=%d, %d destinations, %d-byte payload, recipient %s\n",
-		runtime.Version(), runtime.GOMAXPROCS(0), o.workers, o.n, o.destinations, len(payload), rcpt.url)
+	fmt.Fprintf(out, "hookrelay-bench: %s, GOMAXPROCS=%d, W=%d, N=%d, %d destinations, %d-byte payload, %s sender, recipient %s\n",
+		runtime.Version(), runtime.GOMAXPROCS(0), o.workers, o.n, o.destinations, len(payload), o.sender, rcpt.url)
 
 	fmt.Fprintf(out, "\nEach round measures the ceiling (net/http, %d goroutines, %d requests) and then the backend's drain of %d deliveries;\n", o.workers, o.n, o.n)
 	fmt.Fprintf(out, "the summary takes the median round by ratio. CPU is process CPU time (user+system) per request or delivery.\n\n")
@@ -441,10 +447,53 @@ func benchBackend(ctx context.Context, name string, o options, rcpt *recipient, 
 	return res, nil
 }
 
-func newClient(_ context.Context, store *benchenv.Store, o options, rcpt *recipient, obs *deliveredWatch) (*hookrelay.Client, *hookhttp.Sender, error) {
-	sender, err := benchenv.LoopbackSender(hookhttp.Config{})
+// idleCloser is a sender that keeps connections.
+type idleCloser interface {
+	hookrelay.Sender
+	CloseIdleConnections()
+}
+
+// plainSender posts the payload as the ceiling loop does, with no signing,
+// headers or classification beyond 2xx: with --sender plain the difference
+// to the ceiling is the engine and the store alone.
+type plainSender struct {
+	client *http.Client
+	tr     *http.Transport
+}
+
+func newPlainSender(w int) *plainSender {
+	tr := &http.Transport{MaxIdleConns: w, MaxIdleConnsPerHost: w, IdleConnTimeout: time.Minute}
+	return &plainSender{client: &http.Client{Transport: tr}, tr: tr}
+}
+
+func (s *plainSender) CloseIdleConnections() { s.tr.CloseIdleConnections() }
+
+func (s *plainSender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Result {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.Destination.URL, bytes.NewReader(p.Delivery.Payload))
 	if err != nil {
-		return nil, nil, err
+		return hookrelay.Permanent(hookrelay.ReasonInvalidURL)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return hookrelay.Unknown(hookrelay.ReasonNetworkError)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return hookrelay.Retryable(hookrelay.ReasonUnexpectedStatus).WithStatus(resp.StatusCode)
+	}
+	return hookrelay.Delivered(resp.StatusCode)
+}
+
+func newClient(_ context.Context, store *benchenv.Store, o options, rcpt *recipient, obs *deliveredWatch) (*hookrelay.Client, idleCloser, error) {
+	var sender idleCloser = newPlainSender(o.workers)
+	if o.sender == "hookhttp" {
+		s, err := benchenv.LoopbackSender(hookhttp.Config{})
+		if err != nil {
+			return nil, nil, err
+		}
+		sender = s
 	}
 	for i := range o.destinations {
 		if err := store.Put(context.Background(), hookrelay.Destination{
