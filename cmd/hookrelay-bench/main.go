@@ -26,6 +26,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -57,6 +58,7 @@ type options struct {
 	latencyRate  float64
 	latencyFor   time.Duration
 	rounds       int
+	perDest      int
 	sender       string
 	pending      int
 	postgresDSN  string
@@ -72,6 +74,7 @@ func main() {
 	flag.IntVar(&o.destinations, "destinations", 4, "destinations the deliveries are spread over (all on the one recipient)")
 	flag.IntVar(&o.payloadBytes, "payload", 512, "payload size in bytes")
 	flag.Float64Var(&o.latencyRate, "latency-rate", 0.5, "latency phase: offered enqueue rate as a fraction of the backend's drain throughput")
+	flag.IntVar(&o.perDest, "per-destination", 0, "worker PerDestinationConcurrency (0: W, so no destination is ever saturated)")
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds of (ceiling, drain) per backend; the machine's other load makes single rounds noisy")
 	flag.StringVar(&o.sender, "sender", "hookhttp", "the worker's sender: hookhttp (the real one) or plain (a bare net/http POST, to separate the engine's cost from the sender's)")
 	flag.DurationVar(&o.latencyFor, "latency-for", 5*time.Second, "latency phase: how long the producer enqueues")
@@ -506,9 +509,9 @@ func newClient(_ context.Context, store *benchenv.Store, o options, rcpt *recipi
 	client, err := hookrelay.New(hookrelay.Config{
 		Queue: &countingQueue{Queue: store.Queue, watch: obs}, Ledger: store.Ledger, Destinations: store.Destinations, Sender: sender,
 		Concurrency: o.workers,
-		// The measurement is of the engine and the backend, not of the
-		// per-destination limit: every slot may go to any destination.
-		PerDestinationConcurrency: o.workers,
+		// By default the measurement is of the engine and the backend, not
+		// of the per-destination limit: every slot may go to any destination.
+		PerDestinationConcurrency: cmp.Or(o.perDest, o.workers),
 		Observer:                  obs,
 	})
 	if err != nil {
