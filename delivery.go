@@ -150,7 +150,7 @@ func (c *Client) Process(ctx context.Context, claim Claim) error {
 	now := c.clock.Now()
 	dest, err := c.destinations.Destination(ctx, d.DestinationID)
 	if errors.Is(err, ErrDestinationNotFound) {
-		return c.deadLetter(ctx, d, lease, ReasonDestinationNotFound, nil, now)
+		return c.deadLetter(ctx, d, lease, ReasonDestinationNotFound, nil, nil, now)
 	}
 	if err != nil {
 		return opErr("destinations.get", d.ID, err)
@@ -165,7 +165,7 @@ func (c *Client) Process(ctx context.Context, claim Claim) error {
 	}
 	policy := c.policyFor(d, &dest)
 	if policy.MaxAge > 0 && !now.Before(d.FirstQueuedAt.Add(policy.MaxAge)) {
-		return c.deadLetter(ctx, d, lease, ReasonWindowExpired, nil, now)
+		return c.deadLetter(ctx, d, lease, ReasonWindowExpired, nil, nil, now)
 	}
 
 	sendCtx, cancel := c.clock.WithDeadline(ctx, lease.ExpiresAt)
@@ -212,15 +212,15 @@ func (c *Client) Process(ctx context.Context, claim Claim) error {
 		c.observe(ctx, Event{Kind: EventDelivered, Delivery: d, Result: &res})
 		return nil
 	case res.Kind == KindPermanent:
-		return c.deadLetter(ctx, d, lease, res.Reason, &attempt, finished)
+		return c.deadLetter(ctx, d, lease, res.Reason, &attempt, &res, finished)
 	case d.Attempt >= policy.MaxAttempts:
-		return c.deadLetter(ctx, d, lease, ReasonAttemptsExhausted, &attempt, finished)
+		return c.deadLetter(ctx, d, lease, ReasonAttemptsExhausted, &attempt, &res, finished)
 	}
 
 	delay := NextDelay(policy, d.Attempt, c.randomFloat(), res.RetryAfter)
 	at := finished.Add(delay)
 	if policy.MaxAge > 0 && !at.Before(d.FirstQueuedAt.Add(policy.MaxAge)) {
-		return c.deadLetter(ctx, d, lease, ReasonWindowExpired, &attempt, finished)
+		return c.deadLetter(ctx, d, lease, ReasonWindowExpired, &attempt, &res, finished)
 	}
 	attempt.NextAttemptAt = at
 	if err := c.ledger.RecordRetry(ctx, RecordRetryParams{
@@ -240,7 +240,7 @@ func (c *Client) Process(ctx context.Context, claim Claim) error {
 
 // deadLetter records the dead-letter in the ledger, then moves the delivery
 // to the queue's dead-letter path.
-func (c *Client) deadLetter(ctx context.Context, d Delivery, lease Lease, reason string, attempt *Attempt, now time.Time) error {
+func (c *Client) deadLetter(ctx context.Context, d Delivery, lease Lease, reason string, attempt *Attempt, res *Result, now time.Time) error {
 	if err := c.ledger.RecordDeadLetter(ctx, RecordDeadLetterParams{ID: d.ID, Lease: lease, Reason: reason, Attempt: attempt, Now: now}); err != nil {
 		return opErr("ledger.record_dead_letter", d.ID, err)
 	}
@@ -251,14 +251,9 @@ func (c *Client) deadLetter(ctx context.Context, d Delivery, lease Lease, reason
 	if err := c.queue.DeadLetter(ctx, DeadLetterParams{Delivery: d, Lease: lease, Reason: reason, Now: now}); err != nil {
 		return opErr("queue.dead_letter", d.ID, err)
 	}
-	e := Event{Kind: EventDeadLettered, Delivery: d, Reason: reason}
-	if attempt != nil {
-		// Observers tell a permanent rejection from an exhausted budget by
-		// the final attempt's result.
-		e.Result = &Result{Kind: attempt.Kind, Outcome: attempt.Outcome, Reason: attempt.Reason,
-			StatusCode: attempt.StatusCode, Detail: attempt.Detail}
-	}
-	c.observe(ctx, e)
+	// Result (nil when nothing was sent) lets observers tell a permanent
+	// rejection from an exhausted budget.
+	c.observe(ctx, Event{Kind: EventDeadLettered, Delivery: d, Reason: reason, Result: res})
 	return nil
 }
 

@@ -51,4 +51,5 @@ func Run(t *testing.T, newHarness NewHarness) {
 	t.Run("Ledger", func(t *testing.T) { RunLedger(t, newHarness) })
 	t.Run("Engine", func(t *testing.T) { RunEngine(t, newHarness) })
 	t.Run("Stats", func(t *testing.T) { RunStats(t, newHarness) })
+	t.Run("LeaseLedger", func(t *testing.T) { RunLeaseLedger(t, newHarness) })
 }

@@ -11,7 +11,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func TestConformance(t *testing.T) {
+func TestConformanceMemory(t *testing.T) {
 	hookrelaytest.Run(t, func(t *testing.T) hookrelaytest.Harness {
 		s := memory.NewStore()
 		return hookrelaytest.Harness{Queue: s, Ledger: s, Destinations: memory.NewDestinations()}

@@ -227,16 +227,22 @@ func (s *Store) Claim(_ context.Context, p hookrelay.ClaimParams) ([]hookrelay.C
 			skipped = append(skipped, r)
 			continue
 		}
-		s.lastToken++
-		r.lease = hookrelay.Lease{Token: s.lastToken, Holder: p.Holder, ExpiresAt: p.Now.Add(p.LeaseFor)}
-		r.leased = true
-		heap.Push(&s.leases, leaseEntry{id: r.d.ID, token: r.lease.Token, expires: r.lease.ExpiresAt})
-		out = append(out, hookrelay.Claim{Delivery: cloneDelivery(r.d), Lease: r.lease})
+		out = append(out, s.lease(r, p.Holder, p.Now, p.LeaseFor))
 	}
 	for _, r := range skipped {
 		heap.Push(&s.ready, r)
 	}
 	return out, nil
+}
+
+// lease gives r a new lease with a fresh fencing token. r must not be in
+// the ready heap.
+func (s *Store) lease(r *record, holder string, now time.Time, leaseFor time.Duration) hookrelay.Claim {
+	s.lastToken++
+	r.lease = hookrelay.Lease{Token: s.lastToken, Holder: holder, ExpiresAt: now.Add(leaseFor)}
+	r.leased = true
+	heap.Push(&s.leases, leaseEntry{id: r.d.ID, token: r.lease.Token, expires: r.lease.ExpiresAt})
+	return hookrelay.Claim{Delivery: cloneDelivery(r.d), Lease: r.lease}
 }
 
 // expireLeases makes pending deliveries whose lease ran out claimable again.
@@ -381,4 +387,29 @@ func (h *leaseHeap) Pop() any {
 	e := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return e
+}
+
+var _ hookrelay.LeaseLedger = (*Store)(nil)
+
+// AcquireLease implements hookrelay.LeaseLedger.
+func (s *Store) AcquireLease(_ context.Context, p hookrelay.AcquireLeaseParams) (hookrelay.Claim, error) {
+	if p.LeaseFor <= 0 {
+		return hookrelay.Claim{}, fmt.Errorf("hookrelay/memory: acquire lease: LeaseFor must be positive")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expireLeases(p.Now)
+	r, ok := s.records[p.ID]
+	switch {
+	case !ok:
+		return hookrelay.Claim{}, hookrelay.ErrNotFound
+	case r.d.State != hookrelay.StatePending:
+		return hookrelay.Claim{}, fmt.Errorf("%w: delivery %s is %s", hookrelay.ErrInvalidState, p.ID, r.d.State)
+	case r.leased:
+		return hookrelay.Claim{}, hookrelay.ErrLeaseLost
+	case r.d.NextAttemptAt.After(p.Now):
+		return hookrelay.Claim{}, &hookrelay.NotDueError{ID: p.ID, At: r.d.NextAttemptAt}
+	}
+	s.removeReady(r)
+	return s.lease(r, p.Holder, p.Now, p.LeaseFor), nil
 }

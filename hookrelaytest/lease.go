@@ -1,0 +1,85 @@
+package hookrelaytest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay"
+)
+
+// RunLeaseLedger runs the tests of the optional hookrelay.LeaseLedger
+// ability (ledger-side leases for broker queues). It skips when the
+// harness's Ledger does not implement it.
+func RunLeaseLedger(t *testing.T, newHarness NewHarness) {
+	ctx := context.Background()
+	leaseLedger := func(t *testing.T) (Harness, hookrelay.LeaseLedger) {
+		h := newHarness(t)
+		ll, ok := h.Ledger.(hookrelay.LeaseLedger)
+		if !ok {
+			t.Skipf("%T does not implement hookrelay.LeaseLedger", h.Ledger)
+		}
+		return h, ll
+	}
+	acquire := func(ll hookrelay.LeaseLedger, id string, now time.Time) (hookrelay.Claim, error) {
+		return ll.AcquireLease(ctx, hookrelay.AcquireLeaseParams{ID: id, Holder: "broker-worker", Now: now, LeaseFor: leaseFor})
+	}
+
+	t.Run("LeasesAPendingDueDeliveryOnce", func(t *testing.T) {
+		h, ll := leaseLedger(t)
+		d := newDelivery("evt_1", "dest_1", base)
+		seed(t, h, d)
+		c, err := acquire(ll, d.ID, base)
+		require.NoError(t, err)
+		assertSameDelivery(t, d, c.Delivery)
+		assert.Positive(t, c.Lease.Token)
+		assert.True(t, c.Lease.ExpiresAt.Equal(base.Add(leaseFor)))
+
+		_, err = acquire(ll, d.ID, base.Add(time.Second))
+		assert.ErrorIs(t, err, hookrelay.ErrLeaseLost, "a live lease is not handed out twice")
+		assert.Empty(t, claim(t, h.Queue, base.Add(time.Second), 10), "nor claimed through the queue")
+
+		again, err := acquire(ll, d.ID, base.Add(leaseFor))
+		require.NoError(t, err, "an expired lease can be taken over")
+		assert.Greater(t, again.Lease.Token, c.Lease.Token)
+		assert.ErrorIs(t, deliver(t, h, c, base.Add(leaseFor)), hookrelay.ErrLeaseLost, "the old holder is fenced off")
+		require.NoError(t, deliver(t, h, again, base.Add(leaseFor)))
+	})
+
+	t.Run("RefusesWhatMayNotRun", func(t *testing.T) {
+		h, ll := leaseLedger(t)
+		_, err := acquire(ll, "whd_missing", base)
+		assert.ErrorIs(t, err, hookrelay.ErrNotFound)
+
+		done := newDelivery("evt_done", "dest_1", base)
+		dead := newDelivery("evt_dead", "dest_1", base)
+		later := newDelivery("evt_later", "dest_1", base)
+		seed(t, h, done, dead, later)
+		c, err := acquire(ll, done.ID, base)
+		require.NoError(t, err)
+		require.NoError(t, deliver(t, h, c, base))
+		c, err = acquire(ll, dead.ID, base)
+		require.NoError(t, err)
+		require.NoError(t, kill(t, h, c, hookrelay.ReasonBadRequest, base))
+		c, err = acquire(ll, later.ID, base)
+		require.NoError(t, err)
+		at := base.Add(90 * time.Second)
+		require.NoError(t, retry(t, h, c, base, at))
+
+		_, err = acquire(ll, done.ID, base.Add(time.Hour))
+		assert.ErrorIs(t, err, hookrelay.ErrInvalidState, "a delivered record is never run again")
+		_, err = acquire(ll, dead.ID, base.Add(time.Hour))
+		assert.ErrorIs(t, err, hookrelay.ErrInvalidState, "a dead record only returns through a redrive")
+		_, err = acquire(ll, later.ID, base.Add(time.Minute))
+		var nd *hookrelay.NotDueError
+		require.ErrorAs(t, err, &nd, "a message that arrives early is told when to come back")
+		assert.ErrorIs(t, err, hookrelay.ErrNotDue)
+		assert.True(t, nd.At.Equal(at), "due at %v, got %v", at, nd.At)
+		c, err = acquire(ll, later.ID, at)
+		require.NoError(t, err)
+		assert.Equal(t, 2, c.Delivery.Attempt, "the ledger's record wins over the message's copy")
+	})
+}

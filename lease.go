@@ -1,0 +1,52 @@
+package hookrelay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrNotDue reports that a delivery exists and is pending but its next
+// attempt is not due yet. The concrete error is a *NotDueError carrying the
+// due time.
+var ErrNotDue = errors.New("hookrelay: delivery not due")
+
+// NotDueError says when a delivery becomes due. It unwraps to ErrNotDue.
+type NotDueError struct {
+	ID string
+	At time.Time
+}
+
+func (e *NotDueError) Error() string {
+	return fmt.Sprintf("%v: %s is due at %s", ErrNotDue, e.ID, e.At.Format(time.RFC3339Nano))
+}
+
+func (e *NotDueError) Unwrap() error { return ErrNotDue }
+
+// LeaseLedger is an optional ability of a Ledger for queues that are not the
+// ledger's own store, such as a message broker. The broker decides when a
+// message is handed to a worker; the ledger still decides what that worker
+// may do. When a broker hands out a message, its Queue adapter calls
+// AcquireLease and uses the returned Claim — the ledger's record, which is
+// authoritative over whatever the message carried, under a lease whose
+// fencing token every later ledger write is checked against. The memory and
+// SQL ledgers implement it.
+type LeaseLedger interface {
+	// AcquireLease leases one delivery, exactly as Queue.Claim would: the
+	// delivery must be pending, due at params.Now and not under a live
+	// lease, and the new token is greater than any earlier one. Otherwise
+	// it returns an error wrapping ErrNotFound (no such delivery),
+	// ErrInvalidState (delivered or dead: drop the message), ErrLeaseLost
+	// (another holder's lease is live: try again after it expires) or
+	// ErrNotDue (a *NotDueError with the due time: redeliver then).
+	AcquireLease(ctx context.Context, params AcquireLeaseParams) (Claim, error)
+}
+
+// AcquireLeaseParams are the inputs of LeaseLedger.AcquireLease.
+type AcquireLeaseParams struct {
+	ID       string
+	Holder   string
+	Now      time.Time
+	LeaseFor time.Duration
+}
