@@ -19,6 +19,12 @@ var benchPayload = []byte(`{"type":"lease.payment_recorded","data":{"property":"
 // newBenchClient returns a client on fresh memory adapters whose sender
 // answers res at once.
 func newBenchClient(b *testing.B, res hookrelay.Result, obs hookrelay.Observer) (*hookrelay.Client, *memory.Store) {
+	return newBenchClientLimit(b, res, obs, 16)
+}
+
+// newBenchClientLimit is newBenchClient with the given per-destination
+// limit (the worker's Concurrency is 16).
+func newBenchClientLimit(b *testing.B, res hookrelay.Result, obs hookrelay.Observer, perDest int) (*hookrelay.Client, *memory.Store) {
 	b.Helper()
 	store := memory.NewStore()
 	dests := memory.NewDestinations(hookrelay.Destination{ID: "acct", URL: "https://example.com/hook"})
@@ -28,7 +34,7 @@ func newBenchClient(b *testing.B, res hookrelay.Result, obs hookrelay.Observer) 
 		Policy: &hookrelay.Policy{Version: "bench", MaxAttempts: 1 << 30, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond},
 		// Every slot is open to the one destination: the benchmark measures
 		// the engine, not the per-destination limit.
-		Concurrency: 16, PerDestinationConcurrency: 16,
+		Concurrency: 16, PerDestinationConcurrency: perDest,
 		Observer: obs,
 	})
 	if err != nil {
@@ -93,8 +99,17 @@ func BenchmarkProcess(b *testing.B) {
 
 // BenchmarkWorker measures the whole worker on memory adapters with a
 // sender that answers at once: claim loop, per-destination accounting,
-// Process and acknowledgement. ns/op is per delivered delivery.
+// Process and acknowledgement. ns/op is per delivered delivery. All
+// deliveries go to one destination: with a per-destination limit of 16 (the
+// worker's Concurrency) it never saturates; with the default 4 it does, and
+// the claim loop must not spin on the backlog it cannot run.
 func BenchmarkWorker(b *testing.B) {
+	for _, perDest := range []int{16, 4} {
+		b.Run(fmt.Sprintf("per_destination=%d", perDest), func(b *testing.B) { benchmarkWorker(b, perDest) })
+	}
+}
+
+func benchmarkWorker(b *testing.B, perDest int) {
 	defer goleak.VerifyNone(b, goleak.IgnoreCurrent())
 	var delivered atomic.Int64
 	done := make(chan struct{})
@@ -104,7 +119,7 @@ func BenchmarkWorker(b *testing.B) {
 			close(done)
 		}
 	})
-	c, _ := newBenchClient(b, hookrelay.Delivered(204), obs)
+	c, _ := newBenchClientLimit(b, hookrelay.Delivered(204), obs, perDest)
 	enqueueBench(b, c, b.N)
 	atomic.StoreInt64(&target, int64(b.N))
 	b.ReportAllocs()
