@@ -111,6 +111,8 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	fmt.Fprintf(out, "hookrelay-bench: %s, GOMAXPROCS=%d, W=%d, N=%d, %d destinations, %d-byte payload, %s sender, recipient %s\n",
 		runtime.Version(), runtime.GOMAXPROCS(0), o.workers, o.n, o.destinations, len(payload), o.sender, rcpt.url)
 
+	fmt.Fprintf(out, "load average at start: %s\n", loadAverage())
+	defer func() { fmt.Fprintf(out, "load average at end: %s\n", loadAverage()) }()
 	fmt.Fprintf(out, "\nEach round measures the ceiling (net/http, %d goroutines, %d requests) and then the backend's drain of %d deliveries;\n", o.workers, o.n, o.n)
 	fmt.Fprintf(out, "the summary takes the median round by ratio. CPU is process CPU time (user+system) per request or delivery.\n\n")
 	fmt.Fprintf(out, "%-9s %-7s %10s %9s %12s %9s %6s\n", "backend", "round", "ceiling/s", "CPU/req", "deliveries/s", "CPU/dlv", "ratio")
@@ -142,6 +144,20 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			mib(f.drainPeakLive), mib(f.drainPeakInuse), f.drainThroughput)
 	}
 	return nil
+}
+
+// loadAverage is the machine's 1, 5 and 15 minute load: the benchmark
+// shares its cores with whatever else runs, and says so.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }
