@@ -288,4 +288,3 @@ func serverlessDB(t *testing.T) *sql.DB {
 	t.Cleanup(func() { _ = db.Close() })
 	return db
 }
-
