@@ -288,3 +288,21 @@ func serverlessDB(t *testing.T) *sql.DB {
 	t.Cleanup(func() { _ = db.Close() })
 	return db
 }
+
+// TestCreateWithoutInsertReturning runs the MySQL path (no INSERT …
+// RETURNING, one row per statement) on the configured MySQL-dialect server,
+// which may be MariaDB.
+func TestCreateWithoutInsertReturning(t *testing.T) {
+	b := backends[2]
+	b.skipUnlessConfigured(t)
+	ctx := context.Background()
+	s := newStore(t, b, Options{})
+	s.returningKnown, s.returning = true, false
+	d1, d2 := newDelivery("evt_1", "dst_1", t0), newDelivery("evt_2", "dst_1", t0)
+	created, err := s.Create(ctx, []hookrelay.Delivery{d1, d2, d1})
+	require.NoError(t, err)
+	assert.Equal(t, []bool{true, true, false}, created)
+	created, err = s.Create(ctx, []hookrelay.Delivery{d2})
+	require.NoError(t, err)
+	assert.Equal(t, []bool{false}, created)
+}
