@@ -190,7 +190,7 @@ func (s *Store) Close() error {
 }
 
 // tableNames lists the Store's tables (without the prefix), newest last.
-var tableNames = []string{"deliveries", "attempts", "destinations", "redrives", "schema_migrations"}
+var tableNames = []string{"deliveries", "attempts", "destinations", "redrives", "idempotency", "schema_migrations"}
 
 // q binds a query written with {d}, {a}, {dst}, {r}, {m} for the tables,
 // {seq} for the insertion-order column and ? placeholders to this Store's

@@ -66,3 +66,14 @@ CREATE TABLE IF NOT EXISTS {p}redrives (
 	state          VARBINARY(16) NOT NULL,
 	updated_at     BIGINT NOT NULL
 ) ENGINE=InnoDB;
+-- The recipient kit's idempotency records: one per webhook-id.
+CREATE TABLE IF NOT EXISTS {p}idempotency (
+	idem_key     VARBINARY(255) NOT NULL PRIMARY KEY,
+	state        VARBINARY(16) NOT NULL,
+	token        VARBINARY(64) NOT NULL,
+	started_at   BIGINT NOT NULL,
+	completed_at BIGINT NULL,
+	status       INT NOT NULL,
+	header       BLOB NOT NULL,
+	body         LONGBLOB
+) ENGINE=InnoDB;

@@ -65,3 +65,14 @@ CREATE TABLE IF NOT EXISTS {p}redrives (
 	state          TEXT NOT NULL,
 	updated_at     BIGINT NOT NULL
 );
+-- The recipient kit's idempotency records: one per webhook-id.
+CREATE TABLE IF NOT EXISTS {p}idempotency (
+	idem_key     TEXT PRIMARY KEY,
+	state        TEXT NOT NULL,
+	token        TEXT NOT NULL,
+	started_at   BIGINT NOT NULL,
+	completed_at BIGINT,
+	status       INTEGER NOT NULL,
+	header       TEXT NOT NULL,
+	body         BYTEA
+);

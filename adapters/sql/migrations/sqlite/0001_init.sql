@@ -64,3 +64,14 @@ CREATE TABLE IF NOT EXISTS {p}redrives (
 	state          TEXT NOT NULL,
 	updated_at     INTEGER NOT NULL
 );
+-- The recipient kit's idempotency records: one per webhook-id.
+CREATE TABLE IF NOT EXISTS {p}idempotency (
+	idem_key     TEXT NOT NULL PRIMARY KEY,
+	state        TEXT NOT NULL,
+	token        TEXT NOT NULL,
+	started_at   INTEGER NOT NULL,
+	completed_at INTEGER,
+	status       INTEGER NOT NULL,
+	header       TEXT NOT NULL,
+	body         BLOB
+);
