@@ -96,9 +96,9 @@ func postSender(holder string) hookrelay.Sender {
 	})
 }
 
-// recipient is a loopback webhook endpoint that notices when one delivery
+// loopbackRecipient is a loopback webhook endpoint that notices when one delivery
 // is in flight twice at the same moment.
-type recipient struct {
+type loopbackRecipient struct {
 	mu        sync.Mutex
 	inFlight  map[string]bool
 	overlaps  []string
@@ -110,11 +110,11 @@ type recipient struct {
 	heldNow   int
 }
 
-func newRecipient() *recipient {
-	return &recipient{inFlight: map[string]bool{}, accepted: map[string]int{}, byWorker: map[string]int{}, requests: map[string]int{}}
+func newRecipient() *loopbackRecipient {
+	return &loopbackRecipient{inFlight: map[string]bool{}, accepted: map[string]int{}, byWorker: map[string]int{}, requests: map[string]int{}}
 }
 
-func (rc *recipient) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (rc *loopbackRecipient) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := r.Header.Get("webhook-id")
 	rc.mu.Lock()
 	if rc.inFlight[id] {
@@ -154,7 +154,7 @@ func (rc *recipient) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (rc *recipient) snapshot() (accepted map[string]int, byWorker map[string]int, overlaps []string, held int) {
+func (rc *loopbackRecipient) snapshot() (accepted map[string]int, byWorker map[string]int, overlaps []string, held int) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	a, b := map[string]int{}, map[string]int{}

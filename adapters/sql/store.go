@@ -192,7 +192,7 @@ func (s *Store) Close() error {
 // tableNames lists the Store's tables (without the prefix), newest last.
 var tableNames = []string{"deliveries", "attempts", "destinations", "redrives", "idempotency", "schema_migrations"}
 
-// q binds a query written with {d}, {a}, {dst}, {r}, {m} for the tables,
+// q binds a query written with {d}, {a}, {dst}, {r}, {i}, {m} for the tables,
 // {seq} for the insertion-order column and ? placeholders to this Store's
 // prefix and dialect. Results are cached.
 func (s *Store) q(raw string) string {
@@ -209,6 +209,7 @@ func (s *Store) q(raw string) string {
 		"{dst}", s.prefix+"destinations",
 		"{r}", s.prefix+"redrives",
 		"{m}", s.prefix+"schema_migrations",
+		"{i}", s.prefix+"idempotency",
 		"{seq}", seq,
 	).Replace(raw)
 	if s.dialect == Postgres {
