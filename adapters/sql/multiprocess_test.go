@@ -3,7 +3,6 @@ package hooksql
 import (
 	"bufio"
 	"context"
-	"database/sql"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,29 +23,35 @@ import (
 // A worker process is this test binary re-executed with workerEnv set:
 // TestMain then runs runWorkerProcess instead of the tests.
 const (
-	workerEnv       = "HOOKRELAY_SQL_TEST_WORKER" // the holder name
-	workerPrefixEnv = "HOOKRELAY_SQL_TEST_PREFIX"
-	workerLeaseEnv  = "HOOKRELAY_SQL_TEST_LEASE"
+	workerEnv        = "HOOKRELAY_SQL_TEST_WORKER" // the holder name
+	workerPrefixEnv  = "HOOKRELAY_SQL_TEST_PREFIX"
+	workerLeaseEnv   = "HOOKRELAY_SQL_TEST_LEASE"
+	workerDialectEnv = "HOOKRELAY_SQL_TEST_DIALECT"
+	workerDSNEnv     = "HOOKRELAY_SQL_TEST_DSN" // for SQLite, the file path
 )
 
-// runWorkerProcess runs a hookrelay worker on the PostgreSQL tables named by
-// the environment, sending with plain HTTP POSTs, until its stdin closes.
-// It prints "ready" once started.
+// runWorkerProcess runs a hookrelay worker on the tables named by the
+// environment, sending with plain HTTP POSTs, until its stdin closes. It
+// prints "ready" once started.
 func runWorkerProcess() int {
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		return 2
 	}
 	holder := os.Getenv(workerEnv)
-	db, err := sql.Open("pgx", os.Getenv("HOOKRELAY_TEST_POSTGRES_DSN"))
+	dialect, dsn := Dialect(os.Getenv(workerDialectEnv)), os.Getenv(workerDSNEnv)
+	opts := Options{TablePrefix: os.Getenv(workerPrefixEnv)}
+	var s *Store
+	var err error
+	if dialect == SQLite {
+		s, err = OpenSQLite(context.Background(), dsn, opts)
+	} else {
+		s, err = Open(context.Background(), dialect, dsn, opts)
+	}
 	if err != nil {
 		return fail(err)
 	}
-	defer db.Close()
-	s, err := New(db, Options{Dialect: Postgres, TablePrefix: os.Getenv(workerPrefixEnv)})
-	if err != nil {
-		return fail(err)
-	}
+	defer s.Close()
 	lease, err := time.ParseDuration(os.Getenv(workerLeaseEnv))
 	if err != nil {
 		return fail(err)
@@ -175,8 +180,18 @@ type workerProcess struct {
 
 func startWorkerProcess(t *testing.T, s *Store, holder string, lease time.Duration) *workerProcess {
 	t.Helper()
+	dsn := ""
+	for _, b := range backends {
+		if b.dialect == s.dialect && b.envVar != "" {
+			dsn = os.Getenv(b.envVar)
+		}
+	}
+	if s.dialect == SQLite {
+		require.NoError(t, s.db.QueryRow("SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&dsn))
+	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), workerEnv+"="+holder, workerPrefixEnv+"="+s.prefix, workerLeaseEnv+"="+lease.String())
+	cmd.Env = append(os.Environ(), workerEnv+"="+holder, workerPrefixEnv+"="+s.prefix, workerLeaseEnv+"="+lease.String(),
+		workerDialectEnv+"="+string(s.dialect), workerDSNEnv+"="+dsn)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
@@ -257,14 +272,18 @@ func countState(t *testing.T, s *Store, state string) int {
 	return n
 }
 
-// TestManyProcessesShareOnePostgres runs two worker processes on one
-// database: nobody runs a delivery while another holds it, and together
-// they deliver everything exactly once in the ledger.
-func TestManyProcessesShareOnePostgres(t *testing.T) {
-	b := requirePostgres(t)
+// TestManyProcessesShareOneDatabase runs two worker processes on one
+// database (PostgreSQL as the issue asks, and the other two as well):
+// nobody runs a delivery while another holds it, and together they deliver
+// everything exactly once in the ledger.
+func TestManyProcessesShareOneDatabase(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts worker processes")
 	}
+	forEachBackend(t, testManyProcesses)
+}
+
+func testManyProcesses(t *testing.T, b backend) {
 	s := newStore(t, b, Options{})
 	rc := newRecipient()
 	rc.failFirst = true // every delivery is retried once, possibly by the other process
@@ -299,10 +318,13 @@ func TestManyProcessesShareOnePostgres(t *testing.T) {
 // SIGKILL while its batch is in flight; once the leases expire another
 // process claims the deliveries with newer fencing tokens and delivers them.
 func TestKilledProcessLeasesExpireAndAreReclaimed(t *testing.T) {
-	b := requirePostgres(t)
 	if testing.Short() {
 		t.Skip("starts worker processes")
 	}
+	forEachBackend(t, testKilledProcess)
+}
+
+func testKilledProcess(t *testing.T, b backend) {
 	s := newStore(t, b, Options{})
 	rc := newRecipient()
 	rc.hold = make(chan struct{})
@@ -317,6 +339,8 @@ func TestKilledProcessLeasesExpireAndAreReclaimed(t *testing.T) {
 	require.Eventually(t, func() bool { _, _, _, held := rc.snapshot(); return held == 8 }, 30*time.Second, 10*time.Millisecond,
 		"the victim has a full batch in flight")
 	victim.kill()
+	require.Eventually(t, func() bool { _, _, _, held := rc.snapshot(); return held == 0 }, 30*time.Second, 10*time.Millisecond,
+		"the recipient saw the victim's connections close")
 
 	var leased int
 	require.NoError(t, s.db.QueryRow(s.q("SELECT COUNT(*) FROM {d} WHERE lease_holder = 'victim' AND lease_expires_at IS NOT NULL AND state = 'pending'")).Scan(&leased))
