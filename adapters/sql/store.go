@@ -87,6 +87,10 @@ type Store struct {
 	returning      bool
 
 	queries sync.Map // raw query → query with tables and placeholders bound
+
+	// sqliteWriter is a one-slot semaphore held by this Store's SQLite write
+	// transactions.
+	sqliteWriter chan struct{}
 }
 
 var (
@@ -126,7 +130,10 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 	if opts.MaxPayloadBytes == 0 {
 		opts.MaxPayloadBytes = DefaultMaxPayloadBytes
 	}
-	return &Store{db: db, dialect: opts.Dialect, prefix: opts.TablePrefix, maxPay: opts.MaxPayloadBytes}, nil
+	return &Store{
+		db: db, dialect: opts.Dialect, prefix: opts.TablePrefix, maxPay: opts.MaxPayloadBytes,
+		sqliteWriter: make(chan struct{}, 1),
+	}, nil
 }
 
 // Open opens dsn with the driver for dialect (pgx for Postgres, mysql for

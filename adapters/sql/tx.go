@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 )
 
 // querier is what a Store runs statements on: the pool, a transaction of
@@ -71,6 +72,15 @@ func (s *Store) inPoolTx(ctx context.Context, op string, fn func(q querier) erro
 // is taken up front (waiting up to the busy timeout) instead of failing when
 // a read transaction tries to upgrade. It works whatever the DSN's _txlock.
 func (s *Store) inSQLiteTx(ctx context.Context, op string, fn func(q querier) error) error {
+	// SQLite has one writer. Queueing this Store's writers here, rather than
+	// in SQLite's busy handler (which sleeps and retries), keeps throughput
+	// up under contention; other processes still wait in the busy handler.
+	select {
+	case s.sqliteWriter <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("hooksql: %s: %w", op, ctx.Err())
+	}
+	defer func() { <-s.sqliteWriter }()
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return s.dbErr(op, err)
