@@ -281,10 +281,7 @@ type fence struct {
 // errNoop tells a ledger write that the fence passed as a no-op.
 var errNoop = errors.New("no-op")
 
-// checkFence locks the delivery row and checks the caller's lease: an
-// unknown ID is ErrNotFound; a lease that is not the current one (or a
-// zero token) is ErrLeaseLost; a record that is no longer pending is
-// ErrInvalidState; an attempt number that moved on is ErrLeaseLost.
+// checkFence locks the delivery row and checks the caller's lease.
 func (s *Store) checkFence(ctx context.Context, q querier, op string, f fence) error {
 	var (
 		state   string
@@ -293,11 +290,22 @@ func (s *Store) checkFence(ctx context.Context, q querier, op string, f fence) e
 	)
 	err := q.QueryRowContext(ctx, s.q("SELECT state, lease_token, attempt FROM {d} WHERE id = ?"+s.lockSuffix(false)), f.id).
 		Scan(&state, &token, &attempt)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
+	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("hooksql: %s %q: %w", op, f.id, hookrelay.ErrNotFound)
-	case err != nil:
+	}
+	if err != nil {
 		return s.dbErr(op+" "+f.id, err)
+	}
+	return f.check(op, state, token, attempt)
+}
+
+// check applies the fence to the record's current values, with the memory
+// store's rules: a lease that is not the current one (or a zero token) is
+// ErrLeaseLost; a record that is no longer pending is ErrInvalidState
+// (errNoop for a delivered record when deliveredOK); an attempt number that
+// moved on is ErrLeaseLost.
+func (f fence) check(op, state string, token int64, attempt int) error {
+	switch {
 	case token != f.lease.Token || f.lease.Token == 0:
 		return fmt.Errorf("hooksql: %s %q: lease token %d is not the current one: %w", op, f.id, f.lease.Token, hookrelay.ErrLeaseLost)
 	case state == string(hookrelay.StateDelivered) && f.deliveredOK:
@@ -310,9 +318,11 @@ func (s *Store) checkFence(ctx context.Context, q querier, op string, f fence) e
 	return nil
 }
 
-// fencedWrite runs a ledger write: check the fence, update the record and
-// store the attempt, in one transaction.
-func (s *Store) fencedWrite(ctx context.Context, op string, f fence, attempt *hookrelay.Attempt, update string, args ...any) error {
+const insertAttemptCols = "delivery_id, number, started_at, finished_at, kind, outcome, reason, status_code, detail, next_attempt_at"
+
+// fencedWrite runs a ledger write: check the fence, update the record (set
+// is the SET clause, args its values) and store the attempt, atomically.
+func (s *Store) fencedWrite(ctx context.Context, op string, f fence, attempt *hookrelay.Attempt, set string, args ...any) error {
 	var attemptArgs []any
 	if attempt != nil {
 		var err error
@@ -320,23 +330,71 @@ func (s *Store) fencedWrite(ctx context.Context, op string, f fence, attempt *ho
 			return fmt.Errorf("hooksql: %s %q: %w", op, f.id, err)
 		}
 	}
+	if s.dialect == Postgres {
+		return s.fencedWritePostgres(ctx, op, f, attemptArgs, set, args)
+	}
 	return s.inTx(ctx, op, func(q querier) error {
 		if err := s.checkFence(ctx, q, op, f); err == errNoop {
 			return nil
 		} else if err != nil {
 			return err
 		}
-		if _, err := q.ExecContext(ctx, s.q(update), append(args, f.id)...); err != nil {
+		if _, err := q.ExecContext(ctx, s.q("UPDATE {d} SET "+set+" WHERE id = ?"), append(args, f.id)...); err != nil {
 			return s.dbErr(op+" "+f.id, err)
 		}
-		if attempt != nil {
-			if _, err := q.ExecContext(ctx, s.q(`INSERT INTO {a} (delivery_id, number, started_at, finished_at, kind,
-				outcome, reason, status_code, detail, next_attempt_at) VALUES (?,?,?,?,?,?,?,?,?,?)`), attemptArgs...); err != nil {
+		if attemptArgs != nil {
+			if _, err := q.ExecContext(ctx, s.q("INSERT INTO {a} ("+insertAttemptCols+") VALUES (?,?,?,?,?,?,?,?,?,?)"), attemptArgs...); err != nil {
 				return s.dbErr(op+" "+f.id+": attempt", err)
 			}
 		}
 		return nil
 	})
+}
+
+// fencedWritePostgres is fencedWrite in one statement, so one round trip
+// instead of five: cur locks the row and yields its values as they were,
+// upd writes only if the fence holds, ins stores the attempt only if upd
+// wrote. The fence is then judged on cur's values.
+func (s *Store) fencedWritePostgres(ctx context.Context, op string, f fence, attemptArgs []any, set string, setArgs []any) error {
+	args := append([]any{f.id}, setArgs...)
+	args = append(args, f.lease.Token, f.attempt, f.attempt)
+	query := "WITH cur AS (SELECT id, state, lease_token, attempt FROM {d} WHERE id = ? FOR UPDATE)," +
+		" upd AS (UPDATE {d} SET " + set + " WHERE id = (SELECT id FROM cur WHERE lease_token = CAST(? AS BIGINT)" +
+		" AND lease_token <> 0 AND state = 'pending' AND (CAST(? AS INTEGER) = 0 OR attempt = CAST(? AS INTEGER))) RETURNING id)"
+	if attemptArgs != nil {
+		// Parameters in a SELECT list have no type to infer: cast each.
+		query += ", ins AS (INSERT INTO {a} (" + insertAttemptCols + ") SELECT CAST(? AS TEXT), CAST(? AS INTEGER)," +
+			" CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS INTEGER)," +
+			" CAST(? AS TEXT), CAST(? AS BIGINT) FROM upd)"
+		args = append(args, attemptArgs...)
+	}
+	query += " SELECT state, lease_token, attempt, (SELECT COUNT(*) FROM upd) FROM cur"
+	var (
+		state   string
+		token   int64
+		attempt int
+		written int64
+	)
+	err := s.db.QueryRowContext(ctx, s.q(query), args...).Scan(&state, &token, &attempt, &written)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("hooksql: %s %q: %w", op, f.id, hookrelay.ErrNotFound)
+	}
+	if err != nil {
+		return s.dbErr(op+" "+f.id, err)
+	}
+	if written == 1 {
+		return nil
+	}
+	switch err := f.check(op, state, token, attempt); err {
+	case errNoop:
+		return nil
+	case nil:
+		// The fence held on cur's values yet nothing was written: cannot
+		// happen while cur holds the row lock.
+		return fmt.Errorf("%w: %s %q: fenced update wrote nothing", ErrDatabase, op, f.id)
+	default:
+		return err
+	}
 }
 
 func encodeAttempt(id string, a hookrelay.Attempt) ([]any, error) {
@@ -364,7 +422,7 @@ func (s *Store) MarkDelivered(ctx context.Context, p hookrelay.MarkDeliveredPara
 		return err
 	}
 	return s.fencedWrite(ctx, "mark delivered", fence{id: p.ID, lease: p.Lease, attempt: p.Attempt.Number, deliveredOK: true}, &p.Attempt,
-		"UPDATE {d} SET state = 'delivered', last_outcome = ?, last_reason = ?, updated_at = ? WHERE id = ?",
+		"state = 'delivered', last_outcome = ?, last_reason = ?, updated_at = ?",
 		cleanText(string(p.Attempt.Outcome)), cleanText(p.Attempt.Reason), now)
 }
 
@@ -379,7 +437,7 @@ func (s *Store) RecordRetry(ctx context.Context, p hookrelay.RecordRetryParams) 
 		return err
 	}
 	return s.fencedWrite(ctx, "record retry", fence{id: p.ID, lease: p.Lease, attempt: p.Attempt.Number}, &p.Attempt,
-		"UPDATE {d} SET attempt = ?, next_attempt_at = ?, last_outcome = ?, last_reason = ?, updated_at = ? WHERE id = ?",
+		"attempt = ?, next_attempt_at = ?, last_outcome = ?, last_reason = ?, updated_at = ?",
 		p.NextAttempt, at, cleanText(string(p.Attempt.Outcome)), cleanText(p.Attempt.Reason), now)
 }
 
@@ -392,11 +450,11 @@ func (s *Store) RecordDeadLetter(ctx context.Context, p hookrelay.RecordDeadLett
 	f := fence{id: p.ID, lease: p.Lease}
 	if p.Attempt == nil {
 		return s.fencedWrite(ctx, "record dead letter", f, nil,
-			"UPDATE {d} SET state = 'dead', last_reason = ?, updated_at = ?, dead_lettered_at = ? WHERE id = ?",
+			"state = 'dead', last_reason = ?, updated_at = ?, dead_lettered_at = ?",
 			cleanText(p.Reason), now, now)
 	}
 	f.attempt = p.Attempt.Number
 	return s.fencedWrite(ctx, "record dead letter", f, p.Attempt,
-		"UPDATE {d} SET state = 'dead', last_outcome = ?, last_reason = ?, updated_at = ?, dead_lettered_at = ? WHERE id = ?",
+		"state = 'dead', last_outcome = ?, last_reason = ?, updated_at = ?, dead_lettered_at = ?",
 		cleanText(string(p.Attempt.Outcome)), cleanText(p.Reason), now, now)
 }
