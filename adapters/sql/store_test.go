@@ -306,3 +306,47 @@ func TestCreateWithoutInsertReturning(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []bool{false}, created)
 }
+
+func TestConcurrentMigrationsAgree(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := newStore(t, b, Options{}) // the pool (and, for SQLite, the file) to share
+		prefix := randomPrefix()
+		fresh, err := New(s.db, Options{Dialect: b.dialect, TablePrefix: prefix})
+		require.NoError(t, err)
+		t.Cleanup(func() { dropTables(t, fresh) })
+		errs := make(chan error, 4)
+		for range 4 {
+			go func() {
+				st, err := New(s.db, Options{Dialect: b.dialect, TablePrefix: prefix})
+				if err == nil {
+					err = st.Migrate(ctx)
+				}
+				errs <- err
+			}()
+		}
+		for range 4 {
+			require.NoError(t, <-errs)
+		}
+		v, err := fresh.Version(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, SchemaVersion, v)
+		var n int
+		require.NoError(t, s.db.QueryRowContext(ctx, fresh.q("SELECT COUNT(*) FROM {m}")).Scan(&n))
+		assert.Equal(t, SchemaVersion, n, "each migration recorded once")
+	})
+}
+
+func TestCancelledContextIsReportedAsSuch(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		s := newStore(t, b, Options{})
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := s.Claim(ctx, hookrelay.ClaimParams{Now: t0, Limit: 1, LeaseFor: time.Minute})
+		require.ErrorIs(t, err, context.Canceled)
+		_, err = s.Create(ctx, []hookrelay.Delivery{newDelivery("evt_1", "dst_1", t0)})
+		require.ErrorIs(t, err, context.Canceled)
+		_, err = s.Get(ctx, "whd_x")
+		require.ErrorIs(t, err, context.Canceled)
+	})
+}
