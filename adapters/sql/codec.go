@@ -185,10 +185,10 @@ func (e *DecodeError) Error() string {
 // wraps hookrelay.ErrUnknownEnvelopeVersion.
 func (e *DecodeError) Unwrap() error { return e.Err }
 
-// scanDelivery reads one row of selectDeliveryCols. A driver failure is
-// returned as is (the caller translates it); an undecodable row is a
-// *DecodeError.
-func scanDelivery(r scanner) (hookrelay.Delivery, int64, error) {
+// scanDelivery reads one row of selectDeliveryCols, followed by the extra
+// columns the query selected into extra. A driver failure is returned as is
+// (the caller translates it); an undecodable row is a *DecodeError.
+func scanDelivery(r scanner, extra ...any) (hookrelay.Delivery, int64, error) {
 	var (
 		d                            hookrelay.Delivery
 		scope, state, outcome        string
@@ -196,9 +196,10 @@ func scanDelivery(r scanner) (hookrelay.Delivery, int64, error) {
 		firstQueued, nextAt, updated int64
 		token                        int64
 	)
-	if err := r.Scan(&d.ID, &d.EventID, &d.TenantID, &scope, &d.DestinationID, &d.EventType,
+	dest := append([]any{&d.ID, &d.EventID, &d.TenantID, &scope, &d.DestinationID, &d.EventType,
 		&d.Payload, &payloadNull, &d.EnvelopeVersion, &d.Attempt, &firstQueued, &nextAt,
-		&d.PolicyVersion, &state, &outcome, &d.LastReason, &updated, &token); err != nil {
+		&d.PolicyVersion, &state, &outcome, &d.LastReason, &updated, &token}, extra...)
+	if err := r.Scan(dest...); err != nil {
 		return d, 0, err
 	}
 	if payloadNull == 0 && d.Payload == nil {
