@@ -1,8 +1,10 @@
 // Package hooksql is hookrelay's durable store on database/sql: one Store is
-// the Ledger, the Queue, the LedgerStats and the Destinations of a Client,
-// on SQLite (modernc.org/sqlite, pure Go, the embedded default),
-// PostgreSQL (pgx v5) or MariaDB/MySQL (go-sql-driver/mysql). It passes the
-// same conformance suite (hookrelaytest) as the memory adapter.
+// the Ledger, the Queue, the LedgerStats, the LeaseLedger and the
+// Destinations of a Client, on SQLite (modernc.org/sqlite, pure Go, the
+// embedded default), PostgreSQL (pgx v5) or MariaDB/MySQL
+// (go-sql-driver/mysql). It passes the same conformance suite
+// (hookrelaytest) as the memory adapter. Store.IdempotencyStore is the
+// recipient kit's idempotency store on the same database.
 //
 //	store, err := hooksql.OpenSQLite(ctx, "hookrelay.db", hooksql.Options{})
 //	if err != nil { … }
@@ -22,7 +24,10 @@
 // thousand) and leases them in one transaction: with FOR UPDATE SKIP LOCKED
 // on PostgreSQL and MariaDB/MySQL, so workers in many processes take
 // disjoint rows without waiting on each other, and under SQLite's single
-// writer (BEGIN IMMEDIATE with a busy timeout) otherwise.
+// writer (BEGIN IMMEDIATE with a busy timeout) otherwise. Deliveries due at
+// the same instant are claimed in insertion order; one Create call inserts
+// its rows in delivery ID order, so concurrent batches lock rows in the same
+// order.
 //
 // Every claim sets a lease expiry, the holder's name and a fencing token one
 // greater than the delivery's previous token. Every ledger write locks the
