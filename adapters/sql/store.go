@@ -166,13 +166,18 @@ func Open(ctx context.Context, dialect Dialect, dsn string, opts Options) (*Stor
 }
 
 // OpenSQLite opens (creating if needed) the SQLite database file at path in
-// WAL mode with a busy timeout and immediate write transactions, and returns
-// a Store that owns it. It does not migrate. opts.Dialect is ignored.
+// WAL mode with synchronous=FULL (a commit survives a power loss, not only a
+// crash), a busy timeout and immediate write transactions, and returns a
+// Store that owns it. Several processes may open the same file. It does not
+// migrate. opts.Dialect is ignored.
 func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) {
+	if path == "" || strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("hooksql: OpenSQLite: path %q must be a file name without '?' or '#'", path)
+	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "synchronous(FULL)")
 	q.Set("_txlock", "immediate")
 	return Open(ctx, SQLite, "file:"+path+"?"+q.Encode(), opts)
 }
