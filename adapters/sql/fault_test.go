@@ -35,7 +35,7 @@ func TestWorkerSurvivesTerminatedConnections(t *testing.T) {
 	s, err := New(db, Options{Dialect: Postgres, TablePrefix: admin.prefix})
 	require.NoError(t, err)
 	require.NoError(t, s.Put(ctx, hookrelay.Destination{ID: "dst_fault", URL: "https://127.0.0.1/unused"}))
-	const n = 200
+	const n = 400 // enough work that terminations land mid-transaction
 	ids := seedDeliveries(t, s, "dst_fault", n, time.Now())
 
 	var (
