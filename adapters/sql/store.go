@@ -25,7 +25,8 @@ type Dialect string
 const (
 	// SQLite through modernc.org/sqlite (pure Go): the embedded default.
 	SQLite Dialect = "sqlite"
-	// Postgres through github.com/jackc/pgx/v5/stdlib.
+	// Postgres through github.com/jackc/pgx/v5/stdlib; PostgreSQL 10 or
+	// later.
 	Postgres Dialect = "postgres"
 	// MySQL through github.com/go-sql-driver/mysql; covers MariaDB (10.6 or
 	// later, for SKIP LOCKED) and MySQL (8.0 or later).
@@ -105,8 +106,10 @@ var (
 // New does not touch the database; call Migrate before first use.
 //
 // With SQLite, every write transaction of the Store is BEGIN IMMEDIATE with
-// a busy timeout on its connection, whatever the DSN says; opening the file
-// in WAL mode (as OpenSQLite does) lets readers run beside the writer.
+// a busy timeout on its connection, whatever the DSN says. Prefer
+// OpenSQLite; otherwise open the file in WAL mode with a busy timeout
+// (_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)) so readers run
+// beside the writer.
 func New(db *sql.DB, opts Options) (*Store, error) {
 	if db == nil {
 		return nil, errors.New("hooksql: New: db is nil")
