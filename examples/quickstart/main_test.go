@@ -26,7 +26,7 @@ func TestQuickstartTimeline(t *testing.T) {
 
 	acct := hookrelay.DeliveryID("pay_7319", "accounting")
 	crm := hookrelay.DeliveryID("pay_7319", "crm")
-	attempts := regexp.MustCompile(regexp.QuoteMeta(acct) + ` accounting +attempt (\d) → ([^\n]+)`).FindAllStringSubmatch(text, -1)
+	attempts := regexp.MustCompile(regexp.QuoteMeta(acct)+` accounting +attempt (\d) → ([^\n]+)`).FindAllStringSubmatch(text, -1)
 	require.Len(t, attempts, 3, text)
 	assert.Contains(t, attempts[0][2], "HTTP 503")
 	assert.Contains(t, attempts[1][2], "HTTP 503")
