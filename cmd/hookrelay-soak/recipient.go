@@ -21,7 +21,9 @@ import (
 type fault int
 
 const (
-	// faultAccept: verify, deduplicate, apply the effect, answer 204.
+	// faultAccept: verify, deduplicate, apply the effect, answer 204 after
+	// up to acceptLatency (so that kills also land between a recipient's
+	// answer and the worker's ledger write).
 	faultAccept fault = iota
 	// faultServerError: a gateway in front answers 503; nothing applied.
 	faultServerError
@@ -41,6 +43,9 @@ const (
 func (f fault) String() string {
 	return [...]string{"accept", "503", "429", "drop_after_apply", "hang"}[f]
 }
+
+// acceptLatency bounds the random time an accepted request takes.
+const acceptLatency = 20 * time.Millisecond
 
 // faultWeights are the odds of each fault, in fault order.
 var faultWeights = [numFaults]float64{0.45, 0.15, 0.10, 0.15, 0.15}
@@ -118,17 +123,18 @@ func (r *soakRecipient) violation(msg string) {
 	r.violations = append(r.violations, msg)
 }
 
-func (r *soakRecipient) pickFault() fault {
+// pickFault draws a fault and, for faultAccept, its latency.
+func (r *soakRecipient) pickFault() (fault, time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	x := r.rng.Float64()
 	for f, w := range faultWeights {
 		if x < w {
-			return fault(f)
+			return fault(f), time.Duration(r.rng.Int64N(int64(acceptLatency)))
 		}
 		x -= w
 	}
-	return faultAccept
+	return faultAccept, 0
 }
 
 // front applies the fault, checks the ID headers and records the request.
@@ -138,7 +144,7 @@ func (r *soakRecipient) front(next http.Handler) http.Handler {
 		if key := req.Header.Get(hookhttp.HeaderIdempotencyKey); key != id {
 			r.violation("request with webhook-id " + strconv.Quote(id) + " carried Idempotency-Key " + strconv.Quote(key))
 		}
-		f := r.pickFault()
+		f, latency := r.pickFault()
 		seen := request{fault: f}
 		defer func() {
 			r.mu.Lock()
@@ -166,6 +172,8 @@ func (r *soakRecipient) front(next http.Handler) http.Handler {
 			return
 		case faultHang:
 			time.Sleep(r.hangFor)
+		case faultAccept:
+			time.Sleep(latency)
 		}
 		rec := httptest.NewRecorder()
 		next.ServeHTTP(rec, req)
