@@ -16,7 +16,7 @@
 //
 //	HOOKRELAY_TEST_POSTGRES_DSN=postgres://postgres@127.0.0.1:5432/test?sslmode=disable \
 //	    go run ./cmd/hookrelay-soak --short
-//	go run ./cmd/hookrelay-soak --duration 30m --deliveries 200000
+//	go run ./cmd/hookrelay-soak --duration 30m --deliveries 100000
 package main
 
 import (
