@@ -239,7 +239,7 @@ func runSoak(c config) error {
 	fmt.Printf("hookrelay-soak: run %s, seed %d: %d deliveries, %d workers, %s of chaos (SIGKILL every ~%s), lease %s, sender timeout %s, window %s\n",
 		c.runID, c.seed, c.deliveries, c.workers, c.duration, c.killEvery, c.leaseFor, c.timeout, c.window)
 
-	rcpt, err := startRecipient(secret, 2*c.timeout, c.seed)
+	rcpt, err := startRecipient(secret, 2*c.timeout, c.seed, defaultOdds)
 	if err != nil {
 		return err
 	}

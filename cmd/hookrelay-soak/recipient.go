@@ -47,8 +47,12 @@ func (f fault) String() string {
 // acceptLatency bounds the random time an accepted request takes.
 const acceptLatency = 20 * time.Millisecond
 
-// faultWeights are the odds of each fault, in fault order.
-var faultWeights = [numFaults]float64{0.45, 0.15, 0.10, 0.15, 0.15}
+// faultOdds are the odds of each fault, in fault order.
+type faultOdds [numFaults]float64
+
+// defaultOdds: 45 % accepted, 15 % 503, 10 % 429, 15 % applied then
+// dropped, 15 % hang.
+var defaultOdds = faultOdds{0.45, 0.15, 0.10, 0.15, 0.15}
 
 // request is what the recipient saw of one request.
 type request struct {
@@ -71,6 +75,7 @@ type soakRecipient struct {
 	hangFor time.Duration
 
 	mu         sync.Mutex
+	odds       faultOdds
 	rng        *rand.Rand
 	requests   map[string][]request // by webhook-id
 	applied    map[string]int       // business effects, by webhook-id
@@ -82,13 +87,13 @@ type payloadBody struct {
 	Destination string `json:"destination"`
 }
 
-func startRecipient(secret string, hangFor time.Duration, seed uint64) (*soakRecipient, error) {
+func startRecipient(secret string, hangFor time.Duration, seed uint64, odds faultOdds) (*soakRecipient, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	r := &soakRecipient{
-		url: "http://" + ln.Addr().String(), done: make(chan struct{}), hangFor: hangFor,
+		url: "http://" + ln.Addr().String(), done: make(chan struct{}), hangFor: hangFor, odds: odds,
 		rng:      rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		requests: map[string][]request{}, applied: map[string]int{},
 	}
@@ -128,7 +133,7 @@ func (r *soakRecipient) pickFault() (fault, time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	x := r.rng.Float64()
-	for f, w := range faultWeights {
+	for f, w := range r.odds {
 		if x < w {
 			return fault(f), time.Duration(r.rng.Int64N(int64(acceptLatency)))
 		}
@@ -205,6 +210,13 @@ func (r *soakRecipient) apply(w http.ResponseWriter, req *http.Request) {
 	r.applied[id]++
 	r.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// setOdds changes the odds of the faults from the next request on.
+func (r *soakRecipient) setOdds(o faultOdds) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.odds = o
 }
 
 // snapshot returns copies of what the recipient saw.
