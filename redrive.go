@@ -325,6 +325,13 @@ func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log Redriv
 		}
 		return a, cause
 	}
+	// interrupted records that ctx ended the redrive.
+	interrupted := func() (RedriveAudit, error) {
+		if err := update(RedriveAuditUpdate{State: RedriveStopped, Error: "interrupted: " + ctx.Err().Error()}); err != nil {
+			return a, errors.Join(ctx.Err(), err)
+		}
+		return a, ctx.Err()
+	}
 	var after *DeadLetterCursor
 	for {
 		cur, err := log.RedriveAudit(ctx, a.ID)
@@ -337,12 +344,12 @@ func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log Redriv
 			return a, err
 		}
 		if ctx.Err() != nil {
-			return c.interrupted(ctx, update, a)
+			return interrupted()
 		}
 		page, err := dl.ListDead(ctx, ListDeadParams{Filter: filter, Limit: a.BatchSize, After: after})
 		if err != nil {
 			if ctx.Err() != nil {
-				return c.interrupted(ctx, update, a)
+				return interrupted()
 			}
 			return fail(opErr("ledger.list_dead", "", err))
 		}
@@ -367,7 +374,7 @@ func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log Redriv
 		}
 		switch {
 		case runErr != nil && ctx.Err() != nil:
-			return c.interrupted(ctx, update, a)
+			return interrupted()
 		case runErr != nil:
 			return fail(runErr)
 		}
@@ -382,14 +389,6 @@ func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log Redriv
 		}
 		after = page.Next
 	}
-}
-
-// interrupted records that ctx ended the redrive between or within a batch.
-func (c *Client) interrupted(ctx context.Context, update func(RedriveAuditUpdate) error, a RedriveAudit) (RedriveAudit, error) {
-	if err := update(RedriveAuditUpdate{State: RedriveStopped, Error: "interrupted: " + ctx.Err().Error()}); err != nil {
-		return a, errors.Join(ctx.Err(), err)
-	}
-	return a, ctx.Err()
 }
 
 // redriveBatch moves one batch at the per-destination rate. Each delivery
