@@ -247,7 +247,9 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 
 	t.Run("RecoveryRehearsalPermanent", func(t *testing.T) {
 		g := &configGate{
-			accepts: func(d hookrelay.Destination) bool { return d.ID != "dest_acct" || slices.Contains(d.Secrets, newSecret) },
+			accepts: func(d hookrelay.Destination) bool {
+				return d.ID != "dest_acct" || slices.Contains(d.Secrets, newSecret)
+			},
 			refusal: hookrelay.ClassifyStatus(401, 0),
 		}
 		require.Equal(t, hookrelay.KindPermanent, g.refusal.Kind, "a 401 is a permanent rejection")
