@@ -147,8 +147,11 @@ type RedriveParams struct {
 // writes the audit entry. Each delivery keeps its delivery ID, payload and
 // attempt history and gets a fresh attempt budget; a delivered delivery is
 // never redriven, and two redrives racing over the same deliveries move
-// each once (see DeadLetterLedger.RedriveDelivery). Each move is reported
-// to the Observer as EventRedriven.
+// each once (see DeadLetterLedger.RedriveDelivery). Each move is written
+// to the ledger, then handed to Queue.Enqueue (a no-op for the memory and
+// SQL stores, a publish for a broker queue), then reported to the Observer
+// as EventRedriven. If Enqueue fails, the redrive ends failed, naming the
+// delivery: it is pending in the ledger and needs enqueueing again.
 //
 // Redrive runs in the caller's goroutine until the selection is done, a
 // stop is requested (StopRedrive, from any process), or ctx ends; the last
@@ -434,6 +437,14 @@ func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, a Redriv
 			continue
 		}
 		moved++
+		// Ledger first, then the queue: where the queue is not the ledger's
+		// own store (a broker), this is what puts the message back on it.
+		if err := c.queue.Enqueue(ctx, []Delivery{rec}); err != nil {
+			for _, rest := range slots[i+1:] {
+				rest.r.CancelAt(at)
+			}
+			return moved, skipped, last, opErr("queue.enqueue", s.d.ID, err)
+		}
 		c.observe(ctx, Event{Kind: EventRedriven, Delivery: rec, Reason: s.d.LastReason, Time: at})
 	}
 	return moved, skipped, last, nil
