@@ -133,7 +133,8 @@ type RedriveParams struct {
 	// the stop control and two audit updates. Defaults to 100; at most
 	// 1000.
 	BatchSize int
-	// Progress, if set, is called with the audit entry after each batch.
+	// Progress, if set, is called with the audit entry once the entry is
+	// written (so its ID is known) and after each batch.
 	Progress func(RedriveAudit)
 }
 
@@ -335,6 +336,9 @@ func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log Redriv
 		}
 		return a, ctx.Err()
 	}
+	if progress != nil {
+		progress(a) // the ID is known from here on, so it can be stopped
+	}
 	var after *DeadLetterCursor
 	for {
 		cur, err := log.RedriveAudit(ctx, a.ID)
@@ -365,7 +369,7 @@ func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log Redriv
 			}
 			return a, nil
 		}
-		moved, skipped, last, runErr := c.redriveBatch(ctx, dl, a, limiters, page.Deliveries)
+		moved, skipped, last, runErr := c.redriveBatch(ctx, dl, log, a, limiters, page.Deliveries)
 		if err := update(RedriveAuditUpdate{AddRedriven: moved, AddSkipped: skipped, LastDeliveryID: last}); err != nil {
 			return a, errors.Join(runErr, err)
 		}
@@ -380,15 +384,10 @@ func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log Redriv
 			return interrupted()
 		case runErr != nil:
 			return fail(runErr)
-		}
-		if page.Next == nil {
-			if err := update(RedriveAuditUpdate{State: RedriveFinished}); err != nil {
-				return a, err
-			}
-			if progress != nil {
-				progress(a)
-			}
-			return a, nil
+		case a.StopRequested:
+			continue // the loop's head records the stop
+		case page.Next == nil:
+			return a, update(RedriveAuditUpdate{State: RedriveFinished})
 		}
 		after = page.Next
 	}
@@ -397,8 +396,11 @@ func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log Redriv
 // redriveBatch moves one batch at the per-destination rate. Each delivery
 // reserves its slot on its destination's limiter up front; the batch then
 // runs in slot order, so a slow rate on one destination does not hold up
-// another destination's deliveries in the same batch.
-func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, a RedriveAudit, limiters map[string]*rate.Limiter, ds []Delivery) (moved, skipped int64, last string, err error) {
+// another destination's deliveries in the same batch. After every wait for
+// a slot it looks at the stop control again, so a stop takes effect within
+// one slot even at a low rate; it then returns early and the caller records
+// the stop.
+func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, log RedriveAuditLog, a RedriveAudit, limiters map[string]*rate.Limiter, ds []Delivery) (moved, skipped int64, last string, err error) {
 	type slot struct {
 		d  Delivery
 		at time.Time
@@ -417,6 +419,7 @@ func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, a Redriv
 	}
 	slices.SortStableFunc(slots, func(x, y slot) int { return x.at.Compare(y.at) })
 	for i, s := range slots {
+		waited := s.at.After(c.clock.Now())
 		if err := c.sleepUntil(ctx, s.at); err != nil {
 			for _, rest := range slots[i:] {
 				rest.r.CancelAt(c.clock.Now())
@@ -424,6 +427,21 @@ func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, a Redriv
 			return moved, skipped, last, err
 		}
 		at := c.clock.Now()
+		if waited {
+			cur, err := log.RedriveAudit(ctx, a.ID)
+			if err == nil && cur.StopRequested {
+				for _, rest := range slots[i:] {
+					rest.r.CancelAt(at)
+				}
+				return moved, skipped, last, nil
+			}
+			if err != nil {
+				for _, rest := range slots[i:] {
+					rest.r.CancelAt(at)
+				}
+				return moved, skipped, last, opErr("ledger.redrive_audit", "", err)
+			}
+		}
 		rec, ok, err := dl.RedriveDelivery(ctx, RedriveDeliveryParams{ID: s.d.ID, AuditID: a.ID, Now: at})
 		if err != nil {
 			for _, rest := range slots[i:] {

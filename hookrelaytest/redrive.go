@@ -485,7 +485,7 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 			Actor:  "ops", Reason: "partial", RatePerSecond: 10, BatchSize: 3,
 			Progress: func(a hookrelay.RedriveAudit) {
 				progress = append(progress, a)
-				if len(progress) == 1 {
+				if len(progress) == 2 { // after the first batch
 					_, stopErr = other.StopRedrive(ctx, a.ID, "oncall")
 				}
 			},
@@ -532,6 +532,54 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 		assert.ErrorIs(t, err, hookrelay.ErrInvalidState, "a finished redrive cannot be resumed")
 		_, err = other.StopRedrive(ctx, audit.ID, "oncall")
 		assert.ErrorIs(t, err, hookrelay.ErrInvalidState, "nor stopped")
+	})
+
+	t.Run("StopTakesEffectWithinOneSlotAtALowRate", func(t *testing.T) {
+		h := newHarness(t)
+		e := redriveEngine(t, h, nil)
+		e.rec.Script = failTimes(1, hookrelay.Permanent(hookrelay.ReasonBadRequest))
+		for i := range 5 {
+			e.enqueue(fmt.Sprintf("evt_%d", i), "dest_1")
+		}
+		e.step()
+		other, err := hookrelay.New(hookrelay.Config{Queue: h.Queue, Ledger: h.Ledger, Destinations: h.Destinations, Clock: e.clock})
+		require.NoError(t, err)
+		ids := make(chan string, 1)
+		type result struct {
+			a   hookrelay.RedriveAudit
+			err error
+		}
+		res := make(chan result, 1)
+		go func() {
+			a, err := e.client.Redrive(ctx, hookrelay.RedriveParams{
+				Actor: "ops", Reason: "slow", RatePerSecond: 0.1, // one batch of five, ten seconds apart
+				Progress: func(a hookrelay.RedriveAudit) {
+					select {
+					case ids <- a.ID:
+					default:
+					}
+				},
+			})
+			res <- result{a, err}
+		}()
+		id := <-ids
+		require.Eventually(t, func() bool { return len(e.redrivenEvents()) == 1 }, 20*time.Second, time.Millisecond)
+		_, err = other.StopRedrive(ctx, id, "oncall")
+		require.NoError(t, err)
+		var r result
+		require.Eventually(t, func() bool {
+			select {
+			case r = <-res:
+				return true
+			default:
+				e.clock.Add(time.Second)
+				return false
+			}
+		}, 20*time.Second, time.Millisecond)
+		require.NoError(t, r.err)
+		assert.Equal(t, hookrelay.RedriveStopped, r.a.State)
+		assert.LessOrEqual(t, r.a.Redriven, int64(2), "the stop was honoured at the next slot, not after the whole batch")
+		assert.Len(t, e.redrivenEvents(), int(r.a.Redriven))
 	})
 
 	t.Run("CancelledContextLeavesItStoppedAndResumable", func(t *testing.T) {
