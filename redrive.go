@@ -313,6 +313,9 @@ func snapshotBound(before, snapshot time.Time) time.Time {
 func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log RedriveAuditLog, a RedriveAudit, progress func(RedriveAudit)) (RedriveAudit, error) {
 	filter := a.Filter
 	filter.DeadBefore = snapshotBound(filter.DeadBefore, a.Snapshot)
+	// Move only the tenants that were authorized: a delivery of another
+	// tenant whose dead-letter committed after the plan stays dead.
+	filter.TenantIDs = a.Tenants
 	limiters := map[string]*rate.Limiter{}
 	update := func(u RedriveAuditUpdate) error {
 		u.ID, u.Now = a.ID, c.clock.Now()
@@ -360,7 +363,7 @@ func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log Redriv
 			}
 			return fail(opErr("ledger.list_dead", "", err))
 		}
-		if len(page.Deliveries) == 0 {
+		if len(page.Deliveries) == 0 || len(filter.TenantIDs) == 0 {
 			if err := update(RedriveAuditUpdate{State: RedriveFinished}); err != nil {
 				return a, err
 			}

@@ -460,6 +460,40 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 		assert.EqualValues(t, 2, asked[1].Plan.Total)
 	})
 
+	t.Run("OnlyTheAuthorizedTenantsMove", func(t *testing.T) {
+		e := redriveEngine(t, newHarness(t), nil)
+		require.NoError(t, e.h.Destinations.Put(ctx, hookrelay.Destination{ID: "dest_b", TenantID: "tenant_b", URL: "https://b.example/"}))
+		e.rec.Script = failTimes(100, hookrelay.Permanent(hookrelay.ReasonBadRequest))
+		a := e.enqueueFor("evt_a", "tenant_a", "dest_1", "t")
+		e.step()
+		b := e.enqueueFor("evt_b", "tenant_b", "dest_b", "t")
+		e.clock.Add(time.Minute)
+		calls := 0
+		audit, err := e.redriveDriven(hookrelay.RedriveParams{
+			Actor: "ops", Reason: "tenant a's only dead delivery", RatePerSecond: 5,
+			Progress: func(hookrelay.RedriveAudit) {
+				calls++
+				if calls > 1 {
+					return
+				}
+				// Tenant b's dead-letter commits only now, stamped before
+				// the redrive's snapshot: the plan did not see it, so the
+				// single-tenant authorization did not cover it.
+				cs, err := e.h.Queue.Claim(ctx, hookrelay.ClaimParams{Now: e.clock.Now(), Limit: 1, LeaseFor: leaseFor})
+				require.NoError(t, err)
+				require.Len(t, cs, 1)
+				require.NoError(t, e.h.Ledger.RecordDeadLetter(ctx, hookrelay.RecordDeadLetterParams{
+					ID: b, Lease: cs[0].Lease, Reason: hookrelay.ReasonBadRequest, Now: base.Add(time.Second),
+				}))
+			},
+		})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"tenant_a"}, audit.Tenants)
+		assert.EqualValues(t, 1, audit.Redriven)
+		assert.Equal(t, hookrelay.StatePending, e.get(a).State)
+		assert.Equal(t, hookrelay.StateDead, e.get(b).State, "tenant b was never authorized")
+	})
+
 	t.Run("StopBetweenBatchesFromAnotherClientThenResume", func(t *testing.T) {
 		h := newHarness(t)
 		e := redriveEngine(t, h, nil)
