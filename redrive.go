@@ -46,7 +46,8 @@ type RedriveAudit struct {
 	// RatePerSecond is the limit per destination.
 	RatePerSecond float64
 	BatchSize     int
-	// Tenants are the tenants the selection spanned when it was authorized.
+	// Tenants are the tenants the selection spanned when it was authorized;
+	// only their deliveries are moved.
 	Tenants []string
 	// Matched is how many deliveries matched when the redrive started.
 	Matched int64
