@@ -228,6 +228,8 @@ func auditRow(a hookrelay.RedriveAudit) ([]any, error) {
 	}, nil
 }
 
+// scanAudit reads one row of auditCols. A driver failure is returned as
+// is, for the caller to translate; an undecodable row is an *AuditDecodeError.
 func scanAudit(r scanner) (hookrelay.RedriveAudit, error) {
 	var (
 		a                          hookrelay.RedriveAudit
@@ -240,15 +242,29 @@ func scanAudit(r scanner) (hookrelay.RedriveAudit, error) {
 		return a, err
 	}
 	if err := json.Unmarshal([]byte(sel), &a.Filter); err != nil {
-		return a, fmt.Errorf("hooksql: redrive audit %s: decode selection: %w", a.ID, err)
+		return a, &AuditDecodeError{RedriveID: a.ID, Column: "selection", Err: err}
 	}
 	if err := json.Unmarshal([]byte(tnts), &a.Tenants); err != nil {
-		return a, fmt.Errorf("hooksql: redrive audit %s: decode tenants: %w", a.ID, err)
+		return a, &AuditDecodeError{RedriveID: a.ID, Column: "tenants", Err: err}
 	}
 	a.State, a.StopRequested = hookrelay.RedriveState(state), stop != 0
 	a.CreatedAt, a.UpdatedAt, a.Snapshot = decTime(created), decTime(updated), decTime(snapshot)
 	return a, nil
 }
+
+// AuditDecodeError reports a stored redrive audit row this library cannot
+// read (edited by hand, or corrupted).
+type AuditDecodeError struct {
+	RedriveID string
+	Column    string
+	Err       error
+}
+
+func (e *AuditDecodeError) Error() string {
+	return fmt.Sprintf("hooksql: redrive audit %q: cannot decode column %s: %v", e.RedriveID, e.Column, e.Err)
+}
+
+func (e *AuditDecodeError) Unwrap() error { return e.Err }
 
 // CreateRedriveAudit implements hookrelay.RedriveAuditLog.
 func (s *Store) CreateRedriveAudit(ctx context.Context, a hookrelay.RedriveAudit) error {
@@ -279,7 +295,8 @@ func (s *Store) readAudit(ctx context.Context, q querier, id string, lock bool) 
 	if errors.Is(err, sql.ErrNoRows) {
 		return hookrelay.RedriveAudit{}, fmt.Errorf("hooksql: %w: %q", hookrelay.ErrRedriveNotFound, id)
 	}
-	if err != nil && !strings.HasPrefix(err.Error(), "hooksql:") {
+	var de *AuditDecodeError
+	if err != nil && !errors.As(err, &de) {
 		return hookrelay.RedriveAudit{}, s.dbErr("redrive audit "+id, err)
 	}
 	return a, err
