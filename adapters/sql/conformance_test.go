@@ -16,3 +16,14 @@ func TestConformance(t *testing.T) {
 		})
 	})
 }
+
+// TestRedriveConformance runs the shared operator-recovery suite (the
+// recovery rehearsal included) on every configured backend.
+func TestRedriveConformance(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		hookrelaytest.RunRedrive(t, func(t *testing.T) hookrelaytest.Harness {
+			s := newStore(t, b, Options{})
+			return hookrelaytest.Harness{Queue: s, Ledger: s, Destinations: s}
+		})
+	})
+}
