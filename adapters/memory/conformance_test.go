@@ -17,10 +17,3 @@ func TestConformanceMemory(t *testing.T) {
 		return hookrelaytest.Harness{Queue: s, Ledger: s, Destinations: memory.NewDestinations()}
 	})
 }
-
-func TestRedriveConformance(t *testing.T) {
-	hookrelaytest.RunRedrive(t, func(t *testing.T) hookrelaytest.Harness {
-		s := memory.NewStore()
-		return hookrelaytest.Harness{Queue: s, Ledger: s, Destinations: memory.NewDestinations()}
-	})
-}

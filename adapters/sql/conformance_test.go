@@ -6,22 +6,12 @@ import (
 	"github.com/hookrelay/hookrelay/hookrelaytest"
 )
 
-// TestConformance runs the shared Queue, Ledger and Engine suite on every
+// TestConformance runs the whole shared suite (queue, ledger, engine,
+// stats, lease ledger, redrive and the recovery rehearsal) on every
 // configured backend, each test on fresh tables.
 func TestConformance(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		hookrelaytest.Run(t, func(t *testing.T) hookrelaytest.Harness {
-			s := newStore(t, b, Options{})
-			return hookrelaytest.Harness{Queue: s, Ledger: s, Destinations: s}
-		})
-	})
-}
-
-// TestRedriveConformance runs the shared operator-recovery suite (the
-// recovery rehearsal included) on every configured backend.
-func TestRedriveConformance(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		hookrelaytest.RunRedrive(t, func(t *testing.T) hookrelaytest.Harness {
 			s := newStore(t, b, Options{})
 			return hookrelaytest.Harness{Queue: s, Ledger: s, Destinations: s}
 		})
