@@ -5,4 +5,4 @@
 // working fake instead.
 package hookrelaymock
 
-//go:generate mockgen -destination=ports.go -package=hookrelaymock github.com/hookrelay/hookrelay Queue,Ledger,Sender,Destinations,Observer
+//go:generate mockgen -destination=ports.go -package=hookrelaymock github.com/hookrelay/hookrelay Queue,Ledger,Sender,Destinations,Observer,LedgerStats,LeaseLedger,DeadLetterLedger,RedriveAuditLog,DestinationPauser,Authorizer
