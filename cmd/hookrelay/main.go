@@ -18,6 +18,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -60,6 +61,11 @@ func fail(code int, format string, args ...any) error {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	err := dispatch(ctx, args, stdout, stderr, getenv)
 	if err == nil {
+		return exitOK
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		// -h or --help anywhere: the usage text, on stdout, and success.
+		fmt.Fprint(stdout, usage)
 		return exitOK
 	}
 	code := exitFailed
@@ -112,7 +118,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	fs := g.flagSet("hookrelay")
 	// The root's flags stop at the command; the rest is the command's.
 	if err := fs.Parse(args); err != nil {
-		return fail(exitUsage, "%v (run hookrelay help)", err)
+		return &exitError{code: exitUsage, err: fmt.Errorf("%w (run hookrelay help)", err)}
 	}
 	rest := fs.Args()
 	if len(rest) == 0 {

@@ -203,6 +203,14 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 	}
 }
 
+func TestHelpPrintsUsageAndSucceeds(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {"--dsn", "x.db", "redrive", "start", "--help"}} {
+		out, err := exec.Command(binary, args...).Output()
+		require.NoError(t, err, "%q exits 0", args)
+		assert.Contains(t, string(out), "usage: hookrelay", "%q prints the usage on stdout", args)
+	}
+}
+
 func TestUnreachableDatabaseExitsThree(t *testing.T) {
 	cases := map[string][]string{
 		"postgres nobody listens on": {"--dsn", "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=2", "stats"},

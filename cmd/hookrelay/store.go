@@ -40,7 +40,7 @@ func parse(fs *flag.FlagSet, args []string, want int) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, fail(exitUsage, "%s: %v", fs.Name(), err)
+			return nil, fail(exitUsage, "%s: %w", fs.Name(), err)
 		}
 		args = fs.Args()
 		if len(args) == 0 {
