@@ -29,9 +29,10 @@ type Store struct {
 	// of walking its backlog.
 	queues    map[string]*destQueue
 	ready     queueHeap
-	leases    leaseHeap // live leases by expiry (lazily pruned)
-	lastToken int64     // fencing tokens are unique across the store
-	seq       uint64    // ties in NextAttemptAt claim in enqueue order
+	leases    leaseHeap                          // live leases by expiry (lazily pruned)
+	lastToken int64                              // fencing tokens are unique across the store
+	seq       uint64                             // ties in NextAttemptAt claim in enqueue order
+	audits    map[string]*hookrelay.RedriveAudit // redrive audit entries (redrive.go)
 }
 
 type record struct {
