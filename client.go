@@ -42,6 +42,9 @@ type Config struct {
 	// destination cannot take the whole pool. Defaults to 4.
 	PerDestinationConcurrency int
 	// BatchSize caps deliveries claimed per poll. Defaults to Concurrency.
+	// A claim is also held to PerDestinationConcurrency and to the room
+	// left by the busiest destination in flight, so that it does not claim
+	// deliveries to one destination only to hand them back.
 	BatchSize int
 	// PollInterval is how often the worker looks for due work when it was
 	// not woken. Defaults to 1s.

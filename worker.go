@@ -197,9 +197,17 @@ func (c *Client) claimOnce(ctx context.Context, attempts *sync.WaitGroup) (bool,
 			delete(w.paused, id)
 		}
 	}
+	// A claim may return deliveries to a single destination, and those
+	// beyond its room would be handed back at once (a store write each)
+	// and claimed again, over and over while it has a backlog. So claim no
+	// more than the tightest destination in flight can take, nor more
+	// than the default limit (for destinations not in flight).
+	free = min(free, c.cfg.PerDestinationConcurrency)
 	for id, n := range w.perDest {
-		if n >= w.limitFor(id, c.cfg) {
+		if room := w.limitFor(id, c.cfg) - n; room <= 0 {
 			skip = append(skip, id)
+		} else {
+			free = min(free, room)
 		}
 	}
 	w.mu.Unlock()

@@ -21,9 +21,14 @@ import (
 // ledger record is the queue entry, as in the SQL adapter. It is safe for
 // concurrent use. The zero value is not usable; call NewStore.
 type Store struct {
-	mu        sync.Mutex
-	records   map[string]*record
-	ready     readyHeap                          // pending, unleased records by NextAttemptAt
+	mu      sync.Mutex
+	records map[string]*record
+	// Pending, unleased records wait in one queue per destination, and the
+	// destinations with waiting records in a heap by their earliest
+	// record, so that a claim skips a saturated destination whole instead
+	// of walking its backlog.
+	queues    map[string]*destQueue
+	ready     queueHeap
 	leases    leaseHeap                          // live leases by expiry (lazily pruned)
 	lastToken int64                              // fencing tokens are unique across the store
 	seq       uint64                             // ties in NextAttemptAt claim in enqueue order
@@ -35,7 +40,7 @@ type record struct {
 	attempts []hookrelay.Attempt
 	lease    hookrelay.Lease // Token 0: never claimed
 	leased   bool
-	index    int // position in ready, -1 when not there
+	index    int // position in its destination's queue, -1 when not there
 	seq      uint64
 }
 
@@ -46,7 +51,7 @@ var (
 
 // NewStore returns an empty store.
 func NewStore() *Store {
-	return &Store{records: map[string]*record{}}
+	return &Store{records: map[string]*record{}, queues: map[string]*destQueue{}}
 }
 
 func cloneDelivery(d hookrelay.Delivery) hookrelay.Delivery {
@@ -77,7 +82,7 @@ func (s *Store) Create(_ context.Context, deliveries []hookrelay.Delivery) ([]bo
 		s.seq++
 		r := &record{d: d, index: -1, seq: s.seq}
 		s.records[d.ID] = r
-		heap.Push(&s.ready, r)
+		s.pushReady(r)
 		created[i] = true
 	}
 	return created, nil
@@ -94,7 +99,7 @@ func (s *Store) Enqueue(_ context.Context, deliveries []hookrelay.Delivery) erro
 			return fmt.Errorf("%w: enqueue before create", hookrelay.ErrNotFound)
 		}
 		if r.d.State == hookrelay.StatePending && !r.leased && r.index < 0 {
-			heap.Push(&s.ready, r)
+			s.pushReady(r)
 		}
 	}
 	return nil
@@ -179,7 +184,7 @@ func (s *Store) RecordRetry(_ context.Context, p hookrelay.RecordRetryParams) er
 	r.d.Attempt, r.d.NextAttemptAt = p.NextAttempt, p.NextAttemptAt
 	r.d.LastOutcome, r.d.LastReason, r.d.UpdatedAt = p.Attempt.Outcome, p.Attempt.Reason, p.Now
 	if r.index >= 0 {
-		heap.Fix(&s.ready, r.index)
+		s.pushReady(r)
 	}
 	return nil
 }
@@ -216,22 +221,25 @@ func (s *Store) Claim(_ context.Context, p hookrelay.ClaimParams) ([]hookrelay.C
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expireLeases(p.Now)
-	var skipped []*record
+	var skipped []*destQueue
 	var out []hookrelay.Claim
 	for len(out) < p.Limit && s.ready.Len() > 0 {
-		r := s.ready[0]
+		q := s.ready[0]
+		r := q.records[0]
 		if r.d.NextAttemptAt.After(p.Now) {
 			break
 		}
-		heap.Pop(&s.ready)
-		if slices.Contains(p.SkipDestinations, r.d.DestinationID) {
-			skipped = append(skipped, r)
+		if slices.Contains(p.SkipDestinations, q.destination) {
+			heap.Pop(&s.ready)
+			skipped = append(skipped, q)
 			continue
 		}
+		heap.Pop(&q.records)
+		s.fixQueue(q)
 		out = append(out, s.lease(r, p.Holder, p.Now, p.LeaseFor))
 	}
-	for _, r := range skipped {
-		heap.Push(&s.ready, r)
+	for _, q := range skipped {
+		heap.Push(&s.ready, q)
 	}
 	return out, nil
 }
@@ -256,7 +264,7 @@ func (s *Store) expireLeases(now time.Time) {
 		}
 		r.leased = false
 		if r.d.State == hookrelay.StatePending && r.index < 0 {
-			heap.Push(&s.ready, r)
+			s.pushReady(r)
 		}
 	}
 }
@@ -327,30 +335,90 @@ func (s *Store) Release(_ context.Context, p hookrelay.ReleaseParams) error {
 	return nil
 }
 
+// pushReady makes r claimable, or moves it to its place after its
+// NextAttemptAt changed.
 func (s *Store) pushReady(r *record) {
-	if r.index >= 0 {
-		heap.Fix(&s.ready, r.index)
-		return
+	q, ok := s.queues[r.d.DestinationID]
+	if !ok {
+		q = &destQueue{destination: r.d.DestinationID, index: -1}
+		s.queues[q.destination] = q
 	}
-	heap.Push(&s.ready, r)
+	if r.index >= 0 {
+		heap.Fix(&q.records, r.index)
+	} else {
+		heap.Push(&q.records, r)
+	}
+	s.fixQueue(q)
 }
 
 func (s *Store) removeReady(r *record) {
 	if r.index >= 0 {
-		heap.Remove(&s.ready, r.index)
+		q := s.queues[r.d.DestinationID]
+		heap.Remove(&q.records, r.index)
+		s.fixQueue(q)
 	}
+}
+
+// fixQueue puts q at its place in the ready heap after its earliest record
+// changed, or drops it when it has no records left.
+func (s *Store) fixQueue(q *destQueue) {
+	switch {
+	case q.records.Len() == 0:
+		if q.index >= 0 {
+			heap.Remove(&s.ready, q.index)
+		}
+		delete(s.queues, q.destination)
+	case q.index >= 0:
+		heap.Fix(&s.ready, q.index)
+	default:
+		heap.Push(&s.ready, q)
+	}
+}
+
+// destQueue holds one destination's claimable records.
+type destQueue struct {
+	destination string
+	records     readyHeap
+	index       int // position in the ready heap, -1 when not there
+}
+
+// queueHeap orders destination queues by their earliest record, so the
+// head of the head queue is the earliest claimable record of all.
+type queueHeap []*destQueue
+
+func (h queueHeap) Len() int           { return len(h) }
+func (h queueHeap) Less(i, j int) bool { return h[i].records.before(0, h[j].records, 0) }
+func (h queueHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *queueHeap) Push(x any) {
+	q := x.(*destQueue)
+	q.index = len(*h)
+	*h = append(*h, q)
+}
+func (h *queueHeap) Pop() any {
+	old := *h
+	q := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	q.index = -1
+	return q
 }
 
 // readyHeap orders claimable records by NextAttemptAt, then enqueue order.
 type readyHeap []*record
 
-func (h readyHeap) Len() int { return len(h) }
-func (h readyHeap) Less(i, j int) bool {
-	if c := h[i].d.NextAttemptAt.Compare(h[j].d.NextAttemptAt); c != 0 {
+// before reports whether h[i] comes before o[j].
+func (h readyHeap) before(i int, o readyHeap, j int) bool {
+	if c := h[i].d.NextAttemptAt.Compare(o[j].d.NextAttemptAt); c != 0 {
 		return c < 0
 	}
-	return h[i].seq < h[j].seq
+	return h[i].seq < o[j].seq
 }
+
+func (h readyHeap) Len() int           { return len(h) }
+func (h readyHeap) Less(i, j int) bool { return h.before(i, h, j) }
 func (h readyHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].index, h[j].index = i, j

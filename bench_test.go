@@ -1,0 +1,139 @@
+package hookrelay_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/adapters/memory"
+)
+
+// benchPayload is a typical small webhook body.
+var benchPayload = []byte(`{"type":"lease.payment_recorded","data":{"property":"prop_204","lease":"lease_881","payment":"pay_7319","amount_cents":125000,"currency":"EUR"}}`)
+
+// newBenchClient returns a client on fresh memory adapters whose sender
+// answers res at once.
+func newBenchClient(b *testing.B, res hookrelay.Result, obs hookrelay.Observer) (*hookrelay.Client, *memory.Store) {
+	return newBenchClientLimit(b, res, obs, 16)
+}
+
+// newBenchClientLimit is newBenchClient with the given per-destination
+// limit (the worker's Concurrency is 16).
+func newBenchClientLimit(b *testing.B, res hookrelay.Result, obs hookrelay.Observer, perDest int) (*hookrelay.Client, *memory.Store) {
+	b.Helper()
+	store := memory.NewStore()
+	dests := memory.NewDestinations(hookrelay.Destination{ID: "acct", URL: "https://example.com/hook"})
+	c, err := hookrelay.New(hookrelay.Config{
+		Queue: store, Ledger: store, Destinations: dests,
+		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result { return res }),
+		Policy: &hookrelay.Policy{Version: "bench", MaxAttempts: 1 << 30, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond},
+		// Every slot is open to the one destination: the benchmark measures
+		// the engine, not the per-destination limit.
+		Concurrency: 16, PerDestinationConcurrency: perDest,
+		Observer: obs,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c, store
+}
+
+func enqueueBench(b *testing.B, c *hookrelay.Client, n int) {
+	b.Helper()
+	const batch = 1000
+	params := make([]hookrelay.EnqueueParams, 0, batch)
+	for i := 0; i < n; i++ {
+		params = append(params, hookrelay.EnqueueParams{
+			EventID: fmt.Sprintf("evt_%d", i), TenantID: "tenant_1", DestinationID: "acct",
+			EventType: "lease.payment_recorded", Payload: benchPayload,
+		})
+		if len(params) == batch || i == n-1 {
+			if _, err := c.EnqueueMany(context.Background(), params); err != nil {
+				b.Fatal(err)
+			}
+			params = params[:0]
+		}
+	}
+}
+
+// BenchmarkProcess measures one run of the state machine (Client.Process)
+// on memory adapters with a sender that answers at once: the engine's own
+// cost per attempt, without I/O. Deliveries are enqueued and claimed before
+// the timer starts.
+func BenchmarkProcess(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		res  hookrelay.Result
+	}{
+		{"delivered", hookrelay.Delivered(204)},
+		{"retry_scheduled", hookrelay.Retryable("server_error").WithStatus(503)},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			ctx := context.Background()
+			c, store := newBenchClient(b, tc.res, nil)
+			enqueueBench(b, c, b.N)
+			claims, err := store.Claim(ctx, hookrelay.ClaimParams{
+				Now: c.Clock().Now(), Limit: b.N, LeaseFor: time.Hour, Holder: "bench",
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(claims) != b.N {
+				b.Fatalf("claimed %d of %d", len(claims), b.N)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				if err := c.Process(ctx, claims[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkWorker measures the whole worker on memory adapters with a
+// sender that answers at once: claim loop, per-destination accounting,
+// Process and acknowledgement. ns/op is per delivered delivery. All
+// deliveries go to one destination: with a per-destination limit of 16 (the
+// worker's Concurrency) it never saturates; with the default 4 it does, and
+// the claim loop must not spin on the backlog it cannot run.
+func BenchmarkWorker(b *testing.B) {
+	for _, perDest := range []int{16, 4} {
+		b.Run(fmt.Sprintf("per_destination=%d", perDest), func(b *testing.B) { benchmarkWorker(b, perDest) })
+	}
+}
+
+func benchmarkWorker(b *testing.B, perDest int) {
+	defer goleak.VerifyNone(b, goleak.IgnoreCurrent())
+	var delivered atomic.Int64
+	done := make(chan struct{})
+	var target int64
+	obs := hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
+		if e.Kind == hookrelay.EventDelivered && delivered.Add(1) == atomic.LoadInt64(&target) {
+			close(done)
+		}
+	})
+	c, _ := newBenchClientLimit(b, hookrelay.Delivered(204), obs, perDest)
+	enqueueBench(b, c, b.N)
+	atomic.StoreInt64(&target, int64(b.N))
+	b.ReportAllocs()
+	b.ResetTimer()
+	if err := c.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		b.Fatalf("delivered %d of %d within a minute", delivered.Load(), b.N)
+	}
+	b.StopTimer()
+	if err := c.Stop(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+}

@@ -1,0 +1,91 @@
+// Package benchenv sets up what the benchmark and soak commands run
+// against: a store on a named backend, and an HTTP sender that may dial
+// loopback only.
+package benchenv
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"net/netip"
+	"syscall"
+
+	"github.com/hookrelay/hookrelay"
+	hookhttp "github.com/hookrelay/hookrelay/adapters/http"
+	"github.com/hookrelay/hookrelay/adapters/memory"
+)
+
+// PostgresDSNEnv names the environment variable holding the PostgreSQL DSN,
+// the same one the SQL adapter's tests read.
+const PostgresDSNEnv = "HOOKRELAY_TEST_POSTGRES_DSN"
+
+// Store is one backend's Queue, Ledger and Destinations, with what a
+// harness needs around them.
+type Store struct {
+	Name         string
+	Queue        hookrelay.Queue
+	Ledger       hookrelay.Ledger
+	Destinations hookrelay.Destinations
+	// Put adds or replaces a destination.
+	Put func(ctx context.Context, d hookrelay.Destination) error
+	// DB is the SQL backend's database handle; nil for memory.
+	DB *sql.DB
+	// Close releases the store (and drops what it created in a shared
+	// database, when Options.Drop is set).
+	Close func() error
+}
+
+// Options configure Open.
+type Options struct {
+	// PostgresDSN is required for "postgres".
+	PostgresDSN string
+	// Dir holds SQLite database files.
+	Dir string
+	// TablePrefix names this run's tables in a shared database.
+	TablePrefix string
+	// Drop removes this run's tables on Close.
+	Drop bool
+	// MaxOpenConns caps the SQL connection pool and keeps as many idle;
+	// zero leaves database/sql's defaults (unlimited open, 2 idle).
+	MaxOpenConns int
+}
+
+// Backends lists the names Open accepts.
+var Backends = []string{"memory", "sqlite", "postgres"}
+
+// Open returns a fresh, migrated store on the named backend.
+func Open(ctx context.Context, name string, o Options) (*Store, error) {
+	switch name {
+	case "memory":
+		store, dests := memory.NewStore(), memory.NewDestinations()
+		return &Store{
+			Name: name, Queue: store, Ledger: store, Destinations: dests,
+			Put: dests.Put, Close: func() error { return nil },
+		}, nil
+	case "sqlite", "postgres":
+		return openSQL(ctx, name, o)
+	}
+	return nil, fmt.Errorf("unknown backend %q (known: memory, sqlite, postgres)", name)
+}
+
+// Loopback is the allow-list that opens the SSRF guard for 127.0.0.1 and ::1.
+var Loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+
+// onlyLoopback refuses, under the SSRF guard, any dial that is not to
+// loopback: the harnesses never touch another address.
+func onlyLoopback(_, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil || !ap.Addr().Unmap().IsLoopback() {
+		return syscall.EPERM
+	}
+	return nil
+}
+
+// LoopbackSender returns the real HTTP sender with the guard opened for
+// loopback and closed to everything else.
+func LoopbackSender(cfg hookhttp.Config) (*hookhttp.Sender, error) {
+	cfg.AllowNetworks = Loopback
+	cfg.Dialer = &net.Dialer{Control: onlyLoopback}
+	return hookhttp.New(cfg)
+}

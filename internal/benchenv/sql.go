@@ -1,0 +1,56 @@
+package benchenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	hooksql "github.com/hookrelay/hookrelay/adapters/sql"
+)
+
+// sqlTables are the SQL adapter's tables, dependants first, dropped on Close
+// when Options.Drop is set.
+var sqlTables = []string{"attempts", "redrives", "idempotency", "deliveries", "destinations", "schema_migrations"}
+
+// openSQL opens and migrates a SQLite file in o.Dir or the PostgreSQL
+// database at o.PostgresDSN, with this run's table prefix.
+func openSQL(ctx context.Context, name string, o Options) (*Store, error) {
+	opts := hooksql.Options{TablePrefix: o.TablePrefix}
+	var s *hooksql.Store
+	var err error
+	switch name {
+	case "sqlite":
+		s, err = hooksql.OpenSQLite(ctx, filepath.Join(o.Dir, "hookrelay.db"), opts)
+	case "postgres":
+		if o.PostgresDSN == "" {
+			return nil, fmt.Errorf("backend postgres needs a DSN: set %s or pass --postgres-dsn", PostgresDSNEnv)
+		}
+		s, err = hooksql.Open(ctx, hooksql.Postgres, o.PostgresDSN, opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if o.MaxOpenConns > 0 {
+		s.DB().SetMaxOpenConns(o.MaxOpenConns)
+		s.DB().SetMaxIdleConns(o.MaxOpenConns)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
+	closeStore := func() error {
+		var errs []error
+		if o.Drop {
+			for _, t := range sqlTables {
+				if _, err := s.DB().ExecContext(context.Background(), "DROP TABLE IF EXISTS "+s.TablePrefix()+t); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+		return errors.Join(append(errs, s.Close())...)
+	}
+	return &Store{
+		Name: name, Queue: s, Ledger: s, Destinations: s, Put: s.Put, Close: closeStore,
+		DB: s.DB(),
+	}, nil
+}

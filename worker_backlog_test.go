@@ -1,0 +1,75 @@
+package hookrelay_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/adapters/memory"
+)
+
+// A destination with a backlog larger than its concurrency limit is
+// delivered without the claim loop claiming its deliveries only to hand
+// them back (a store write each, over and over while the backlog lasts).
+func TestBacklogToOneDestinationIsNotReleasedPerDelivery(t *testing.T) {
+	const n = 300
+	store := memory.NewStore()
+	dests := memory.NewDestinations(hookrelay.Destination{ID: "acct", URL: "https://example.com/hook"})
+	var (
+		mu                  sync.Mutex
+		inflight, peak      int
+		delivered, released int
+	)
+	done := make(chan struct{})
+	c, err := hookrelay.New(hookrelay.Config{
+		Queue: store, Ledger: store, Destinations: dests, Clock: clock.NewMock(),
+		Concurrency: 16, PerDestinationConcurrency: 4,
+		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result {
+			mu.Lock()
+			inflight++
+			peak = max(peak, inflight)
+			mu.Unlock()
+			mu.Lock()
+			inflight--
+			mu.Unlock()
+			return hookrelay.Delivered(204)
+		}),
+		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch e.Kind {
+			case hookrelay.EventReleased:
+				released++
+			case hookrelay.EventDelivered:
+				if delivered++; delivered == n {
+					close(done)
+				}
+			}
+		}),
+	})
+	require.NoError(t, err)
+	params := make([]hookrelay.EnqueueParams, n)
+	for i := range params {
+		params[i] = hookrelay.EnqueueParams{EventID: fmt.Sprintf("evt_%d", i), TenantID: "t", DestinationID: "acct", EventType: "x", Payload: []byte("{}")}
+	}
+	_, err = c.EnqueueMany(context.Background(), params)
+	require.NoError(t, err)
+	require.NoError(t, c.Start(context.Background()))
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second): // a hang, not a speed check
+		t.Fatal("backlog not delivered")
+	}
+	require.NoError(t, c.Stop(context.Background()))
+	mu.Lock()
+	defer mu.Unlock()
+	assert.LessOrEqual(t, peak, 4, "the per-destination limit holds")
+	assert.Zero(t, released, "deliveries claimed only to be handed back")
+}
