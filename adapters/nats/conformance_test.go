@@ -1,0 +1,29 @@
+package hooknats_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/hookrelay/hookrelay/adapters/memory"
+	"github.com/hookrelay/hookrelay/hookrelaytest"
+)
+
+// redeliveryWithin bounds how long the suite waits for a delayed message
+// to come back: the adapter's longest delay plus a generous margin for a
+// loaded machine under -race.
+const redeliveryWithin = 750 * time.Millisecond
+
+func TestConformanceMemoryLedger(t *testing.T) {
+	newHarness := func(t *testing.T) hookrelaytest.Harness {
+		js := connect(t)
+		ledger := memory.NewStore()
+		return hookrelaytest.Harness{
+			Queue:            newQueue(t, js, ledger, testConfig(t, js)),
+			Ledger:           ledger,
+			Destinations:     memory.NewDestinations(),
+			RedeliveryWithin: redeliveryWithin,
+		}
+	}
+	t.Run("Queue", func(t *testing.T) { hookrelaytest.RunQueue(t, newHarness) })
+	t.Run("Engine", func(t *testing.T) { hookrelaytest.RunEngine(t, newHarness) })
+}
