@@ -25,15 +25,21 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // any size is followed within it.
 const testDelay = 20 * time.Millisecond
 
-// connect returns a JetStream context on the test server, closed at
-// cleanup, or skips naming the variable.
-func connect(t testing.TB) jetstream.JetStream {
+// connectURL returns the test server's URL or skips naming the variable.
+func connectURL(t testing.TB) string {
 	t.Helper()
 	url := os.Getenv(envURL)
 	if url == "" {
 		t.Skipf("set %s (e.g. nats://127.0.0.1:4222) to run the NATS JetStream tests", envURL)
 	}
-	nc, err := nats.Connect(url, nats.Name("hookrelay-test"))
+	return url
+}
+
+// connect returns a JetStream context on the test server, closed at
+// cleanup, or skips naming the variable.
+func connect(t testing.TB) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(connectURL(t), nats.Name("hookrelay-test"))
 	require.NoError(t, err, "connect to %s", envURL)
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
