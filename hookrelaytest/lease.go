@@ -112,4 +112,24 @@ func RunLeaseLedger(t *testing.T, newHarness NewHarness) {
 		assert.ErrorIs(t, ll.ReleaseLease(ctx, hookrelay.ReleaseLeaseParams{ID: "whd_missing", Lease: c.Lease, Now: base}), hookrelay.ErrNotFound)
 		require.NoError(t, deliver(t, h, again, at), "the new holder still holds its lease")
 	})
+
+	t.Run("ReleaseAtMakesTheDeliveryDueThen", func(t *testing.T) {
+		h, ll := leaseLedger(t)
+		d := newDelivery("evt_1", "dest_paused", base)
+		seed(t, h, d)
+		c, err := acquire(ll, d.ID, base)
+		require.NoError(t, err)
+		at := base.Add(5 * time.Second)
+		require.NoError(t, ll.ReleaseLease(ctx, hookrelay.ReleaseLeaseParams{ID: d.ID, Lease: c.Lease, At: at, Now: base}))
+		_, err = acquire(ll, d.ID, at.Add(-time.Millisecond))
+		var nd *hookrelay.NotDueError
+		require.ErrorAs(t, err, &nd, "a released delivery is not due before At")
+		assert.True(t, nd.At.Equal(at))
+		again, err := acquire(ll, d.ID, at)
+		require.NoError(t, err)
+		assert.Equal(t, 1, again.Delivery.Attempt, "a release spends no attempt")
+		as, err := h.Ledger.Attempts(ctx, d.ID)
+		require.NoError(t, err)
+		assert.Empty(t, as)
+	})
 }

@@ -423,6 +423,9 @@ func (s *Store) ReleaseLease(_ context.Context, p hookrelay.ReleaseLeaseParams) 
 		return err
 	}
 	if was && r.d.State == hookrelay.StatePending {
+		if !p.At.IsZero() {
+			r.d.NextAttemptAt = p.At
+		}
 		s.pushReady(r)
 	}
 	return nil
