@@ -247,7 +247,9 @@ func (b *broker) Publish(ctx context.Context, ds []hookrelay.Delivery) error {
 	return nil
 }
 
-func (b *broker) Fetch(_ context.Context, n int) ([]jetstream.Msg, error) {
+// Fetch asks the server for what it holds now: after the server's publish
+// acknowledgement a message is fetchable, so there is nothing to wait for.
+func (b *broker) Fetch(_ context.Context, n int, _ time.Duration) ([]jetstream.Msg, error) {
 	batch, err := b.cons.FetchNoWait(n)
 	if err != nil {
 		return nil, translate(err)
@@ -263,6 +265,10 @@ func (b *broker) Fetch(_ context.Context, n int) ([]jetstream.Msg, error) {
 }
 
 func (b *broker) Body(m jetstream.Msg) []byte { return m.Data() }
+
+// Stale is always false: a JetStream acknowledgement is a message to the
+// server, valid on any connection.
+func (b *broker) Stale(jetstream.Msg) bool { return false }
 
 func (b *broker) Ack(ctx context.Context, m jetstream.Msg) error {
 	// DoubleAck waits for the server to confirm, so a caller that returns

@@ -30,9 +30,12 @@ type Broker[M any] interface {
 	// Publish sends one envelope per delivery and returns once the broker
 	// has confirmed each (server acknowledgement, publisher confirm).
 	Publish(ctx context.Context, deliveries []hookrelay.Delivery) error
-	// Fetch returns up to n messages that are available now, without
-	// waiting for more; none is not an error.
-	Fetch(ctx context.Context, n int) ([]M, error)
+	// Fetch returns up to n messages, waiting at most wait (real time) for
+	// them to arrive; none is not an error.
+	Fetch(ctx context.Context, n int, wait time.Duration) ([]M, error)
+	// Stale reports that m came over a channel that has since closed: the
+	// broker put the message back, so this handle must not be handed out.
+	Stale(m M) bool
 	// Body is the message's envelope.
 	Body(m M) []byte
 	// Ack removes the message from the broker.
@@ -65,6 +68,10 @@ type Config struct {
 	// ErrorDelay is how long a message waits when the ledger could not be
 	// asked about it.
 	ErrorDelay time.Duration
+	// ClaimWait is how long (real time) one Claim lets the broker push
+	// messages that are on their way; zero for a broker that answers a
+	// fetch with what it holds.
+	ClaimWait time.Duration
 	// Logger receives a record for every message acknowledged without
 	// running (finished or unknown delivery), parked or dead-lettered as
 	// unreadable.
@@ -151,8 +158,11 @@ func (q *Queue[M]) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookre
 	for _, m := range q.expired(p.Now, p.Limit) {
 		admit(m)
 	}
+	// The wait is a budget for the whole call, on the real clock: it is the
+	// broker's network time, not business time.
+	deadline := time.Now().Add(q.cfg.ClaimWait)
 	for round := 0; len(out) < p.Limit && round < maxFetchRounds && firstErr == nil; round++ {
-		msgs, err := q.broker.Fetch(ctx, p.Limit-len(out))
+		msgs, err := q.broker.Fetch(ctx, p.Limit-len(out), max(time.Until(deadline), 0))
 		if err != nil {
 			firstErr = err
 			break
@@ -181,7 +191,8 @@ func (q *Queue[M]) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookre
 }
 
 // expired removes and returns up to limit in-flight messages whose lease
-// ended at now.
+// ended at now. Handles from a closed channel are forgotten: the broker
+// hands those messages out again itself.
 func (q *Queue[M]) expired(now time.Time, limit int) []M {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -189,6 +200,10 @@ func (q *Queue[M]) expired(now time.Time, limit int) []M {
 	for k, e := range q.inflight {
 		if len(out) == limit {
 			break
+		}
+		if q.broker.Stale(e.msg) {
+			delete(q.inflight, k)
+			continue
 		}
 		if !e.lease.ExpiresAt.After(now) {
 			delete(q.inflight, k)
@@ -286,19 +301,19 @@ func (q *Queue[M]) RetryAt(ctx context.Context, p hookrelay.RetryAtParams) error
 		return q.unknownLease(ctx, p.Delivery.ID)
 	}
 	next := p.Delivery
-	return q.handBack(ctx, m, p.Delivery.ID, p.Lease, p.Now, q.delay(p.At.Sub(p.Now)), &next)
+	return q.handBack(ctx, m, hookrelay.ReleaseLeaseParams{ID: p.Delivery.ID, Lease: p.Lease, Now: p.Now}, q.delay(p.At.Sub(p.Now)), &next)
 }
 
 // handBack ends the ledger lease, so the delivery can be leased again as
 // soon as it is due, and redelivers the message after delay. The message is
 // redelivered even when the lease was lost: the ledger decides then.
-func (q *Queue[M]) handBack(ctx context.Context, m M, id string, lease hookrelay.Lease, now time.Time, delay time.Duration, next *hookrelay.Delivery) error {
-	relErr := q.ledger.ReleaseLease(ctx, hookrelay.ReleaseLeaseParams{ID: id, Lease: lease, Now: now})
+func (q *Queue[M]) handBack(ctx context.Context, m M, rel hookrelay.ReleaseLeaseParams, delay time.Duration, next *hookrelay.Delivery) error {
+	relErr := q.ledger.ReleaseLease(ctx, rel)
 	if err := q.broker.Redeliver(ctx, m, delay, next); err != nil {
 		return err
 	}
 	if relErr != nil {
-		return &hookrelay.OpError{Op: "ledger.release_lease", DeliveryID: id, Err: relErr}
+		return &hookrelay.OpError{Op: "ledger.release_lease", DeliveryID: rel.ID, Err: relErr}
 	}
 	return nil
 }
@@ -321,7 +336,9 @@ func (q *Queue[M]) Release(ctx context.Context, p hookrelay.ReleaseParams) error
 	if !ok {
 		return q.unknownLease(ctx, p.ID)
 	}
-	return q.handBack(ctx, m, p.ID, p.Lease, p.Now, q.delay(p.At.Sub(p.Now)), nil)
+	// The ledger learns At, so the message is refused if the broker
+	// brings it back early (a delay capped at the longest broker delay).
+	return q.handBack(ctx, m, hookrelay.ReleaseLeaseParams{ID: p.ID, Lease: p.Lease, At: p.At, Now: p.Now}, q.delay(p.At.Sub(p.Now)), nil)
 }
 
 // InFlight returns how many messages this process holds under a lease.
@@ -329,20 +346,6 @@ func (q *Queue[M]) InFlight() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.inflight)
-}
-
-// Abandon forgets every in-flight message without acknowledging it, as a
-// crashed process would; the broker redelivers them after its ack wait.
-// It returns the handles so an adapter can let go of them.
-func (q *Queue[M]) Abandon() []M {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	out := make([]M, 0, len(q.inflight))
-	for k, e := range q.inflight {
-		out = append(out, e.msg)
-		delete(q.inflight, k)
-	}
-	return out
 }
 
 // Bucket rounds d up to the smallest bucket that holds it, or the largest
