@@ -333,20 +333,22 @@ func (b *broker) closeConn() error {
 	return translate(conn.Close())
 }
 
-// publish sends one persistent message and waits for the broker's confirm.
-func (b *broker) publish(ctx context.Context, queue string, msg amqp.Publishing) error {
+// send publishes one persistent message on the confirming channel; wait
+// for its confirm with confirmed.
+func (b *broker) send(ctx context.Context, queue string, msg amqp.Publishing) (*amqp.DeferredConfirmation, error) {
 	b.mu.Lock()
 	pub := b.pub
 	b.mu.Unlock()
 	if pub == nil {
-		return ErrNotConnected
+		return nil, ErrNotConnected
 	}
 	msg.DeliveryMode = amqp.Persistent
 	msg.ContentType = "application/json"
 	dc, err := pub.PublishWithDeferredConfirmWithContext(ctx, "", queue, false, false, msg)
-	if err != nil {
-		return translate(err)
-	}
+	return dc, translate(err)
+}
+
+func confirmed(ctx context.Context, queue string, dc *amqp.DeferredConfirmation) error {
 	ok, err := dc.WaitContext(ctx)
 	if err != nil {
 		return translate(err)
@@ -357,16 +359,34 @@ func (b *broker) publish(ctx context.Context, queue string, msg amqp.Publishing)
 	return nil
 }
 
+// publish sends one persistent message and waits for the broker's confirm.
+func (b *broker) publish(ctx context.Context, queue string, msg amqp.Publishing) error {
+	dc, err := b.send(ctx, queue, msg)
+	if err != nil {
+		return err
+	}
+	return confirmed(ctx, queue, dc)
+}
+
+// Publish sends every envelope, then waits for every confirm, so a batch
+// costs one round trip rather than one per delivery.
 func (b *broker) Publish(ctx context.Context, ds []hookrelay.Delivery) error {
-	for _, d := range ds {
+	dcs := make([]*amqp.DeferredConfirmation, len(ds))
+	for i, d := range ds {
 		body, err := hookrelay.MarshalEnvelope(d)
 		if err != nil {
 			return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: d.ID, Err: err}
 		}
-		if err := b.publish(ctx, b.cfg.workQueue(), amqp.Publishing{
+		dcs[i], err = b.send(ctx, b.cfg.workQueue(), amqp.Publishing{
 			MessageId: d.ID, Headers: amqp.Table{HeaderDeliveryID: d.ID}, Body: body,
-		}); err != nil {
+		})
+		if err != nil {
 			return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: d.ID, Err: err}
+		}
+	}
+	for i, dc := range dcs {
+		if err := confirmed(ctx, b.cfg.workQueue(), dc); err != nil {
+			return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: ds[i].ID, Err: err}
 		}
 	}
 	return nil

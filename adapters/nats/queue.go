@@ -227,8 +227,12 @@ type broker struct {
 	cfg  Config
 }
 
+// Publish sends every envelope, then waits for every server
+// acknowledgement, so a batch costs one round trip rather than one per
+// delivery.
 func (b *broker) Publish(ctx context.Context, ds []hookrelay.Delivery) error {
-	for _, d := range ds {
+	acks := make([]jetstream.PubAckFuture, len(ds))
+	for i, d := range ds {
 		body, err := hookrelay.MarshalEnvelope(d)
 		if err != nil {
 			return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: d.ID, Err: err}
@@ -240,8 +244,17 @@ func (b *broker) Publish(ctx context.Context, ds []hookrelay.Delivery) error {
 		// duplicate window (a retried publish whose acknowledgement was
 		// lost); a later enqueue of the same delivery (a redrive) differs.
 		m.Header.Set(jetstream.MsgIDHeader, d.ID+"/"+strconv.Itoa(d.Attempt)+"/"+strconv.FormatInt(d.NextAttemptAt.UnixNano(), 10))
-		if _, err := b.js.PublishMsg(ctx, m); err != nil {
+		if acks[i], err = b.js.PublishMsgAsync(m); err != nil {
 			return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: d.ID, Err: translate(err)}
+		}
+	}
+	for i, f := range acks {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: ds[i].ID, Err: translate(err)}
+		case <-ctx.Done():
+			return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: ds[i].ID, Err: ctx.Err()}
 		}
 	}
 	return nil
