@@ -222,7 +222,10 @@ type broker struct {
 	pub        *amqp.Channel
 	deliveries <-chan amqp.Delivery
 	gen        uint64 // increases with every connection
-	closed     chan *amqp.Error
+	// broken receives when the connection or either channel closes: a
+	// channel closed by the broker (an exception) takes the connection
+	// down with it, so the queue always reconnects as a whole.
+	connClosed, pubClosed, consClosed chan *amqp.Error
 
 	done    chan struct{} // closed by Close
 	stopped chan struct{} // closed when supervise returns
@@ -259,9 +262,11 @@ func (b *broker) connect(ctx context.Context) error {
 	if err != nil {
 		return fail("consume", err)
 	}
-	closed := conn.NotifyClose(make(chan *amqp.Error, 1))
 	b.mu.Lock()
-	b.conn, b.pub, b.deliveries, b.closed = conn, pub, deliveries, closed
+	b.conn, b.pub, b.deliveries = conn, pub, deliveries
+	b.connClosed = conn.NotifyClose(make(chan *amqp.Error, 1))
+	b.pubClosed = pub.NotifyClose(make(chan *amqp.Error, 1))
+	b.consClosed = cons.NotifyClose(make(chan *amqp.Error, 1))
 	b.gen++
 	b.mu.Unlock()
 	return nil
@@ -292,17 +297,21 @@ func (b *broker) supervise() {
 	defer close(b.stopped)
 	for {
 		b.mu.Lock()
-		closed := b.closed
+		conn, connClosed, pubClosed, consClosed := b.conn, b.connClosed, b.pubClosed, b.consClosed
 		b.mu.Unlock()
+		var cause *amqp.Error
 		select {
 		case <-b.done:
 			return
-		case err := <-closed:
-			b.cfg.Logger.Warn("hookamqp: connection lost; reconnecting", "error", fmt.Sprint(err))
+		case cause = <-connClosed:
+		case cause = <-pubClosed:
+		case cause = <-consClosed:
 		}
+		b.cfg.Logger.Warn("hookamqp: connection lost; reconnecting", "error", fmt.Sprint(cause))
 		b.mu.Lock()
 		b.pub, b.deliveries = nil, nil
 		b.mu.Unlock()
+		_ = conn.Close() // a channel closed alone: drop the rest with it
 		wait := b.cfg.ReconnectDelay
 		for {
 			timer := time.NewTimer(wait)
