@@ -137,7 +137,7 @@ func (c *Client) Process(ctx context.Context, claim Claim) error {
 
 	delivered, err := c.ledger.WasDelivered(ctx, d.ID)
 	if err != nil {
-		return opErr("ledger.was_delivered", d.ID, err)
+		return c.failBeforeSend(ctx, d, lease, opErr("ledger.was_delivered", d.ID, err))
 	}
 	if delivered {
 		if err := c.queue.Acknowledge(ctx, AckParams{ID: d.ID, Lease: lease, Now: c.clock.Now()}); err != nil {
@@ -153,7 +153,7 @@ func (c *Client) Process(ctx context.Context, claim Claim) error {
 		return c.deadLetter(ctx, d, lease, ReasonDestinationNotFound, nil, nil, now)
 	}
 	if err != nil {
-		return opErr("destinations.get", d.ID, err)
+		return c.failBeforeSend(ctx, d, lease, opErr("destinations.get", d.ID, err))
 	}
 	c.worker.noteDestination(dest, now, c.cfg)
 	if dest.Paused || dest.Disabled {
@@ -255,6 +255,22 @@ func (c *Client) deadLetter(ctx context.Context, d Delivery, lease Lease, reason
 	// rejection from an exhausted budget.
 	c.observe(ctx, Event{Kind: EventDeadLettered, Delivery: d, Reason: reason, Result: res})
 	return nil
+}
+
+// failBeforeSend returns the error of a port call made before the send. If
+// our own shutdown cancelled ctx (StopAndCancel) — which a store that honours
+// ctx reports as that call's failure — the delivery is released at once
+// without spending an attempt, as a cancelled send is, rather than left to
+// its lease.
+func (c *Client) failBeforeSend(ctx context.Context, d Delivery, lease Lease, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	now := c.clock.Now()
+	if rerr := c.release(context.WithoutCancel(ctx), d, lease, ReasonSenderError, now, now); rerr != nil {
+		return rerr
+	}
+	return ctx.Err()
 }
 
 func (c *Client) release(ctx context.Context, d Delivery, lease Lease, reason string, at, now time.Time) error {

@@ -4,11 +4,16 @@
 // and prints the timeline — the same delivery ID on every attempt, the retry
 // delays, and the dead-lettered delivery with its reason.
 //
+// Everything runs on the embedded default: a SQLite file
+// (hookrelay-quickstart.db, started afresh on each run; -db names another).
+//
 //	go run ./examples/quickstart
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,19 +27,21 @@ import (
 	"github.com/hookrelay/hookrelay"
 	hookhttp "github.com/hookrelay/hookrelay/adapters/http"
 	"github.com/hookrelay/hookrelay/adapters/http/recipient"
-	"github.com/hookrelay/hookrelay/adapters/memory"
+	hooksql "github.com/hookrelay/hookrelay/adapters/sql"
 )
 
 const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 func main() {
-	if err := run(context.Background(), os.Stdout); err != nil {
+	db := flag.String("db", "hookrelay-quickstart.db", "SQLite file to use (removed first, so each run starts afresh)")
+	flag.Parse()
+	if err := run(context.Background(), os.Stdout, *db); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, out io.Writer) error {
+func run(ctx context.Context, out io.Writer, dbPath string) error {
 	// The accounting recipient verifies signatures, deduplicates by
 	// webhook-id, and is down for its first two requests.
 	var calls atomic.Int32
@@ -62,11 +69,30 @@ func run(ctx context.Context, out io.Writer) error {
 	}))
 	defer crm.Close()
 
-	store := memory.NewStore()
-	dests := memory.NewDestinations(
-		hookrelay.Destination{ID: "accounting", TenantID: "prop_mgmt_co", URL: accounting.URL, Secrets: []string{secret}},
-		hookrelay.Destination{ID: "crm", TenantID: "prop_mgmt_co", URL: crm.URL, Secrets: []string{secret}},
-	)
+	// The embedded default: one SQLite file is the ledger, the queue and
+	// the destinations table. A demo starts from an empty file.
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(dbPath + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	store, err := hooksql.OpenSQLite(ctx, dbPath, hooksql.Options{})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := store.Migrate(ctx); err != nil {
+		return err
+	}
+	for _, d := range []hookrelay.Destination{
+		{ID: "accounting", TenantID: "prop_mgmt_co", URL: accounting.URL, Secrets: []string{secret}},
+		{ID: "crm", TenantID: "prop_mgmt_co", URL: crm.URL, Secrets: []string{secret}},
+	} {
+		if err := store.Put(ctx, d); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(out, "ledger and queue: SQLite file %s\n", dbPath)
 	sender, err := hookhttp.New(hookhttp.Config{
 		Timeout: 2 * time.Second,
 		// The SSRF guard refuses loopback by default; these recipients
@@ -80,7 +106,7 @@ func run(ctx context.Context, out io.Writer) error {
 
 	timeline := newTimeline(out)
 	client, err := hookrelay.New(hookrelay.Config{
-		Queue: store, Ledger: store, Destinations: dests, Sender: sender,
+		Queue: store, Ledger: store, Destinations: store, Sender: sender,
 		// A short policy so the demo finishes in seconds; the default is
 		// 7 attempts, 1 s base, 15 min cap.
 		Policy:       &hookrelay.Policy{Version: "quickstart", MaxAttempts: 5, BaseDelay: 200 * time.Millisecond, MaxDelay: 2 * time.Second},

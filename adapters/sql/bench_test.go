@@ -1,0 +1,224 @@
+package hooksql
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hookrelay/hookrelay"
+)
+
+// forEachBackendB is forEachBackend for benchmarks.
+func forEachBackendB(b *testing.B, f func(b *testing.B, be backend)) {
+	for _, be := range backends {
+		b.Run(string(be.dialect), func(b *testing.B) {
+			be.skipUnlessConfigured(b)
+			f(b, be)
+		})
+	}
+}
+
+// BenchmarkClaimAndComplete measures deliveries per second through whole
+// workers (claim, ledger write, acknowledge) with a no-op sender: one
+// worker with 16 attempts in flight, and four workers sharing the store.
+func BenchmarkClaimAndComplete(b *testing.B) {
+	forEachBackendB(b, func(b *testing.B, be backend) {
+		for _, workers := range []int{1, 4} {
+			b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+				ctx := context.Background()
+				s := newStore(b, be, Options{})
+				for i := range 4 {
+					if err := s.Put(ctx, hookrelay.Destination{ID: fmt.Sprintf("dst_%d", i), URL: "https://127.0.0.1/unused"}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				ds := make([]hookrelay.Delivery, b.N)
+				now := time.Now()
+				for i := range ds {
+					ds[i] = newDelivery(fmt.Sprintf("evt_%d", i), fmt.Sprintf("dst_%d", i%4), now)
+				}
+				if _, err := s.Create(ctx, ds); err != nil {
+					b.Fatal(err)
+				}
+				var delivered atomic.Int64
+				done := make(chan struct{})
+				var once sync.Once
+				clients := make([]*hookrelay.Client, workers)
+				for w := range clients {
+					c, err := hookrelay.New(hookrelay.Config{
+						Queue: s, Ledger: s, Destinations: s,
+						Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result {
+							return hookrelay.Delivered(204)
+						}),
+						Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
+							if e.Kind == hookrelay.EventDelivered && delivered.Add(1) == int64(b.N) {
+								once.Do(func() { close(done) })
+							}
+						}),
+						Concurrency: 16, PerDestinationConcurrency: 16, PollInterval: 10 * time.Millisecond,
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+					clients[w] = c
+				}
+				b.ResetTimer()
+				start := time.Now()
+				for _, c := range clients {
+					if err := c.Start(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+				<-done
+				elapsed := time.Since(start)
+				b.StopTimer()
+				for _, c := range clients {
+					if err := c.Stop(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "deliveries/s")
+			})
+		}
+	})
+}
+
+// BenchmarkEnqueue measures Create throughput, one delivery per call and
+// 100 per call (one multi-row INSERT).
+func BenchmarkEnqueue(b *testing.B) {
+	forEachBackendB(b, func(b *testing.B, be backend) {
+		for _, batch := range []int{1, 100} {
+			b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+				ctx := context.Background()
+				s := newStore(b, be, Options{})
+				now := time.Now()
+				ds := make([]hookrelay.Delivery, batch)
+				b.ResetTimer()
+				start := time.Now()
+				for i := range b.N {
+					for j := range ds {
+						ds[j] = newDelivery(fmt.Sprintf("evt_%d_%d", i, j), "dst_1", now)
+					}
+					if _, err := s.Create(ctx, ds); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.N*batch)/time.Since(start).Seconds(), "deliveries/s")
+			})
+		}
+	})
+}
+
+// seeded caches stores filled by seedPending across a benchmark's runs.
+var (
+	seededMu sync.Mutex
+	seeded   = map[string]*Store{}
+)
+
+// seedPending returns a store holding n pending deliveries due at
+// base+i nanoseconds, written with one INSERT … SELECT.
+func seedPending(b *testing.B, be backend, n int) *Store {
+	key := fmt.Sprintf("%s/%d", be.dialect, n)
+	seededMu.Lock()
+	defer seededMu.Unlock()
+	if s, ok := seeded[key]; ok {
+		return s
+	}
+	ctx := context.Background()
+	var s *Store
+	if be.dialect == SQLite {
+		// Outlives the benchmark run that made it; removed at exit.
+		dir, err := os.MkdirTemp("", "hookrelay-bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if s, err = OpenSQLite(ctx, dir+"/bench.db", Options{}); err != nil {
+			b.Fatal(err)
+		}
+		benchCleanups = append(benchCleanups, func() { _ = s.Close(); _ = os.RemoveAll(dir) })
+	} else {
+		var err error
+		if s, err = New(serverDB(b, be), Options{Dialect: be.dialect, TablePrefix: randomPrefix()}); err != nil {
+			b.Fatal(err)
+		}
+		benchCleanups = append(benchCleanups, func() { dropTables(b, s) })
+	}
+	if err := s.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	digits := "(SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4" +
+		" UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)"
+	var from, num []string
+	for i, scale := 0, 1; scale < n; i, scale = i+1, scale*10 {
+		from = append(from, fmt.Sprintf("%s d%d", digits, i))
+		num = append(num, fmt.Sprintf("%d*d%d.d", scale, i))
+	}
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	start := time.Now()
+	_, err := s.db.ExecContext(ctx, s.q(fmt.Sprintf(`INSERT INTO {d} (`+insertDeliveryCols+`)
+		SELECT CONCAT('bench_', n), CONCAT('evt_', n), 'tenant_1', 'null', CONCAT('dst_', n %% 10), 'bench.event',
+			NULL, 1, 1, %[1]d, %[1]d + n, 'default', 'pending', '', '', %[1]d
+		FROM (SELECT %[2]s AS n FROM %[3]s) nums`, base, strings.Join(num, "+"), strings.Join(from, ", "))))
+	if err != nil {
+		b.Fatal(err)
+	}
+	analyze := "ANALYZE " + s.prefix + "deliveries"
+	if be.dialect == MySQL {
+		analyze = "ANALYZE TABLE " + s.prefix + "deliveries"
+	}
+	if _, err := s.db.ExecContext(ctx, analyze); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("seeded %d pending deliveries on %s in %v", n, be.dialect, time.Since(start).Round(time.Millisecond))
+	seeded[key] = s
+	return s
+}
+
+var benchCleanups []func()
+
+// BenchmarkClaimLatency measures one claim of 10 due deliveries among 1,000
+// pending rows and among 1,000,000 (set HOOKRELAY_BENCH_LARGE=1 for the
+// latter: seeding takes a while). The claimed rows are released between
+// iterations, outside the timer, so the pending count stays constant.
+func BenchmarkClaimLatency(b *testing.B) {
+	b.Cleanup(func() {
+		seededMu.Lock()
+		defer seededMu.Unlock()
+		for _, f := range benchCleanups {
+			f()
+		}
+		benchCleanups, seeded = nil, map[string]*Store{}
+	})
+	forEachBackendB(b, func(b *testing.B, be backend) {
+		for _, n := range []int{1_000, 1_000_000} {
+			b.Run(fmt.Sprintf("pending=%d", n), func(b *testing.B) {
+				if n > 1_000 && os.Getenv("HOOKRELAY_BENCH_LARGE") == "" {
+					b.Skip("set HOOKRELAY_BENCH_LARGE=1 to seed 1,000,000 rows")
+				}
+				ctx := context.Background()
+				s := seedPending(b, be, n)
+				now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+				b.ResetTimer()
+				for range b.N {
+					cs, err := s.Claim(ctx, hookrelay.ClaimParams{Now: now, Limit: 10, LeaseFor: time.Minute, Holder: "bench"})
+					if err != nil || len(cs) != 10 {
+						b.Fatalf("claim: %d claims, %v", len(cs), err)
+					}
+					b.StopTimer()
+					for _, c := range cs {
+						// Back into the queue at its old place.
+						if err := s.Release(ctx, hookrelay.ReleaseParams{ID: c.Delivery.ID, Lease: c.Lease, At: c.Delivery.NextAttemptAt, Now: now}); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.StartTimer()
+				}
+			})
+		}
+	})
+}

@@ -1,0 +1,18 @@
+package hooksql
+
+import (
+	"testing"
+
+	"github.com/hookrelay/hookrelay/hookrelaytest"
+)
+
+// TestConformance runs the shared Queue, Ledger and Engine suite on every
+// configured backend, each test on fresh tables.
+func TestConformance(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		hookrelaytest.Run(t, func(t *testing.T) hookrelaytest.Harness {
+			s := newStore(t, b, Options{})
+			return hookrelaytest.Harness{Queue: s, Ledger: s, Destinations: s}
+		})
+	})
+}

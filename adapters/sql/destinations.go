@@ -1,0 +1,117 @@
+package hooksql
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hookrelay/hookrelay"
+)
+
+// Put adds or replaces a destination; the next attempt to it sees the
+// change. Secrets and headers are stored as JSON in the destinations table
+// (protect that table like any credential store); they never appear in
+// errors.
+func (s *Store) Put(ctx context.Context, d hookrelay.Destination) error {
+	if err := checkString("ID", d.ID, true); err != nil {
+		return fmt.Errorf("hooksql: put destination: %w", err)
+	}
+	if err := checkString("TenantID", d.TenantID, false); err != nil {
+		return fmt.Errorf("hooksql: put destination %q: %w", d.ID, err)
+	}
+	if d.Policy != nil {
+		if err := d.Policy.Validate(); err != nil {
+			return fmt.Errorf("hooksql: put destination %q: %w", d.ID, err)
+		}
+	}
+	secrets, err1 := json.Marshal(d.Secrets)
+	headers, err2 := json.Marshal(d.Headers)
+	policy, err3 := json.Marshal(d.Policy)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		// json.Marshal of strings cannot fail; say which field, never its value.
+		return fmt.Errorf("hooksql: put destination %q: cannot encode secrets, headers or policy", d.ID)
+	}
+	return s.inTx(ctx, "put destination", func(q querier) error {
+		if _, err := q.ExecContext(ctx, s.q("DELETE FROM {dst} WHERE id = ?"), d.ID); err != nil {
+			return s.dbErr("put destination "+d.ID, err)
+		}
+		if _, err := q.ExecContext(ctx, s.q(`INSERT INTO {dst} (id, tenant_id, url, secrets, headers, policy,
+			max_concurrency, timeout_ns, paused, disabled, disabled_reason) VALUES (?,?,?,?,?,?,?,?,?,?,?)`),
+			d.ID, d.TenantID, cleanText(d.URL), string(secrets), string(headers), string(policy),
+			d.MaxConcurrency, int64(d.Timeout), boolInt(d.Paused), boolInt(d.Disabled), cleanText(d.DisabledReason)); err != nil {
+			return s.dbErr("put destination "+d.ID, err)
+		}
+		return nil
+	})
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Destination implements hookrelay.Destinations.
+func (s *Store) Destination(ctx context.Context, id string) (hookrelay.Destination, error) {
+	var (
+		d                        hookrelay.Destination
+		secrets, headers, policy string
+		timeout                  int64
+		paused, disabled         int64
+	)
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT id, tenant_id, url, secrets, headers, policy, max_concurrency,
+		timeout_ns, paused, disabled, disabled_reason FROM {dst} WHERE id = ?`), id).
+		Scan(&d.ID, &d.TenantID, &d.URL, &secrets, &headers, &policy, &d.MaxConcurrency,
+			&timeout, &paused, &disabled, &d.DisabledReason)
+	if errors.Is(err, sql.ErrNoRows) {
+		return hookrelay.Destination{}, fmt.Errorf("%w: %q", hookrelay.ErrDestinationNotFound, id)
+	}
+	if err != nil {
+		return hookrelay.Destination{}, s.dbErr("destination "+id, err)
+	}
+	if json.Unmarshal([]byte(secrets), &d.Secrets) != nil || json.Unmarshal([]byte(headers), &d.Headers) != nil ||
+		json.Unmarshal([]byte(policy), &d.Policy) != nil {
+		// The decoder's message could quote a secret: name the row only.
+		return hookrelay.Destination{}, fmt.Errorf("hooksql: destination %q: stored secrets, headers or policy are not valid JSON", id)
+	}
+	d.Timeout, d.Paused, d.Disabled = time.Duration(timeout), paused != 0, disabled != 0
+	return d, nil
+}
+
+// Disable implements hookrelay.Destinations. Disabling a disabled
+// destination is a no-op and keeps the first reason.
+func (s *Store) Disable(ctx context.Context, p hookrelay.DisableParams) error {
+	return s.updateDestination(ctx, "disable destination", p.ID,
+		"UPDATE {dst} SET disabled = 1, disabled_reason = ? WHERE id = ? AND disabled = 0", cleanText(p.Reason), p.ID)
+}
+
+// SetPaused pauses or resumes a destination. A paused destination's
+// deliveries are not sent and spend no attempts.
+func (s *Store) SetPaused(ctx context.Context, id string, paused bool) error {
+	return s.updateDestination(ctx, "pause destination", id,
+		"UPDATE {dst} SET paused = ? WHERE id = ?", boolInt(paused), id)
+}
+
+// updateDestination runs update; when it changed nothing, the destination
+// must exist (MySQL does not count rows left unchanged).
+func (s *Store) updateDestination(ctx context.Context, op, id, update string, args ...any) error {
+	res, err := s.db.ExecContext(ctx, s.q(update), args...)
+	if err != nil {
+		return s.dbErr(op+" "+id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return s.dbErr(op+" "+id, err)
+	} else if n > 0 {
+		return nil
+	}
+	var one int
+	err = s.db.QueryRowContext(ctx, s.q("SELECT 1 FROM {dst} WHERE id = ?"), id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%w: %q", hookrelay.ErrDestinationNotFound, id)
+	}
+	return s.dbErr(op+" "+id, err)
+}

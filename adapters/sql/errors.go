@@ -1,0 +1,90 @@
+package hooksql
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// ErrDatabase is wrapped by every failure the database reported (connection
+// lost, constraint violated, table missing). The message carries the
+// operation and the driver's text with any DSN password removed; no driver
+// error type is exposed. Context cancellation is reported as the context's
+// error instead.
+var ErrDatabase = errors.New("hooksql: database error")
+
+// ErrSchemaTooNew is returned by Migrate (and wrapped by operations that
+// check the schema) when the database was migrated by a newer version of
+// hookrelay than this one: this code would misread its tables.
+var ErrSchemaTooNew = errors.New("hooksql: database schema is newer than this library")
+
+// dbErr translates a driver failure at the Store's boundary.
+func (s *Store) dbErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("hooksql: %s: %w", op, context.Canceled)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("hooksql: %s: %w", op, context.DeadlineExceeded)
+	}
+	e := fmt.Errorf("%w: %s: %s", ErrDatabase, op, redact(err.Error(), s.secrets))
+	if isRetryable(err) {
+		return &retryable{err: e}
+	}
+	return e
+}
+
+// isRetryable reports a deadlock or serialization failure, after which the
+// whole transaction may be run again.
+func isRetryable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == "40001" || pe.Code == "40P01"
+	}
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number == 1213 // ER_LOCK_DEADLOCK
+	}
+	return false
+}
+
+var keywordPassword = regexp.MustCompile(`(?i)password\s*=\s*('[^']*'|\S+)`)
+
+// dsnSecrets extracts the password of a URL, key=value or go-sql-driver
+// DSN, so it can be removed from error messages.
+func dsnSecrets(dsn string) []string {
+	var out []string
+	add := func(s string) {
+		s = strings.Trim(s, "'")
+		if s != "" {
+			out = append(out, s, url.QueryEscape(s), url.PathEscape(s))
+		}
+	}
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		if p, ok := u.User.Password(); ok {
+			add(p)
+		}
+	}
+	if cfg, err := mysql.ParseDSN(dsn); err == nil {
+		add(cfg.Passwd)
+	}
+	for _, m := range keywordPassword.FindAllStringSubmatch(dsn, -1) {
+		add(m[1])
+	}
+	return out
+}
+
+func redact(msg string, secrets []string) string {
+	for _, s := range secrets {
+		msg = strings.ReplaceAll(msg, s, "[redacted]")
+	}
+	return msg
+}

@@ -1,0 +1,185 @@
+package hooksql
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hookrelay/hookrelay/adapters/http/recipient"
+)
+
+// IdempotencyStore is the recipient kit's recipient.IdempotencyStore on the
+// Store's database: one row per webhook-id in the idempotency table, whose
+// primary key is the uniqueness constraint that lets exactly one of several
+// concurrent requests with the same webhook-id run the handler, across
+// processes. It is safe for concurrent use. Get one with
+// Store.IdempotencyStore; Migrate creates its table.
+type IdempotencyStore struct {
+	s *Store
+}
+
+var _ recipient.IdempotencyStore = (*IdempotencyStore)(nil)
+
+// IdempotencyStore returns the recipient idempotency store on this Store's
+// database and table prefix.
+func (s *Store) IdempotencyStore() *IdempotencyStore { return &IdempotencyStore{s: s} }
+
+const (
+	idemInProgress = "in_progress"
+	idemCompleted  = "completed"
+)
+
+func newIdemToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b[:])
+}
+
+func checkIdemKey(key string) error {
+	if err := checkString("Key", key, true); err != nil {
+		return fmt.Errorf("hooksql: idempotency key: %w", err)
+	}
+	return nil
+}
+
+// Begin implements recipient.IdempotencyStore: an INSERT that does nothing
+// on conflict; if the key existed, the record is read and either replayed
+// (completed), reported in progress, or taken over with a new token by an
+// UPDATE guarded by the old token when it has been in progress for
+// StaleAfter. Each statement is atomic on its own, so no row lock is held
+// between them (holding one deadlocks concurrent Begins on InnoDB); a
+// record that changed in between is read again.
+func (i *IdempotencyStore) Begin(ctx context.Context, p recipient.BeginParams) (recipient.BeginResult, error) {
+	s := i.s
+	if err := checkIdemKey(p.Key); err != nil {
+		return recipient.BeginResult{}, err
+	}
+	now, err := encTime("Now", p.Now)
+	if err != nil {
+		return recipient.BeginResult{}, err
+	}
+	insert := "INSERT INTO {i} (idem_key, state, token, started_at, status, header) VALUES (?, ?, ?, ?, 0, '') ON CONFLICT (idem_key) DO NOTHING"
+	if s.dialect == MySQL {
+		insert = "INSERT IGNORE INTO {i} (idem_key, state, token, started_at, status, header) VALUES (?, ?, ?, ?, 0, '')"
+	}
+	for range 5 {
+		token := newIdemToken()
+		r, err := s.db.ExecContext(ctx, s.q(insert), p.Key, idemInProgress, token, now)
+		if err != nil {
+			return recipient.BeginResult{}, s.dbErr("idempotency begin", err)
+		}
+		if n, err := r.RowsAffected(); err != nil {
+			return recipient.BeginResult{}, s.dbErr("idempotency begin", err)
+		} else if n == 1 {
+			return recipient.BeginResult{State: recipient.StateStarted, Token: token}, nil
+		}
+		var (
+			state, old, header string
+			started            int64
+			status             int
+			body               []byte
+			bodyNull           int
+		)
+		err = s.db.QueryRowContext(ctx, s.q("SELECT state, token, started_at, status, header, body, CASE WHEN body IS NULL THEN 1 ELSE 0 END FROM {i} WHERE idem_key = ?"), p.Key).
+			Scan(&state, &old, &started, &status, &header, &body, &bodyNull)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // abandoned meanwhile: insert again
+		}
+		if err != nil {
+			return recipient.BeginResult{}, s.dbErr("idempotency begin", err)
+		}
+		switch {
+		case state == idemCompleted:
+			resp := recipient.StoredResponse{Status: status, Body: body}
+			if bodyNull == 0 && resp.Body == nil {
+				resp.Body = []byte{}
+			}
+			if err := json.Unmarshal([]byte(header), &resp.Header); err != nil {
+				return recipient.BeginResult{}, fmt.Errorf("hooksql: idempotency record %q: stored header is not valid JSON", p.Key)
+			}
+			return recipient.BeginResult{State: recipient.StateCompleted, Response: resp}, nil
+		case p.Now.Before(decTime(started).Add(p.StaleAfter)):
+			return recipient.BeginResult{State: recipient.StateInProgress}, nil
+		}
+		// Presumed abandoned by a crashed process: take it over, unless
+		// another request took it, or it completed, first.
+		r, err = s.db.ExecContext(ctx, s.q("UPDATE {i} SET token = ?, started_at = ? WHERE idem_key = ? AND token = ? AND state = ?"),
+			token, now, p.Key, old, idemInProgress)
+		if err != nil {
+			return recipient.BeginResult{}, s.dbErr("idempotency begin", err)
+		}
+		if n, err := r.RowsAffected(); err != nil {
+			return recipient.BeginResult{}, s.dbErr("idempotency begin", err)
+		} else if n == 1 {
+			return recipient.BeginResult{State: recipient.StateStarted, Token: token}, nil
+		}
+	}
+	return recipient.BeginResult{}, fmt.Errorf("%w: idempotency begin %q: the record kept changing; try again", ErrDatabase, p.Key)
+}
+
+// Complete implements recipient.IdempotencyStore.
+func (i *IdempotencyStore) Complete(ctx context.Context, p recipient.CompleteParams) error {
+	s := i.s
+	now, err := encTime("Now", p.Now)
+	if err != nil {
+		return err
+	}
+	header, err := json.Marshal(p.Response.Header)
+	if err != nil {
+		return fmt.Errorf("hooksql: idempotency complete %q: cannot encode the response header", p.Key)
+	}
+	var body any
+	if p.Response.Body != nil {
+		body = p.Response.Body
+	}
+	r, err := s.db.ExecContext(ctx, s.q("UPDATE {i} SET state = ?, completed_at = ?, status = ?, header = ?, body = ?"+
+		" WHERE idem_key = ? AND token = ? AND state = ?"), idemCompleted, now, p.Response.Status, string(header), body, p.Key, p.Token, idemInProgress)
+	return i.heldOrLost(r, err, "idempotency complete")
+}
+
+// Abandon implements recipient.IdempotencyStore.
+func (i *IdempotencyStore) Abandon(ctx context.Context, p recipient.AbandonParams) error {
+	r, err := i.s.db.ExecContext(ctx, i.s.q("DELETE FROM {i} WHERE idem_key = ? AND token = ? AND state = ?"), p.Key, p.Token, idemInProgress)
+	return i.heldOrLost(r, err, "idempotency abandon")
+}
+
+// heldOrLost maps a guarded write's result: no row means the caller's token
+// no longer holds the record. Both writes change the row they match, so
+// MySQL's changed-rows count is exact here.
+func (i *IdempotencyStore) heldOrLost(r sql.Result, err error, op string) error {
+	if err != nil {
+		return i.s.dbErr(op, err)
+	}
+	n, err := r.RowsAffected()
+	if err != nil {
+		return i.s.dbErr(op, err)
+	}
+	if n == 0 {
+		return recipient.ErrRecordLost
+	}
+	return nil
+}
+
+// Purge deletes records completed before before and returns how many it
+// deleted. Keep records longer than the sender's whole retry and redrive
+// horizon, or a late repeat runs the handler again.
+func (i *IdempotencyStore) Purge(ctx context.Context, before time.Time) (int64, error) {
+	b, err := encTime("before", before)
+	if err != nil {
+		return 0, err
+	}
+	r, err := i.s.db.ExecContext(ctx, i.s.q("DELETE FROM {i} WHERE state = ? AND completed_at < ?"), idemCompleted, b)
+	if err != nil {
+		return 0, i.s.dbErr("idempotency purge", err)
+	}
+	n, err := r.RowsAffected()
+	if err != nil {
+		return 0, i.s.dbErr("idempotency purge", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,460 @@
+package hooksql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hookrelay/hookrelay"
+)
+
+// Create implements hookrelay.Ledger: it stores new pending deliveries,
+// claimable at their NextAttemptAt, in one transaction. A delivery whose ID
+// exists (or appears earlier in the same call) is left untouched and
+// reported false. Every record is validated first; one invalid delivery
+// refuses the whole call and nothing is written.
+func (s *Store) Create(ctx context.Context, deliveries []hookrelay.Delivery) ([]bool, error) {
+	rows, err := s.encodeAll(deliveries)
+	if err != nil {
+		return nil, err
+	}
+	var created []bool
+	err = s.inTx(ctx, "create", func(q querier) error {
+		created, err = s.insertDeliveries(ctx, q, deliveries, rows)
+		return err
+	})
+	return created, err
+}
+
+// EnqueueTx stores deliveries (built by hookrelay.Client.Prepare) in the
+// caller's transaction: the business write and the delivery records commit
+// or roll back together (the outbox pattern). After commit they are
+// claimable by any worker on this Store's tables; a worker that sleeps
+// until its next poll picks them up then. It reports, per input, whether a
+// record was created (false: the delivery ID already existed, so a repeated
+// enqueue is a no-op). tx must belong to the Store's database. With
+// SQLite, begin tx on Store.DB(); a BEGIN IMMEDIATE transaction (the
+// _txlock=immediate DSN option OpenSQLite sets) avoids lock-upgrade
+// failures.
+func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, deliveries []hookrelay.Delivery) ([]bool, error) {
+	if tx == nil {
+		return nil, errors.New("hooksql: EnqueueTx: tx is nil")
+	}
+	rows, err := s.encodeAll(deliveries)
+	if err != nil {
+		return nil, err
+	}
+	return s.insertDeliveries(ctx, tx, deliveries, rows)
+}
+
+func (s *Store) encodeAll(deliveries []hookrelay.Delivery) ([]deliveryRow, error) {
+	rows := make([]deliveryRow, len(deliveries))
+	for i, d := range deliveries {
+		r, err := s.encodeDelivery(d)
+		if err != nil {
+			return nil, fmt.Errorf("hooksql: create deliveries[%d] (id %q): %w", i, d.ID, err)
+		}
+		rows[i] = r
+	}
+	return rows, nil
+}
+
+// insertChunkRows and insertChunkBytes bound one INSERT statement: under
+// every dialect's parameter limit and MySQL's default packet size.
+const (
+	insertChunkRows  = 500
+	insertChunkBytes = 4 << 20
+)
+
+// insertDeliveries inserts the rows that are new, in ID order (so two
+// concurrent batches lock in the same order), many rows per statement.
+func (s *Store) insertDeliveries(ctx context.Context, q querier, ds []hookrelay.Delivery, rows []deliveryRow) ([]bool, error) {
+	created := make([]bool, len(ds))
+	first := map[string]int{} // ID → index of its first occurrence
+	var order []int
+	for i, d := range ds {
+		if _, dup := first[d.ID]; !dup {
+			first[d.ID] = i
+			order = append(order, i)
+		}
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(ds[a].ID, ds[b].ID) })
+	for len(order) > 0 {
+		n, size := 0, 0
+		for n < len(order) && n < insertChunkRows && (n == 0 || size+len(ds[order[n]].Payload) <= insertChunkBytes) {
+			size += len(ds[order[n]].Payload)
+			n++
+		}
+		chunk := order[:n]
+		order = order[n:]
+		inserted, err := s.insertChunk(ctx, q, chunk, rows)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range inserted {
+			if i, ok := first[id]; ok {
+				created[i] = true
+			}
+		}
+	}
+	return created, nil
+}
+
+// insertChunk inserts rows[idx…] if absent and returns the IDs inserted.
+func (s *Store) insertChunk(ctx context.Context, q querier, idx []int, rows []deliveryRow) ([]string, error) {
+	returning, err := s.hasInsertReturning(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !returning {
+		return s.insertOneByOne(ctx, q, idx, rows)
+	}
+	var b strings.Builder
+	args := make([]any, 0, len(idx)*deliveryColCount)
+	if s.dialect == MySQL {
+		// IGNORE only skips duplicates here: every value was validated to
+		// fit its column, so strict mode has nothing else to downgrade.
+		b.WriteString("INSERT IGNORE INTO {d} (" + insertDeliveryCols + ") VALUES ")
+	} else {
+		b.WriteString("INSERT INTO {d} (" + insertDeliveryCols + ") VALUES ")
+	}
+	row := "(" + placeholders(deliveryColCount) + ")"
+	for k, i := range idx {
+		if k > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(row)
+		args = append(args, rows[i]...)
+	}
+	if s.dialect != MySQL {
+		b.WriteString(" ON CONFLICT (id) DO NOTHING")
+	}
+	b.WriteString(" RETURNING id")
+	res, err := q.QueryContext(ctx, s.q(b.String()), args...)
+	if err != nil {
+		return nil, s.dbErr("create", err)
+	}
+	defer res.Close()
+	var ids []string
+	for res.Next() {
+		var id string
+		if err := res.Scan(&id); err != nil {
+			return nil, s.dbErr("create", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := res.Err(); err != nil {
+		return nil, s.dbErr("create", err)
+	}
+	return ids, nil
+}
+
+// insertOneByOne is the path for MySQL, which has no INSERT … RETURNING:
+// one statement per row, and the affected-row count says whether it was new.
+func (s *Store) insertOneByOne(ctx context.Context, q querier, idx []int, rows []deliveryRow) ([]string, error) {
+	query := s.q("INSERT IGNORE INTO {d} (" + insertDeliveryCols + ") VALUES (" + placeholders(deliveryColCount) + ")")
+	var ids []string
+	for _, i := range idx {
+		res, err := q.ExecContext(ctx, query, rows[i]...)
+		if err != nil {
+			return nil, s.dbErr("create", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return nil, s.dbErr("create", err)
+		} else if n > 0 {
+			ids = append(ids, rows[i][0].(string))
+		}
+	}
+	return ids, nil
+}
+
+// hasInsertReturning reports whether INSERT … RETURNING works: always on
+// PostgreSQL and SQLite (3.35+), on MariaDB (10.5+) but not on MySQL.
+func (s *Store) hasInsertReturning(ctx context.Context) (bool, error) {
+	if s.dialect != MySQL {
+		return true, nil
+	}
+	s.returningMu.Lock()
+	defer s.returningMu.Unlock()
+	if !s.returningKnown {
+		var v string
+		if err := s.db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&v); err != nil {
+			return false, s.dbErr("server version", err)
+		}
+		s.returning = strings.Contains(strings.ToLower(v), "mariadb")
+		s.returningKnown = true
+	}
+	return s.returning, nil
+}
+
+// Get implements hookrelay.Ledger. A row that cannot be decoded is
+// reported as a *DecodeError.
+func (s *Store) Get(ctx context.Context, id string) (hookrelay.Delivery, error) {
+	d, _, err := scanDelivery(s.db.QueryRowContext(ctx, s.q("SELECT "+selectDeliveryCols+" FROM {d} WHERE id = ?"), id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return hookrelay.Delivery{}, fmt.Errorf("hooksql: get %q: %w", id, hookrelay.ErrNotFound)
+	}
+	var de *DecodeError
+	if errors.As(err, &de) {
+		return hookrelay.Delivery{}, err
+	}
+	if err != nil {
+		return hookrelay.Delivery{}, s.dbErr("get "+id, err)
+	}
+	return d, nil
+}
+
+// WasDelivered implements hookrelay.Ledger.
+func (s *Store) WasDelivered(ctx context.Context, id string) (bool, error) {
+	var state string
+	err := s.db.QueryRowContext(ctx, s.q("SELECT state FROM {d} WHERE id = ?"), id).Scan(&state)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, s.dbErr("was delivered "+id, err)
+	}
+	return state == string(hookrelay.StateDelivered), nil
+}
+
+// Attempts implements hookrelay.Ledger: the history in the order recorded.
+func (s *Store) Attempts(ctx context.Context, id string) ([]hookrelay.Attempt, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT delivery_id, number, started_at, finished_at, kind, outcome,
+		reason, status_code, detail, next_attempt_at FROM {a} WHERE delivery_id = ? ORDER BY seq`), id)
+	if err != nil {
+		return nil, s.dbErr("attempts "+id, err)
+	}
+	defer rows.Close()
+	var out []hookrelay.Attempt
+	for rows.Next() {
+		var (
+			a                 hookrelay.Attempt
+			started, finished int64
+			kind              int
+			outcome           string
+			next              sql.NullInt64
+		)
+		if err := rows.Scan(&a.DeliveryID, &a.Number, &started, &finished, &kind, &outcome,
+			&a.Reason, &a.StatusCode, &a.Detail, &next); err != nil {
+			return nil, s.dbErr("attempts "+id, err)
+		}
+		a.StartedAt, a.FinishedAt, a.NextAttemptAt = decTime(started), decTime(finished), decNullTime(next)
+		a.Kind, a.Outcome = hookrelay.Kind(kind), hookrelay.Outcome(outcome)
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.dbErr("attempts "+id, err)
+	}
+	if len(out) == 0 {
+		if err := s.exists(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// exists returns nil if the delivery exists, an error wrapping ErrNotFound
+// if it does not.
+func (s *Store) exists(ctx context.Context, id string) error {
+	var one int
+	err := s.db.QueryRowContext(ctx, s.q("SELECT 1 FROM {d} WHERE id = ?"), id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("hooksql: delivery %q: %w", id, hookrelay.ErrNotFound)
+	}
+	return s.dbErr("get "+id, err)
+}
+
+// fence is what a ledger write checks, under a row lock, before it writes:
+// the same rules as the memory store.
+type fence struct {
+	id      string
+	lease   hookrelay.Lease
+	attempt int // 0: any attempt
+	// deliveredOK makes a write to a delivered record a no-op (MarkDelivered
+	// again) instead of ErrInvalidState.
+	deliveredOK bool
+}
+
+// errNoop tells a ledger write that the fence passed as a no-op.
+var errNoop = errors.New("no-op")
+
+// checkFence locks the delivery row and checks the caller's lease.
+func (s *Store) checkFence(ctx context.Context, q querier, op string, f fence) error {
+	var (
+		state   string
+		token   int64
+		attempt int
+	)
+	err := q.QueryRowContext(ctx, s.q("SELECT state, lease_token, attempt FROM {d} WHERE id = ?"+s.lockSuffix(false)), f.id).
+		Scan(&state, &token, &attempt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("hooksql: %s %q: %w", op, f.id, hookrelay.ErrNotFound)
+	}
+	if err != nil {
+		return s.dbErr(op+" "+f.id, err)
+	}
+	return f.check(op, state, token, attempt)
+}
+
+// check applies the fence to the record's current values, with the memory
+// store's rules: a lease that is not the current one (or a zero token) is
+// ErrLeaseLost; a record that is no longer pending is ErrInvalidState
+// (errNoop for a delivered record when deliveredOK); an attempt number that
+// moved on is ErrLeaseLost.
+func (f fence) check(op, state string, token int64, attempt int) error {
+	switch {
+	case token != f.lease.Token || f.lease.Token == 0:
+		return fmt.Errorf("hooksql: %s %q: lease token %d is not the current one: %w", op, f.id, f.lease.Token, hookrelay.ErrLeaseLost)
+	case state == string(hookrelay.StateDelivered) && f.deliveredOK:
+		return errNoop
+	case state != string(hookrelay.StatePending):
+		return fmt.Errorf("hooksql: %s %q: record is %s: %w", op, f.id, state, hookrelay.ErrInvalidState)
+	case f.attempt != 0 && attempt != f.attempt:
+		return fmt.Errorf("hooksql: %s %q: attempt %d is not the current attempt %d: %w", op, f.id, f.attempt, attempt, hookrelay.ErrLeaseLost)
+	}
+	return nil
+}
+
+const insertAttemptCols = "delivery_id, number, started_at, finished_at, kind, outcome, reason, status_code, detail, next_attempt_at"
+
+// fencedWrite runs a ledger write: check the fence, update the record (set
+// is the SET clause, args its values) and store the attempt, atomically.
+func (s *Store) fencedWrite(ctx context.Context, op string, f fence, attempt *hookrelay.Attempt, set string, args ...any) error {
+	var attemptArgs []any
+	if attempt != nil {
+		var err error
+		if attemptArgs, err = encodeAttempt(f.id, *attempt); err != nil {
+			return fmt.Errorf("hooksql: %s %q: %w", op, f.id, err)
+		}
+	}
+	if s.dialect == Postgres {
+		return s.fencedWritePostgres(ctx, op, f, attemptArgs, set, args)
+	}
+	return s.inTx(ctx, op, func(q querier) error {
+		if err := s.checkFence(ctx, q, op, f); err == errNoop {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if _, err := q.ExecContext(ctx, s.q("UPDATE {d} SET "+set+" WHERE id = ?"), append(args, f.id)...); err != nil {
+			return s.dbErr(op+" "+f.id, err)
+		}
+		if attemptArgs != nil {
+			if _, err := q.ExecContext(ctx, s.q("INSERT INTO {a} ("+insertAttemptCols+") VALUES (?,?,?,?,?,?,?,?,?,?)"), attemptArgs...); err != nil {
+				return s.dbErr(op+" "+f.id+": attempt", err)
+			}
+		}
+		return nil
+	})
+}
+
+// fencedWritePostgres is fencedWrite in one statement, so one round trip
+// instead of five: cur locks the row and yields its values as they were,
+// upd writes only if the fence holds, ins stores the attempt only if upd
+// wrote. The fence is then judged on cur's values.
+func (s *Store) fencedWritePostgres(ctx context.Context, op string, f fence, attemptArgs []any, set string, setArgs []any) error {
+	args := append([]any{f.id}, setArgs...)
+	args = append(args, f.lease.Token, f.attempt, f.attempt)
+	query := "WITH cur AS (SELECT id, state, lease_token, attempt FROM {d} WHERE id = ? FOR UPDATE)," +
+		" upd AS (UPDATE {d} SET " + set + " WHERE id = (SELECT id FROM cur WHERE lease_token = CAST(? AS BIGINT)" +
+		" AND lease_token <> 0 AND state = 'pending' AND (CAST(? AS INTEGER) = 0 OR attempt = CAST(? AS INTEGER))) RETURNING id)"
+	if attemptArgs != nil {
+		// Parameters in a SELECT list have no type to infer: cast each.
+		query += ", ins AS (INSERT INTO {a} (" + insertAttemptCols + ") SELECT CAST(? AS TEXT), CAST(? AS INTEGER)," +
+			" CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS INTEGER)," +
+			" CAST(? AS TEXT), CAST(? AS BIGINT) FROM upd)"
+		args = append(args, attemptArgs...)
+	}
+	query += " SELECT state, lease_token, attempt, (SELECT COUNT(*) FROM upd) FROM cur"
+	var (
+		state   string
+		token   int64
+		attempt int
+		written int64
+	)
+	err := s.db.QueryRowContext(ctx, s.q(query), args...).Scan(&state, &token, &attempt, &written)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("hooksql: %s %q: %w", op, f.id, hookrelay.ErrNotFound)
+	}
+	if err != nil {
+		return s.dbErr(op+" "+f.id, err)
+	}
+	if written == 1 {
+		return nil
+	}
+	switch err := f.check(op, state, token, attempt); err {
+	case errNoop:
+		return nil
+	case nil:
+		// The fence held on cur's values yet nothing was written: cannot
+		// happen while cur holds the row lock.
+		return fmt.Errorf("%w: %s %q: fenced update wrote nothing", ErrDatabase, op, f.id)
+	default:
+		return err
+	}
+}
+
+func encodeAttempt(id string, a hookrelay.Attempt) ([]any, error) {
+	started, err := encTime("Attempt.StartedAt", a.StartedAt)
+	if err != nil {
+		return nil, err
+	}
+	finished, err := encTime("Attempt.FinishedAt", a.FinishedAt)
+	if err != nil {
+		return nil, err
+	}
+	next, err := encNullTime("Attempt.NextAttemptAt", a.NextAttemptAt)
+	if err != nil {
+		return nil, err
+	}
+	return []any{id, a.Number, started, finished, int(a.Kind), cleanText(string(a.Outcome)),
+		cleanText(a.Reason), a.StatusCode, cleanText(a.Detail), next}, nil
+}
+
+// MarkDelivered implements hookrelay.Ledger. Marking a delivered record
+// again (with its lease) is a no-op.
+func (s *Store) MarkDelivered(ctx context.Context, p hookrelay.MarkDeliveredParams) error {
+	now, err := encTime("Now", p.Now)
+	if err != nil {
+		return err
+	}
+	return s.fencedWrite(ctx, "mark delivered", fence{id: p.ID, lease: p.Lease, attempt: p.Attempt.Number, deliveredOK: true}, &p.Attempt,
+		"state = 'delivered', last_outcome = ?, last_reason = ?, updated_at = ?",
+		cleanText(string(p.Attempt.Outcome)), cleanText(p.Attempt.Reason), now)
+}
+
+// RecordRetry implements hookrelay.Ledger.
+func (s *Store) RecordRetry(ctx context.Context, p hookrelay.RecordRetryParams) error {
+	now, err := encTime("Now", p.Now)
+	if err != nil {
+		return err
+	}
+	at, err := encTime("NextAttemptAt", p.NextAttemptAt)
+	if err != nil {
+		return err
+	}
+	return s.fencedWrite(ctx, "record retry", fence{id: p.ID, lease: p.Lease, attempt: p.Attempt.Number}, &p.Attempt,
+		"attempt = ?, next_attempt_at = ?, last_outcome = ?, last_reason = ?, updated_at = ?",
+		p.NextAttempt, at, cleanText(string(p.Attempt.Outcome)), cleanText(p.Attempt.Reason), now)
+}
+
+// RecordDeadLetter implements hookrelay.Ledger.
+func (s *Store) RecordDeadLetter(ctx context.Context, p hookrelay.RecordDeadLetterParams) error {
+	now, err := encTime("Now", p.Now)
+	if err != nil {
+		return err
+	}
+	f := fence{id: p.ID, lease: p.Lease}
+	if p.Attempt == nil {
+		return s.fencedWrite(ctx, "record dead letter", f, nil,
+			"state = 'dead', last_reason = ?, updated_at = ?, dead_lettered_at = ?",
+			cleanText(p.Reason), now, now)
+	}
+	f.attempt = p.Attempt.Number
+	return s.fencedWrite(ctx, "record dead letter", f, p.Attempt,
+		"state = 'dead', last_outcome = ?, last_reason = ?, updated_at = ?, dead_lettered_at = ?",
+		cleanText(string(p.Attempt.Outcome)), cleanText(p.Reason), now, now)
+}

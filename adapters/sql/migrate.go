@@ -1,0 +1,177 @@
+package hooksql
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// SchemaVersion is the schema version this library writes and reads.
+// Migrate brings a database up to it and refuses a newer one.
+const SchemaVersion = 1
+
+//go:embed migrations
+var migrationFiles embed.FS
+
+// migration is one embedded, versioned step of the schema, for one dialect.
+type migration struct {
+	version int
+	name    string
+	stmts   []string
+}
+
+func (d Dialect) migrationDir() string {
+	return path.Join("migrations", string(d))
+}
+
+// migrations returns the dialect's steps in version order with the table
+// prefix bound. Files are named NNNN_description.sql; statements end with
+// ";" at the end of a line; lines starting with "--" are comments.
+func (s *Store) migrations() ([]migration, error) {
+	dir := s.dialect.migrationDir()
+	entries, err := fs.ReadDir(migrationFiles, dir)
+	if err != nil {
+		return nil, fmt.Errorf("hooksql: read embedded migrations: %w", err)
+	}
+	var out []migration
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || !strings.HasSuffix(e.Name(), ".sql") {
+			return nil, fmt.Errorf("hooksql: embedded migration %s: name must be NNNN_description.sql", e.Name())
+		}
+		b, err := migrationFiles.ReadFile(path.Join(dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("hooksql: read embedded migration %s: %w", e.Name(), err)
+		}
+		var lines []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(l), "--") {
+				lines = append(lines, l)
+			}
+		}
+		m := migration{version: v, name: e.Name()}
+		for _, st := range strings.Split(strings.Join(lines, "\n"), ";\n") {
+			if st = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(st), ";")); st != "" {
+				m.stmts = append(m.stmts, strings.ReplaceAll(st, "{p}", s.prefix))
+			}
+		}
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	return out, nil
+}
+
+// Migrate creates or upgrades the Store's tables to SchemaVersion with the
+// embedded migrations. Running it again is a no-op; several processes may
+// run it at once (a database lock serializes them). A database at a newer
+// version than SchemaVersion is refused with an error wrapping
+// ErrSchemaTooNew and left untouched. On PostgreSQL and SQLite each step is
+// transactional; MySQL commits DDL implicitly, and every statement is
+// written to be re-runnable, so a step interrupted there completes on the
+// next Migrate.
+func (s *Store) Migrate(ctx context.Context) error {
+	ms, err := s.migrations()
+	if err != nil {
+		return err
+	}
+	switch s.dialect {
+	case MySQL:
+		return s.migrateMySQL(ctx, ms)
+	default:
+		return s.inTx(ctx, "migrate", func(q querier) error {
+			if s.dialect == Postgres {
+				h := fnv.New64a()
+				h.Write([]byte("hookrelay migrate " + s.prefix))
+				if _, err := q.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", int64(h.Sum64())); err != nil {
+					return s.dbErr("migrate: lock", err)
+				}
+			}
+			return s.applyMigrations(ctx, q, ms)
+		})
+	}
+}
+
+// migrateMySQL holds a named lock on one connection while it migrates.
+func (s *Store) migrateMySQL(ctx context.Context, ms []migration) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return s.dbErr("migrate", err)
+	}
+	defer conn.Close()
+	lock := "hookrelay_migrate_" + s.prefix
+	var got sql.NullInt64
+	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 60)", lock).Scan(&got); err != nil {
+		return s.dbErr("migrate: lock", err)
+	}
+	if got.Int64 != 1 {
+		return fmt.Errorf("%w: migrate: timed out waiting for lock %s held by another migration", ErrDatabase, lock)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK(?)", lock) //nolint:errcheck // the lock also ends with the session
+	return s.applyMigrations(ctx, conn, ms)
+}
+
+func (s *Store) applyMigrations(ctx context.Context, q querier, ms []migration) error {
+	if _, err := q.ExecContext(ctx, s.q(`CREATE TABLE IF NOT EXISTS {m} (version INTEGER NOT NULL PRIMARY KEY, name VARCHAR(255) NOT NULL)`)); err != nil {
+		return s.dbErr("migrate: create schema_migrations", err)
+	}
+	current, err := s.schemaVersion(ctx, q)
+	if err != nil {
+		return err
+	}
+	if current > SchemaVersion {
+		return fmt.Errorf("%w: tables %s* are at version %d, this library knows versions up to %d; upgrade hookrelay",
+			ErrSchemaTooNew, s.prefix, current, SchemaVersion)
+	}
+	for _, m := range ms {
+		if m.version <= current {
+			continue
+		}
+		for _, st := range m.stmts {
+			if _, err := q.ExecContext(ctx, st); err != nil {
+				return s.dbErr("migrate: "+m.name, err)
+			}
+		}
+		if _, err := q.ExecContext(ctx, s.q(`INSERT INTO {m} (version, name) VALUES (?, ?)`), m.version, m.name); err != nil {
+			return s.dbErr("migrate: record "+m.name, err)
+		}
+	}
+	return nil
+}
+
+func (s *Store) schemaVersion(ctx context.Context, q querier) (int, error) {
+	var v sql.NullInt64
+	if err := q.QueryRowContext(ctx, s.q(`SELECT MAX(version) FROM {m}`)).Scan(&v); err != nil {
+		return 0, s.dbErr("schema version", err)
+	}
+	return int(v.Int64), nil
+}
+
+// Version returns the schema version the database is at: 0 before the first
+// Migrate, SchemaVersion after it.
+func (s *Store) Version(ctx context.Context) (int, error) {
+	var exists bool
+	var err error
+	switch s.dialect {
+	case SQLite:
+		err = s.db.QueryRowContext(ctx, `SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = ?`, s.prefix+"schema_migrations").Scan(&exists)
+	case Postgres:
+		err = s.db.QueryRowContext(ctx, `SELECT to_regclass($1::text) IS NOT NULL`, s.prefix+"schema_migrations").Scan(&exists)
+	case MySQL:
+		err = s.db.QueryRowContext(ctx, `SELECT COUNT(*) > 0 FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?`, s.prefix+"schema_migrations").Scan(&exists)
+	}
+	if err != nil {
+		return 0, s.dbErr("schema version", err)
+	}
+	if !exists {
+		return 0, nil
+	}
+	return s.schemaVersion(ctx, s.db)
+}

@@ -1,0 +1,203 @@
+package hooksql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hookrelay/hookrelay"
+)
+
+// ReasonUndecodable is the dead-letter reason of a stored record that a
+// claim found but could not decode (edited by hand or corrupted): it is
+// moved to the dead-letter path for an operator instead of blocking the
+// queue. Records written by a newer library (a newer envelope version) are
+// not claimed at all; they wait for a worker that can read them.
+const ReasonUndecodable = "record_undecodable"
+
+// Enqueue implements hookrelay.Queue. The row Create wrote is the queue
+// entry, so this only checks that every delivery exists.
+func (s *Store) Enqueue(ctx context.Context, deliveries []hookrelay.Delivery) error {
+	ids := make([]string, 0, len(deliveries))
+	for _, d := range deliveries {
+		ids = append(ids, d.ID)
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), insertChunkRows)]
+		ids = ids[len(chunk):]
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		var n int
+		if err := s.db.QueryRowContext(ctx, s.q("SELECT COUNT(*) FROM {d} WHERE id IN ("+placeholders(len(chunk))+")"), args...).Scan(&n); err != nil {
+			return s.dbErr("enqueue", err)
+		}
+		if n != len(chunk) {
+			return fmt.Errorf("hooksql: enqueue before create: %w", hookrelay.ErrNotFound)
+		}
+	}
+	return nil
+}
+
+// Claim implements hookrelay.Queue. Due pending deliveries are chosen in
+// NextAttemptAt order (then enqueue order) and leased in one transaction:
+// with FOR UPDATE SKIP LOCKED on PostgreSQL and MySQL, so concurrent
+// claimers in many processes take disjoint rows without waiting on each
+// other; under SQLite's single writer otherwise. Each claim's fencing token
+// is the delivery's previous token plus one.
+func (s *Store) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay.Claim, error) {
+	if p.Limit <= 0 {
+		return nil, nil
+	}
+	if p.LeaseFor <= 0 {
+		return nil, errors.New("hooksql: claim: LeaseFor must be positive")
+	}
+	now, err := encTime("Now", p.Now)
+	if err != nil {
+		return nil, err
+	}
+	expires, err := encTime("lease expiry", p.Now.Add(p.LeaseFor))
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	b.WriteString("SELECT " + selectDeliveryCols + " FROM {d} WHERE state = 'pending' AND next_attempt_at <= ?" +
+		" AND (lease_expires_at IS NULL OR lease_expires_at <= ?) AND envelope_version <= ?")
+	args := []any{now, now, hookrelay.EnvelopeVersion}
+	if len(p.SkipDestinations) > 0 {
+		b.WriteString(" AND destination_id NOT IN (" + placeholders(len(p.SkipDestinations)) + ")")
+		for _, id := range p.SkipDestinations {
+			args = append(args, id)
+		}
+	}
+	b.WriteString(" ORDER BY next_attempt_at, {seq} LIMIT ?" + s.lockSuffix(true))
+	args = append(args, p.Limit)
+	query := s.q(b.String())
+
+	var claims []hookrelay.Claim
+	err = s.inTx(ctx, "claim", func(q querier) error {
+		claims = claims[:0]
+		rows, err := q.QueryContext(ctx, query, args...)
+		if err != nil {
+			return s.dbErr("claim", err)
+		}
+		var bad []string
+		for rows.Next() {
+			d, token, err := scanDelivery(rows)
+			var de *DecodeError
+			if errors.As(err, &de) {
+				bad = append(bad, de.DeliveryID)
+				continue
+			}
+			if err != nil {
+				rows.Close()
+				return s.dbErr("claim", err)
+			}
+			claims = append(claims, hookrelay.Claim{Delivery: d, Lease: hookrelay.Lease{
+				Token: token + 1, Holder: p.Holder, ExpiresAt: decTime(expires),
+			}})
+		}
+		if err := rows.Err(); err != nil {
+			return s.dbErr("claim", err)
+		}
+		rows.Close()
+		if len(claims) > 0 {
+			args := []any{p.Holder, expires}
+			for _, c := range claims {
+				args = append(args, c.Delivery.ID)
+			}
+			if _, err := q.ExecContext(ctx, s.q("UPDATE {d} SET lease_token = lease_token + 1, lease_holder = ?, lease_expires_at = ?"+
+				" WHERE id IN ("+placeholders(len(claims))+")"), args...); err != nil {
+				return s.dbErr("claim", err)
+			}
+		}
+		if len(bad) > 0 {
+			args := []any{ReasonUndecodable, now, now}
+			for _, id := range bad {
+				args = append(args, id)
+			}
+			if _, err := q.ExecContext(ctx, s.q("UPDATE {d} SET state = 'dead', last_reason = ?, updated_at = ?, dead_lettered_at = ?,"+
+				" lease_token = lease_token + 1, lease_expires_at = NULL WHERE id IN ("+placeholders(len(bad))+")"), args...); err != nil {
+				return s.dbErr("claim: dead-letter undecodable", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return claims, nil
+}
+
+// endLease runs a queue transition: update (which must end the lease) the
+// row whose current lease is the caller's. When no row changed it tells
+// apart an unknown delivery (ErrNotFound), a lost lease (ErrLeaseLost) and a
+// repeated call with the current lease, which is a no-op.
+func (s *Store) endLease(ctx context.Context, op, id string, lease hookrelay.Lease, update string, args ...any) error {
+	if lease.Token != 0 {
+		res, err := s.db.ExecContext(ctx, s.q(update+" WHERE id = ? AND lease_token = ?"), append(args, id, lease.Token)...)
+		if err != nil {
+			return s.dbErr(op+" "+id, err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return s.dbErr(op+" "+id, err)
+		} else if n > 0 {
+			return nil
+		}
+	}
+	// MySQL counts changed rows, not matched ones: a repeated transition
+	// lands here too.
+	var token int64
+	err := s.db.QueryRowContext(ctx, s.q("SELECT lease_token FROM {d} WHERE id = ?"), id).Scan(&token)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("hooksql: %s %q: %w", op, id, hookrelay.ErrNotFound)
+	case err != nil:
+		return s.dbErr(op+" "+id, err)
+	case token != lease.Token || lease.Token == 0:
+		return fmt.Errorf("hooksql: %s %q: lease token %d is not the current one: %w", op, id, lease.Token, hookrelay.ErrLeaseLost)
+	}
+	return nil
+}
+
+// Acknowledge implements hookrelay.Queue.
+func (s *Store) Acknowledge(ctx context.Context, p hookrelay.AckParams) error {
+	return s.endLease(ctx, "acknowledge", p.ID, p.Lease, "UPDATE {d} SET lease_expires_at = NULL")
+}
+
+// RetryAt implements hookrelay.Queue. The ledger write (RecordRetry) already
+// advanced the attempt; this ends the lease and sets the due time.
+func (s *Store) RetryAt(ctx context.Context, p hookrelay.RetryAtParams) error {
+	at, err := encTime("At", p.At)
+	if err != nil {
+		return err
+	}
+	return s.endLease(ctx, "retry at", p.Delivery.ID, p.Lease,
+		"UPDATE {d} SET next_attempt_at = CASE WHEN state = 'pending' THEN ? ELSE next_attempt_at END, lease_expires_at = NULL", at)
+}
+
+// DeadLetter implements hookrelay.Queue. The ledger row already says dead;
+// the dead-letter path is that state, so this ends the lease.
+func (s *Store) DeadLetter(ctx context.Context, p hookrelay.DeadLetterParams) error {
+	return s.endLease(ctx, "dead letter", p.Delivery.ID, p.Lease, "UPDATE {d} SET lease_expires_at = NULL")
+}
+
+// Release implements hookrelay.Queue. A lease already ended is not
+// rescheduled again.
+func (s *Store) Release(ctx context.Context, p hookrelay.ReleaseParams) error {
+	at, err := encTime("At", p.At)
+	if err != nil {
+		return err
+	}
+	// next_attempt_at is assigned first: MySQL evaluates SET left to right
+	// with the new values, and it must see the lease as it was.
+	return s.endLease(ctx, "release", p.ID, p.Lease,
+		"UPDATE {d} SET next_attempt_at = CASE WHEN state = 'pending' AND lease_expires_at IS NOT NULL THEN ? ELSE next_attempt_at END,"+
+			" lease_expires_at = NULL", at)
+}

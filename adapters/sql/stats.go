@@ -1,0 +1,54 @@
+package hooksql
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+	"strings"
+
+	"github.com/hookrelay/hookrelay"
+)
+
+// Stats implements hookrelay.LedgerStats with one grouped query over the
+// pending and dead records. Destinations with neither are omitted.
+func (s *Store) Stats(ctx context.Context, p hookrelay.StatsParams) ([]hookrelay.DestinationStats, error) {
+	now, err := encTime("Now", p.Now)
+	if err != nil {
+		return nil, err
+	}
+	const eligible = "state = 'pending' AND next_attempt_at <= ? AND (lease_expires_at IS NULL OR lease_expires_at <= ?)"
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT destination_id,
+		COUNT(CASE WHEN state = 'pending' THEN 1 END),
+		COUNT(CASE WHEN `+eligible+` THEN 1 END),
+		MIN(CASE WHEN `+eligible+` THEN next_attempt_at END),
+		COUNT(CASE WHEN state = 'dead' THEN 1 END),
+		MIN(CASE WHEN state = 'dead' THEN updated_at END)
+		FROM {d} WHERE state IN ('pending', 'dead') GROUP BY destination_id`), now, now, now, now)
+	if err != nil {
+		return nil, s.dbErr("stats", err)
+	}
+	defer rows.Close()
+	var out []hookrelay.DestinationStats
+	for rows.Next() {
+		var (
+			st                    hookrelay.DestinationStats
+			oldestDue, oldestDead sql.NullInt64
+		)
+		if err := rows.Scan(&st.DestinationID, &st.Pending, &st.EligibleNow, &oldestDue, &st.Dead, &oldestDead); err != nil {
+			return nil, s.dbErr("stats", err)
+		}
+		if oldestDue.Valid {
+			st.OldestEligibleAge = p.Now.Sub(decTime(oldestDue.Int64))
+		}
+		if oldestDead.Valid {
+			st.OldestDeadAge = p.Now.Sub(decTime(oldestDead.Int64))
+		}
+		out = append(out, st)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.dbErr("stats", err)
+	}
+	// Sorted here: database collations need not sort like Go strings.
+	slices.SortFunc(out, func(a, b hookrelay.DestinationStats) int { return strings.Compare(a.DestinationID, b.DestinationID) })
+	return out, nil
+}

@@ -1,0 +1,265 @@
+package hooksql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/hookrelay/hookrelay"
+
+	// The three drivers this adapter speaks to, registered as "sqlite",
+	// "pgx" and "mysql".
+	_ "github.com/go-sql-driver/mysql"
+	_ "github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite"
+)
+
+// Dialect names the SQL database behind a Store.
+type Dialect string
+
+const (
+	// SQLite through modernc.org/sqlite (pure Go): the embedded default.
+	SQLite Dialect = "sqlite"
+	// Postgres through github.com/jackc/pgx/v5/stdlib; PostgreSQL 10 or
+	// later.
+	Postgres Dialect = "postgres"
+	// MySQL through github.com/go-sql-driver/mysql; covers MariaDB (10.6 or
+	// later, for SKIP LOCKED) and MySQL (8.0 or later).
+	MySQL Dialect = "mysql"
+)
+
+// driverName is the database/sql driver each dialect opens with.
+func (d Dialect) driverName() string {
+	switch d {
+	case Postgres:
+		return "pgx"
+	default:
+		return string(d)
+	}
+}
+
+// DefaultTablePrefix is the table prefix when Options.TablePrefix is empty.
+const DefaultTablePrefix = "hookrelay_"
+
+// DefaultMaxPayloadBytes is the payload limit when Options.MaxPayloadBytes
+// is zero. It stays under MariaDB's default max_allowed_packet (16 MiB).
+const DefaultMaxPayloadBytes = 8 << 20
+
+// Options configure a Store.
+type Options struct {
+	// Dialect is the database behind the *sql.DB. Required by New; Open and
+	// OpenSQLite set it.
+	Dialect Dialect
+	// TablePrefix is prepended to every table and index name, so several
+	// hookrelay installations (or test runs) can share one database. It must
+	// match ^[a-z_][a-z0-9_]*$ and be at most 40 bytes. Defaults to
+	// "hookrelay_".
+	TablePrefix string
+	// MaxPayloadBytes refuses larger payloads at Create and EnqueueTx. It
+	// should be at least the Client's MaxPayloadBytes. Defaults to
+	// DefaultMaxPayloadBytes (8 MiB).
+	MaxPayloadBytes int
+}
+
+var prefixPattern = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+
+// Store is the SQL implementation of hookrelay's Queue, Ledger, LedgerStats
+// and Destinations ports: one row per delivery is both the ledger record and
+// the queue entry. It is safe for concurrent use by many goroutines and many
+// processes sharing one database. All times come from the caller; the
+// database clock is never read.
+type Store struct {
+	db      *sql.DB
+	ownDB   bool // opened by Open/OpenSQLite, closed by Close
+	dialect Dialect
+	prefix  string
+	maxPay  int
+	secrets []string // substrings redacted from error messages (DSN password)
+
+	// returning reports INSERT … RETURNING support (MariaDB, not MySQL) on
+	// the mysql dialect, learnt on first use.
+	returningMu    sync.Mutex
+	returningKnown bool
+	returning      bool
+
+	queries sync.Map // raw query → query with tables and placeholders bound
+
+	// sqliteWriter is a one-slot semaphore held by this Store's SQLite write
+	// transactions.
+	sqliteWriter chan struct{}
+}
+
+var (
+	_ hookrelay.Queue        = (*Store)(nil)
+	_ hookrelay.Ledger       = (*Store)(nil)
+	_ hookrelay.LedgerStats  = (*Store)(nil)
+	_ hookrelay.Destinations = (*Store)(nil)
+)
+
+// New returns a Store on db, which must be open on the database named by
+// opts.Dialect. The caller keeps ownership of db: Close does not close it.
+// New does not touch the database; call Migrate before first use.
+//
+// With SQLite, every write transaction of the Store is BEGIN IMMEDIATE with
+// a busy timeout on its connection, whatever the DSN says. Prefer
+// OpenSQLite; otherwise open the file in WAL mode with a busy timeout
+// (_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)) so readers run
+// beside the writer.
+func New(db *sql.DB, opts Options) (*Store, error) {
+	if db == nil {
+		return nil, errors.New("hooksql: New: db is nil")
+	}
+	switch opts.Dialect {
+	case SQLite, Postgres, MySQL:
+	case "":
+		return nil, errors.New("hooksql: Options.Dialect is required (sqlite, postgres or mysql)")
+	default:
+		return nil, fmt.Errorf("hooksql: Options.Dialect %q is unknown (want sqlite, postgres or mysql)", opts.Dialect)
+	}
+	if opts.TablePrefix == "" {
+		opts.TablePrefix = DefaultTablePrefix
+	}
+	if !prefixPattern.MatchString(opts.TablePrefix) || len(opts.TablePrefix) > 40 {
+		return nil, fmt.Errorf("hooksql: Options.TablePrefix %q must match ^[a-z_][a-z0-9_]*$ and be at most 40 bytes", opts.TablePrefix)
+	}
+	if opts.MaxPayloadBytes < 0 {
+		return nil, errors.New("hooksql: Options.MaxPayloadBytes must not be negative")
+	}
+	if opts.MaxPayloadBytes == 0 {
+		opts.MaxPayloadBytes = DefaultMaxPayloadBytes
+	}
+	return &Store{
+		db: db, dialect: opts.Dialect, prefix: opts.TablePrefix, maxPay: opts.MaxPayloadBytes,
+		sqliteWriter: make(chan struct{}, 1),
+	}, nil
+}
+
+// Open opens dsn with the driver for dialect (pgx for Postgres, mysql for
+// MySQL, modernc sqlite for SQLite), checks that the database answers and
+// returns a Store that owns the connection pool: Close closes it. It does not
+// migrate. opts.Dialect is ignored. Errors never contain the DSN's password.
+func Open(ctx context.Context, dialect Dialect, dsn string, opts Options) (*Store, error) {
+	opts.Dialect = dialect
+	secrets := dsnSecrets(dsn)
+	switch dialect {
+	case SQLite, Postgres, MySQL:
+	default:
+		return nil, fmt.Errorf("hooksql: dialect %q is unknown (want sqlite, postgres or mysql)", dialect)
+	}
+	db, err := sql.Open(dialect.driverName(), dsn)
+	if err != nil {
+		return nil, fmt.Errorf("hooksql: open %s: %s", dialect, redact(err.Error(), secrets))
+	}
+	s, err := New(db, opts)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	s.ownDB, s.secrets = true, secrets
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return nil, s.dbErr("open", err)
+	}
+	return s, nil
+}
+
+// OpenSQLite opens (creating if needed) the SQLite database file at path in
+// WAL mode with synchronous=FULL (a commit survives a power loss, not only a
+// crash), a busy timeout and immediate write transactions, and returns a
+// Store that owns it. Several processes may open the same file. It does not
+// migrate. opts.Dialect is ignored.
+func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) {
+	if path == "" || strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("hooksql: OpenSQLite: path %q must be a file name without '?' or '#'", path)
+	}
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Set("_txlock", "immediate")
+	return Open(ctx, SQLite, "file:"+path+"?"+q.Encode(), opts)
+}
+
+// DB returns the connection pool the Store uses, e.g. to begin the
+// transaction given to EnqueueTx.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Dialect returns the Store's dialect.
+func (s *Store) Dialect() Dialect { return s.dialect }
+
+// TablePrefix returns the prefix of the Store's tables.
+func (s *Store) TablePrefix() string { return s.prefix }
+
+// Close closes the connection pool if Open or OpenSQLite opened it; a Store
+// made by New leaves the caller's *sql.DB open.
+func (s *Store) Close() error {
+	if !s.ownDB {
+		return nil
+	}
+	return s.db.Close()
+}
+
+// tableNames lists the Store's tables (without the prefix), newest last.
+var tableNames = []string{"deliveries", "attempts", "destinations", "redrives", "idempotency", "schema_migrations"}
+
+// q binds a query written with {d}, {a}, {dst}, {r}, {i}, {m} for the tables,
+// {seq} for the insertion-order column and ? placeholders to this Store's
+// prefix and dialect. Results are cached.
+func (s *Store) q(raw string) string {
+	if v, ok := s.queries.Load(raw); ok {
+		return v.(string)
+	}
+	seq := "seq"
+	if s.dialect == SQLite {
+		seq = "rowid"
+	}
+	out := strings.NewReplacer(
+		"{d}", s.prefix+"deliveries",
+		"{a}", s.prefix+"attempts",
+		"{dst}", s.prefix+"destinations",
+		"{r}", s.prefix+"redrives",
+		"{m}", s.prefix+"schema_migrations",
+		"{i}", s.prefix+"idempotency",
+		"{seq}", seq,
+	).Replace(raw)
+	if s.dialect == Postgres {
+		var b strings.Builder
+		n := 0
+		for _, r := range out {
+			if r == '?' {
+				n++
+				fmt.Fprintf(&b, "$%d", n)
+				continue
+			}
+			b.WriteRune(r)
+		}
+		out = b.String()
+	}
+	s.queries.Store(raw, out)
+	return out
+}
+
+// placeholders returns "?,?,…" with n marks.
+func placeholders(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return strings.Repeat("?,", n-1) + "?"
+}
+
+// lockSuffix is appended to SELECTs that lock the rows they return. SQLite
+// needs none: its write transactions are exclusive.
+func (s *Store) lockSuffix(skipLocked bool) string {
+	if s.dialect == SQLite {
+		return ""
+	}
+	if skipLocked {
+		return " FOR UPDATE SKIP LOCKED"
+	}
+	return " FOR UPDATE"
+}

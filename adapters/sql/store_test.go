@@ -1,0 +1,352 @@
+package hooksql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// t0 is a fixed test time with nanoseconds, to show they round-trip.
+var t0 = time.Unix(1_790_000_000, 123_456_789)
+
+func newDelivery(event, dest string, at time.Time) hookrelay.Delivery {
+	return hookrelay.Delivery{
+		ID: hookrelay.DeliveryID(event, dest), EventID: event, TenantID: "tenant_1",
+		Scope: map[string]string{"property": "prop_204"}, DestinationID: dest,
+		EventType: "lease.payment_recorded", Payload: []byte(`{"paymentId":"pay_7319"}`),
+		EnvelopeVersion: hookrelay.EnvelopeVersion, Attempt: 1, FirstQueuedAt: at,
+		NextAttemptAt: at, PolicyVersion: "default", State: hookrelay.StatePending, UpdatedAt: at,
+	}
+}
+
+func claimAll(t *testing.T, s *Store, now time.Time) []hookrelay.Claim {
+	t.Helper()
+	cs, err := s.Claim(context.Background(), hookrelay.ClaimParams{Now: now, Limit: 100, LeaseFor: time.Minute, Holder: "test"})
+	require.NoError(t, err)
+	return cs
+}
+
+func TestMigrate(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := newStore(t, b, Options{})
+		v, err := s.Version(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, SchemaVersion, v)
+
+		t.Run("re-running is a no-op", func(t *testing.T) {
+			_, err := s.Create(ctx, []hookrelay.Delivery{newDelivery("evt_1", "dst_1", t0)})
+			require.NoError(t, err)
+			require.NoError(t, s.Migrate(ctx))
+			require.NoError(t, s.Migrate(ctx))
+			_, err = s.Get(ctx, hookrelay.DeliveryID("evt_1", "dst_1"))
+			require.NoError(t, err, "data survives a second Migrate")
+		})
+
+		t.Run("a newer schema is refused", func(t *testing.T) {
+			_, err := s.db.ExecContext(ctx, s.q("INSERT INTO {m} (version, name) VALUES (?, ?)"), SchemaVersion+1, "9999_future.sql")
+			require.NoError(t, err)
+			err = s.Migrate(ctx)
+			require.ErrorIs(t, err, ErrSchemaTooNew)
+			assert.Contains(t, err.Error(), fmt.Sprintf("version %d", SchemaVersion+1))
+		})
+	})
+}
+
+func TestMigrateFreshDatabaseReportsVersionZero(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		s := newStore(t, b, Options{})
+		other, err := New(s.db, Options{Dialect: b.dialect, TablePrefix: randomPrefix()})
+		require.NoError(t, err)
+		v, err := other.Version(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, 0, v)
+	})
+}
+
+func TestNewRefusesBadOptions(t *testing.T) {
+	db := serverlessDB(t)
+	for _, tc := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{}, "Dialect is required"},
+		{Options{Dialect: "oracle"}, `Dialect "oracle" is unknown`},
+		{Options{Dialect: SQLite, TablePrefix: "Bad-Prefix"}, "TablePrefix"},
+		{Options{Dialect: SQLite, TablePrefix: "x; DROP TABLE y"}, "TablePrefix"},
+		{Options{Dialect: SQLite, TablePrefix: strings.Repeat("a", 41)}, "TablePrefix"},
+		{Options{Dialect: SQLite, MaxPayloadBytes: -1}, "MaxPayloadBytes"},
+	} {
+		_, err := New(db, tc.opts)
+		require.Error(t, err, "%+v", tc.opts)
+		assert.Contains(t, err.Error(), tc.want)
+	}
+}
+
+func TestTimesRoundTripToTheNanosecond(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := newStore(t, b, Options{})
+		d := newDelivery("evt_1", "dst_1", t0)
+		d.FirstQueuedAt = time.Time{} // zero times round-trip too
+		_, err := s.Create(ctx, []hookrelay.Delivery{d})
+		require.NoError(t, err)
+		got, err := s.Get(ctx, d.ID)
+		require.NoError(t, err)
+		assert.Equal(t, d, got, "the record round-trips exactly, times in time.Local")
+		assert.True(t, got.FirstQueuedAt.IsZero())
+
+		far := newDelivery("evt_2", "dst_1", time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC))
+		_, err = s.Create(ctx, []hookrelay.Delivery{far})
+		require.ErrorIs(t, err, hookrelay.ErrInvalidDelivery)
+		assert.Contains(t, err.Error(), "storable range")
+	})
+}
+
+func TestNilAndEmptyPayloadAndScopeStayApart(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := newStore(t, b, Options{})
+		a := newDelivery("evt_nil", "dst_1", t0)
+		a.Payload, a.Scope = nil, nil
+		e := newDelivery("evt_empty", "dst_1", t0)
+		e.Payload, e.Scope = []byte{}, map[string]string{}
+		_, err := s.Create(ctx, []hookrelay.Delivery{a, e})
+		require.NoError(t, err)
+		got, err := s.Get(ctx, a.ID)
+		require.NoError(t, err)
+		assert.Nil(t, got.Payload)
+		assert.Nil(t, got.Scope)
+		got, err = s.Get(ctx, e.ID)
+		require.NoError(t, err)
+		assert.NotNil(t, got.Payload)
+		assert.Empty(t, got.Payload)
+		assert.NotNil(t, got.Scope)
+	})
+}
+
+func TestCreateReportsDuplicatesWithinABatchAndAcrossChunks(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := newStore(t, b, Options{})
+		var batch []hookrelay.Delivery
+		for i := range insertChunkRows + 100 { // two INSERT statements
+			batch = append(batch, newDelivery(fmt.Sprintf("evt_%04d", i), "dst_1", t0))
+		}
+		batch = append(batch, batch[3]) // duplicate within the batch
+		created, err := s.Create(ctx, batch)
+		require.NoError(t, err)
+		require.Len(t, created, len(batch))
+		for i := range insertChunkRows + 100 {
+			require.True(t, created[i], "row %d", i)
+		}
+		assert.False(t, created[len(batch)-1], "the second copy in one batch is not created")
+
+		created, err = s.Create(ctx, batch[:2])
+		require.NoError(t, err)
+		assert.Equal(t, []bool{false, false}, created, "a repeated enqueue is a no-op")
+		require.NoError(t, s.Enqueue(ctx, batch))
+	})
+}
+
+func TestBadInputIsRefusedAndNothingIsWritten(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := newStore(t, b, Options{MaxPayloadBytes: 1024})
+		good := newDelivery("evt_good", "dst_1", t0)
+		for _, tc := range []struct {
+			name  string
+			edit  func(*hookrelay.Delivery)
+			field string
+		}{
+			{"payload over the limit", func(d *hookrelay.Delivery) { d.Payload = make([]byte, 1025) }, "Payload"},
+			{"empty ID", func(d *hookrelay.Delivery) { d.ID = "" }, "ID"},
+			{"overlong ID", func(d *hookrelay.Delivery) { d.ID = strings.Repeat("x", 256) }, "ID"},
+			{"ID not UTF-8", func(d *hookrelay.Delivery) { d.ID = "whd_\xff" }, "ID"},
+			{"tenant with NUL", func(d *hookrelay.Delivery) { d.TenantID = "t\x00" }, "TenantID"},
+			{"destination too long", func(d *hookrelay.Delivery) { d.DestinationID = strings.Repeat("d", 300) }, "DestinationID"},
+			{"unknown envelope version", func(d *hookrelay.Delivery) { d.EnvelopeVersion = hookrelay.EnvelopeVersion + 1 }, "EnvelopeVersion"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				bad := newDelivery("evt_bad", "dst_1", t0)
+				tc.edit(&bad)
+				_, err := s.Create(ctx, []hookrelay.Delivery{good, bad})
+				require.ErrorIs(t, err, hookrelay.ErrInvalidDelivery)
+				var ve *hookrelay.ValidationError
+				require.ErrorAs(t, err, &ve)
+				assert.Equal(t, tc.field, ve.Field)
+				assert.Contains(t, err.Error(), "deliveries[1]")
+				_, err = s.Get(ctx, good.ID)
+				require.ErrorIs(t, err, hookrelay.ErrNotFound, "the valid record of the refused batch was not written")
+			})
+		}
+	})
+}
+
+func TestUndecodableRecord(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := newStore(t, b, Options{})
+		bad, good := newDelivery("evt_bad", "dst_1", t0), newDelivery("evt_good", "dst_1", t0.Add(time.Second))
+		_, err := s.Create(ctx, []hookrelay.Delivery{bad, good})
+		require.NoError(t, err)
+		_, err = s.db.ExecContext(ctx, s.q("UPDATE {d} SET scope = ? WHERE id = ?"), "{not json", bad.ID)
+		require.NoError(t, err)
+
+		_, err = s.Get(ctx, bad.ID)
+		var de *DecodeError
+		require.ErrorAs(t, err, &de)
+		assert.Equal(t, "scope", de.Column)
+		assert.Contains(t, err.Error(), bad.ID)
+
+		cs := claimAll(t, s, t0.Add(time.Minute))
+		require.Len(t, cs, 1, "the undecodable record does not block the queue")
+		assert.Equal(t, good.ID, cs[0].Delivery.ID)
+		var state, reason string
+		require.NoError(t, s.db.QueryRowContext(ctx, s.q("SELECT state, last_reason FROM {d} WHERE id = ?"), bad.ID).Scan(&state, &reason))
+		assert.Equal(t, "dead", state)
+		assert.Equal(t, ReasonUndecodable, reason)
+	})
+}
+
+func TestRecordFromNewerLibraryIsNotClaimed(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := newStore(t, b, Options{})
+		d := newDelivery("evt_future", "dst_1", t0)
+		_, err := s.Create(ctx, []hookrelay.Delivery{d})
+		require.NoError(t, err)
+		_, err = s.db.ExecContext(ctx, s.q("UPDATE {d} SET envelope_version = ? WHERE id = ?"), hookrelay.EnvelopeVersion+1, d.ID)
+		require.NoError(t, err)
+
+		assert.Empty(t, claimAll(t, s, t0.Add(time.Hour)), "left pending for a worker that can read it")
+		_, err = s.Get(ctx, d.ID)
+		require.ErrorIs(t, err, hookrelay.ErrUnknownEnvelopeVersion)
+	})
+}
+
+func TestErrorsDoNotLeakTheDSNPassword(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		dialect Dialect
+		dsn     string
+	}{
+		{Postgres, "postgres://hookrelay:s3cret-pw@127.0.0.1:1/test?sslmode=disable&connect_timeout=2"},
+		{Postgres, "host=127.0.0.1 port=1 user=hookrelay password=s3cret-pw dbname=test connect_timeout=2"},
+		{MySQL, "hookrelay:s3cret-pw@tcp(127.0.0.1:1)/test?timeout=2s"},
+	} {
+		_, err := Open(ctx, tc.dialect, tc.dsn, Options{})
+		require.Error(t, err)
+		assert.NotContains(t, err.Error(), "s3cret-pw")
+		assert.ErrorIs(t, err, ErrDatabase)
+	}
+}
+
+func TestDestinationSecretsRoundTrip(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := newStore(t, b, Options{})
+		p := hookrelay.DefaultPolicy()
+		d := hookrelay.Destination{
+			ID: "dst_1", TenantID: "tenant_1", URL: "https://user:pw@example.test/hook",
+			Secrets: []string{"whsec_a", "whsec_b"}, Headers: map[string]string{"Authorization": "Bearer x"},
+			Policy: &p, MaxConcurrency: 3, Timeout: 1500 * time.Millisecond,
+		}
+		require.NoError(t, s.Put(ctx, d))
+		got, err := s.Destination(ctx, "dst_1")
+		require.NoError(t, err)
+		assert.Equal(t, d, got)
+
+		require.NoError(t, s.SetPaused(ctx, "dst_1", true))
+		require.NoError(t, s.SetPaused(ctx, "dst_1", true), "pausing twice is harmless")
+		require.NoError(t, s.Disable(ctx, hookrelay.DisableParams{ID: "dst_1", Reason: "destination_gone", Now: t0}))
+		require.NoError(t, s.Disable(ctx, hookrelay.DisableParams{ID: "dst_1", Reason: "other", Now: t0}))
+		got, err = s.Destination(ctx, "dst_1")
+		require.NoError(t, err)
+		assert.True(t, got.Paused)
+		assert.True(t, got.Disabled)
+		assert.Equal(t, "destination_gone", got.DisabledReason)
+
+		require.ErrorIs(t, s.SetPaused(ctx, "nope", true), hookrelay.ErrDestinationNotFound)
+		_, err = s.Destination(ctx, "nope")
+		require.ErrorIs(t, err, hookrelay.ErrDestinationNotFound)
+	})
+}
+
+// serverlessDB is a *sql.DB that is never used to connect.
+func serverlessDB(t *testing.T) *sql.DB {
+	db, err := sql.Open("sqlite", ":memory:")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// TestCreateWithoutInsertReturning runs the MySQL path (no INSERT …
+// RETURNING, one row per statement) on the configured MySQL-dialect server,
+// which may be MariaDB.
+func TestCreateWithoutInsertReturning(t *testing.T) {
+	b := backends[2]
+	b.skipUnlessConfigured(t)
+	ctx := context.Background()
+	s := newStore(t, b, Options{})
+	s.returningKnown, s.returning = true, false
+	d1, d2 := newDelivery("evt_1", "dst_1", t0), newDelivery("evt_2", "dst_1", t0)
+	created, err := s.Create(ctx, []hookrelay.Delivery{d1, d2, d1})
+	require.NoError(t, err)
+	assert.Equal(t, []bool{true, true, false}, created)
+	created, err = s.Create(ctx, []hookrelay.Delivery{d2})
+	require.NoError(t, err)
+	assert.Equal(t, []bool{false}, created)
+}
+
+func TestConcurrentMigrationsAgree(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := newStore(t, b, Options{}) // the pool (and, for SQLite, the file) to share
+		prefix := randomPrefix()
+		fresh, err := New(s.db, Options{Dialect: b.dialect, TablePrefix: prefix})
+		require.NoError(t, err)
+		t.Cleanup(func() { dropTables(t, fresh) })
+		errs := make(chan error, 4)
+		for range 4 {
+			go func() {
+				st, err := New(s.db, Options{Dialect: b.dialect, TablePrefix: prefix})
+				if err == nil {
+					err = st.Migrate(ctx)
+				}
+				errs <- err
+			}()
+		}
+		for range 4 {
+			require.NoError(t, <-errs)
+		}
+		v, err := fresh.Version(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, SchemaVersion, v)
+		var n int
+		require.NoError(t, s.db.QueryRowContext(ctx, fresh.q("SELECT COUNT(*) FROM {m}")).Scan(&n))
+		assert.Equal(t, SchemaVersion, n, "each migration recorded once")
+	})
+}
+
+func TestCancelledContextIsReportedAsSuch(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		s := newStore(t, b, Options{})
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := s.Claim(ctx, hookrelay.ClaimParams{Now: t0, Limit: 1, LeaseFor: time.Minute})
+		require.ErrorIs(t, err, context.Canceled)
+		_, err = s.Create(ctx, []hookrelay.Delivery{newDelivery("evt_1", "dst_1", t0)})
+		require.ErrorIs(t, err, context.Canceled)
+		_, err = s.Get(ctx, "whd_x")
+		require.ErrorIs(t, err, context.Canceled)
+	})
+}

@@ -1,0 +1,112 @@
+package hooksql
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+)
+
+// querier is what a Store runs statements on: the pool, a transaction of
+// its own, or the caller's transaction (EnqueueTx).
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// maxTxTries bounds how often a transaction that lost a deadlock or
+// serialization race is run again.
+const maxTxTries = 4
+
+// inTx runs fn in a write transaction and commits it, rolling back when fn
+// fails. A deadlock or serialization failure runs fn again (fn must not
+// have effects outside the transaction). fn returns its errors already
+// translated; inTx translates only its own begin and commit failures.
+func (s *Store) inTx(ctx context.Context, op string, fn func(q querier) error) error {
+	var err error
+	for range maxTxTries {
+		if s.dialect == SQLite {
+			err = s.inSQLiteTx(ctx, op, fn)
+		} else {
+			err = s.inPoolTx(ctx, op, fn)
+		}
+		var re *retryable
+		if !errors.As(err, &re) {
+			return err
+		}
+		err = re.err
+	}
+	return err
+}
+
+// retryable marks a failure that running the transaction again may cure.
+type retryable struct{ err error }
+
+func (r *retryable) Error() string { return r.err.Error() }
+func (r *retryable) Unwrap() error { return r.err }
+
+func (s *Store) inPoolTx(ctx context.Context, op string, fn func(q querier) error) error {
+	var opts *sql.TxOptions
+	if s.dialect == MySQL {
+		// READ COMMITTED keeps InnoDB from taking gap locks on the claim
+		// index, which would block concurrent enqueues.
+		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+	}
+	tx, err := s.db.BeginTx(ctx, opts)
+	if err != nil {
+		return s.dbErr(op, err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return s.dbErr(op+": commit", err)
+	}
+	return nil
+}
+
+// inSQLiteTx runs fn in BEGIN IMMEDIATE on one connection, so the write lock
+// is taken up front (waiting up to the busy timeout) instead of failing when
+// a read transaction tries to upgrade. It works whatever the DSN's _txlock.
+func (s *Store) inSQLiteTx(ctx context.Context, op string, fn func(q querier) error) error {
+	// SQLite has one writer. Queueing this Store's writers here, rather than
+	// in SQLite's busy handler (which sleeps and retries), keeps throughput
+	// up under contention; other processes still wait in the busy handler.
+	select {
+	case s.sqliteWriter <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("hooksql: %s: %w", op, ctx.Err())
+	}
+	defer func() { <-s.sqliteWriter }()
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return s.dbErr(op, err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = 10000"); err != nil {
+		return s.dbErr(op, err)
+	}
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return s.dbErr(op+": begin", err)
+	}
+	if err := fn(conn); err != nil {
+		s.sqliteRollback(conn)
+		return err
+	}
+	if _, err := conn.ExecContext(context.WithoutCancel(ctx), "COMMIT"); err != nil {
+		s.sqliteRollback(conn)
+		return s.dbErr(op+": commit", err)
+	}
+	return nil
+}
+
+// sqliteRollback ends the transaction; if that fails the connection is
+// discarded, so no later user of the pool inherits an open transaction.
+func (s *Store) sqliteRollback(conn *sql.Conn) {
+	if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
+}
