@@ -6,6 +6,7 @@ import (
 
 	"github.com/hookrelay/hookrelay/adapters/memory"
 	"github.com/hookrelay/hookrelay/hookrelaytest"
+	"github.com/hookrelay/hookrelay/internal/brokertest"
 )
 
 // redeliveryWithin bounds how long the suite waits for a delayed message
@@ -13,16 +14,27 @@ import (
 // loaded machine under -race.
 const redeliveryWithin = 750 * time.Millisecond
 
-func TestConformanceMemoryLedger(t *testing.T) {
-	newHarness := func(t *testing.T) hookrelaytest.Harness {
-		ledger := memory.NewStore()
-		return hookrelaytest.Harness{
-			Queue:            newQueue(t, ledger, testConfig(t)),
-			Ledger:           ledger,
-			Destinations:     memory.NewDestinations(),
-			RedeliveryWithin: redeliveryWithin,
-		}
+// TestConformance runs the suite's Queue and Engine tests with RabbitMQ as
+// the queue and each ledger: memory, SQLite and PostgreSQL.
+func TestConformance(t *testing.T) {
+	for _, lc := range brokertest.Ledgers() {
+		t.Run(lc.Name, func(t *testing.T) {
+			newHarness := func(t *testing.T) hookrelaytest.Harness {
+				ledger := lc.New(t)
+				return hookrelaytest.Harness{
+					Queue:            newQueue(t, ledger, testConfig(t)),
+					Ledger:           ledger,
+					Destinations:     memory.NewDestinations(),
+					RedeliveryWithin: redeliveryWithin,
+				}
+			}
+			t.Run("Queue", func(t *testing.T) { hookrelaytest.RunQueue(t, newHarness) })
+			t.Run("Engine", func(t *testing.T) { hookrelaytest.RunEngine(t, newHarness) })
+		})
 	}
-	t.Run("Queue", func(t *testing.T) { hookrelaytest.RunQueue(t, newHarness) })
-	t.Run("Engine", func(t *testing.T) { hookrelaytest.RunEngine(t, newHarness) })
+}
+
+func TestOperatorRedriveThroughTheBroker(t *testing.T) {
+	store := brokertest.SQLite(t)
+	brokertest.Redrive(t, newQueue(t, store, testConfig(t)), store)
 }
