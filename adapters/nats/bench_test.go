@@ -6,30 +6,26 @@ import (
 	"time"
 
 	"github.com/hookrelay/hookrelay"
-	"github.com/hookrelay/hookrelay/adapters/memory"
 	"github.com/hookrelay/hookrelay/internal/brokerbench"
+	"github.com/hookrelay/hookrelay/internal/brokertest"
 )
 
 // BenchmarkDeliveries measures deliveries per second end to end (enqueue,
 // claim through the broker and the ledger's lease, no-op send, ledger
-// write, acknowledge) with the memory ledger. The "ceiling" case runs the
-// same worker with the memory store as its own queue.
+// write, acknowledge) with each ledger. internal/brokerbench's
+// BenchmarkCeiling runs each ledger as its own queue for comparison.
 func BenchmarkDeliveries(b *testing.B) {
-	for _, conc := range []int{16, 64} {
-		b.Run(fmt.Sprintf("ceiling-memory-queue/concurrency-%d", conc), func(b *testing.B) {
-			brokerbench.Run(b, func(b *testing.B) (hookrelay.Queue, hookrelay.Ledger) {
-				s := memory.NewStore()
-				return s, s
-			}, brokerbench.Concurrency(conc))
-		})
-		b.Run(fmt.Sprintf("nats-memory-ledger/concurrency-%d", conc), func(b *testing.B) {
-			brokerbench.Run(b, func(b *testing.B) (hookrelay.Queue, hookrelay.Ledger) {
-				js := connect(b)
-				ledger := memory.NewStore()
-				cfg := testConfig(b, js)
-				cfg.MaxRedeliveryDelay = time.Second
-				return newQueue(b, js, ledger, cfg), ledger
-			}, brokerbench.Concurrency(conc))
-		})
+	for _, lc := range brokertest.Ledgers() {
+		for _, conc := range []int{16, 64} {
+			b.Run(fmt.Sprintf("%s-ledger/concurrency-%d", lc.Name, conc), func(b *testing.B) {
+				brokerbench.Run(b, func(b *testing.B) (hookrelay.Queue, hookrelay.Ledger) {
+					js := connect(b)
+					ledger := lc.New(b)
+					cfg := testConfig(b, js)
+					cfg.MaxRedeliveryDelay = time.Second
+					return newQueue(b, js, ledger, cfg), ledger
+				}, brokerbench.Concurrency(conc))
+			})
+		}
 	}
 }
