@@ -279,8 +279,10 @@ func (b *broker) Fetch(_ context.Context, n int, _ time.Duration) ([]jetstream.M
 
 func (b *broker) Body(m jetstream.Msg) []byte { return m.Data() }
 
-// Stale is always false: a JetStream acknowledgement is a message to the
-// server, valid on any connection.
+// Stale is always false: a JetStream acknowledgement names the message by
+// stream and consumer sequence, so it stays valid after the client
+// reconnects; one that arrives after the message was redelivered elsewhere
+// is absorbed by the ledger.
 func (b *broker) Stale(jetstream.Msg) bool { return false }
 
 func (b *broker) Ack(ctx context.Context, m jetstream.Msg) error {
