@@ -14,9 +14,9 @@ import (
 // loaded machine under -race.
 const redeliveryWithin = 750 * time.Millisecond
 
-// TestConformance runs the suite's Queue and Engine tests with RabbitMQ as
+// TestConformanceAMQP runs the suite's Queue and Engine tests with RabbitMQ as
 // the queue and each ledger: memory, SQLite and PostgreSQL.
-func TestConformance(t *testing.T) {
+func TestConformanceAMQP(t *testing.T) {
 	for _, lc := range brokertest.Ledgers() {
 		t.Run(lc.Name, func(t *testing.T) {
 			newHarness := func(t *testing.T) hookrelaytest.Harness {
