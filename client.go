@@ -58,6 +58,10 @@ type Config struct {
 	Holder string
 	// Observer is called at every transition. Defaults to a no-op.
 	Observer Observer
+	// Authorizer decides who may redrive which dead-lettered deliveries.
+	// Defaults to SingleTenantOnly: a selection spanning several tenants is
+	// refused.
+	Authorizer Authorizer
 }
 
 // Client enqueues deliveries and, once started, runs a worker that claims due

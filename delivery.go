@@ -45,7 +45,12 @@ type Delivery struct {
 	EnvelopeVersion int
 	// Attempt is the number of the next (or current, while claimed) attempt,
 	// starting at 1. Attempt−1 attempts have been made.
-	Attempt       int
+	Attempt int
+	// BudgetStart is the attempt number the current attempt budget began
+	// at: 1 (zero is read as 1), or the first attempt after the latest
+	// redrive. A redrive keeps the numbering going, so attempt history stays
+	// unambiguous, and gives a fresh budget by moving BudgetStart.
+	BudgetStart   int
 	FirstQueuedAt time.Time
 	NextAttemptAt time.Time
 	PolicyVersion string
@@ -55,6 +60,12 @@ type Delivery struct {
 	LastReason  string
 	// UpdatedAt is when the record last changed.
 	UpdatedAt time.Time
+}
+
+// BudgetAttempt is the position of Attempt within the current attempt
+// budget, starting at 1: what the policy's MaxAttempts and backoff count.
+func (d Delivery) BudgetAttempt() int {
+	return d.Attempt - max(d.BudgetStart, 1) + 1
 }
 
 // deliveryNamespace is the UUIDv5 namespace of delivery IDs. Changing it
@@ -213,11 +224,11 @@ func (c *Client) Process(ctx context.Context, claim Claim) error {
 		return nil
 	case res.Kind == KindPermanent:
 		return c.deadLetter(ctx, d, lease, res.Reason, &attempt, &res, finished)
-	case d.Attempt >= policy.MaxAttempts:
+	case d.BudgetAttempt() >= policy.MaxAttempts:
 		return c.deadLetter(ctx, d, lease, ReasonAttemptsExhausted, &attempt, &res, finished)
 	}
 
-	delay := NextDelay(policy, d.Attempt, c.randomFloat(), res.RetryAfter)
+	delay := NextDelay(policy, d.BudgetAttempt(), c.randomFloat(), res.RetryAfter)
 	at := finished.Add(delay)
 	if policy.MaxAge > 0 && !at.Before(d.FirstQueuedAt.Add(policy.MaxAge)) {
 		return c.deadLetter(ctx, d, lease, ReasonWindowExpired, &attempt, &res, finished)

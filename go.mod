@@ -21,6 +21,7 @@ require (
 	go.uber.org/goleak v1.3.0
 	go.uber.org/mock v0.6.0
 	golang.org/x/net v0.62.0
+	golang.org/x/time v0.16.0
 	modernc.org/sqlite v1.62.0
 )
 

@@ -23,10 +23,11 @@ import (
 type Store struct {
 	mu        sync.Mutex
 	records   map[string]*record
-	ready     readyHeap // pending, unleased records by NextAttemptAt
-	leases    leaseHeap // live leases by expiry (lazily pruned)
-	lastToken int64     // fencing tokens are unique across the store
-	seq       uint64    // ties in NextAttemptAt claim in enqueue order
+	ready     readyHeap                          // pending, unleased records by NextAttemptAt
+	leases    leaseHeap                          // live leases by expiry (lazily pruned)
+	lastToken int64                              // fencing tokens are unique across the store
+	seq       uint64                             // ties in NextAttemptAt claim in enqueue order
+	audits    map[string]*hookrelay.RedriveAudit // redrive audit entries (redrive.go)
 }
 
 type record struct {

@@ -6,7 +6,8 @@ import (
 	"github.com/hookrelay/hookrelay/hookrelaytest"
 )
 
-// TestConformance runs the shared Queue, Ledger and Engine suite on every
+// TestConformance runs the whole shared suite (queue, ledger, engine,
+// stats, lease ledger, redrive and the recovery rehearsal) on every
 // configured backend, each test on fresh tables.
 func TestConformance(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {

@@ -42,6 +42,9 @@ func main() {
 }
 
 func run(ctx context.Context, out io.Writer, dbPath string) error {
+	// The worker's observer prints from its own goroutines; every write
+	// goes through one lock.
+	out = &syncWriter{w: out}
 	// The accounting recipient verifies signatures, deduplicates by
 	// webhook-id, and is down for its first two requests.
 	var calls atomic.Int32
@@ -162,6 +165,17 @@ func run(ctx context.Context, out io.Writer, dbPath string) error {
 	}
 	fmt.Fprintf(out, "accounting saw %d requests and applied the payment %d time(s)\n", calls.Load(), applied.Load())
 	return nil
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
 
 // timeline prints each transition as it happens.

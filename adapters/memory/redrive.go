@@ -1,0 +1,156 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hookrelay/hookrelay"
+)
+
+var (
+	_ hookrelay.DeadLetterLedger  = (*Store)(nil)
+	_ hookrelay.RedriveAuditLog   = (*Store)(nil)
+	_ hookrelay.DestinationPauser = (*Destinations)(nil)
+)
+
+// ListDead implements hookrelay.DeadLetterLedger. It scans every record
+// under the store's lock, which is fine at in-memory sizes.
+func (s *Store) ListDead(_ context.Context, p hookrelay.ListDeadParams) (hookrelay.DeadLetterPage, error) {
+	limit := max(p.Limit, 1)
+	s.mu.Lock()
+	var out []hookrelay.Delivery
+	for _, r := range s.records {
+		if p.Filter.Matches(r.d) && (p.After == nil || p.After.After(r.d)) {
+			out = append(out, r.d)
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b hookrelay.Delivery) int {
+		return cmp.Or(a.UpdatedAt.Compare(b.UpdatedAt), strings.Compare(a.ID, b.ID))
+	})
+	var page hookrelay.DeadLetterPage
+	if len(out) > limit {
+		out = out[:limit]
+		last := out[limit-1]
+		page.Next = &hookrelay.DeadLetterCursor{DeadAt: last.UpdatedAt, ID: last.ID}
+	}
+	for _, d := range out {
+		page.Deliveries = append(page.Deliveries, cloneDelivery(d))
+	}
+	return page, nil
+}
+
+// PlanRedrive implements hookrelay.DeadLetterLedger.
+func (s *Store) PlanRedrive(_ context.Context, f hookrelay.DeadLetterFilter) ([]hookrelay.PlanRow, error) {
+	type key struct{ tenant, dest, reason string }
+	counts := map[key]int64{}
+	s.mu.Lock()
+	for _, r := range s.records {
+		if f.Matches(r.d) {
+			counts[key{r.d.TenantID, r.d.DestinationID, r.d.LastReason}]++
+		}
+	}
+	s.mu.Unlock()
+	out := make([]hookrelay.PlanRow, 0, len(counts))
+	for k, n := range counts {
+		out = append(out, hookrelay.PlanRow{TenantID: k.tenant, DestinationID: k.dest, Reason: k.reason, Count: n})
+	}
+	slices.SortFunc(out, func(a, b hookrelay.PlanRow) int {
+		return cmp.Or(strings.Compare(a.TenantID, b.TenantID), strings.Compare(a.DestinationID, b.DestinationID), strings.Compare(a.Reason, b.Reason))
+	})
+	return out, nil
+}
+
+// RedriveDelivery implements hookrelay.DeadLetterLedger: a compare-and-set
+// from dead to pending under the store's lock.
+func (s *Store) RedriveDelivery(_ context.Context, p hookrelay.RedriveDeliveryParams) (hookrelay.Delivery, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.records[p.ID]
+	if !ok {
+		return hookrelay.Delivery{}, false, hookrelay.ErrNotFound
+	}
+	if r.d.State != hookrelay.StateDead {
+		return cloneDelivery(r.d), false, nil
+	}
+	next := r.d.Attempt
+	if n := len(r.attempts); n > 0 {
+		next = max(next, r.attempts[n-1].Number+1)
+	}
+	r.d.State = hookrelay.StatePending
+	r.d.Attempt, r.d.BudgetStart = next, next
+	r.d.NextAttemptAt, r.d.UpdatedAt = p.Now, p.Now
+	// A holder that dead-lettered it but never finished its queue
+	// transition must not touch the redriven record: a new token fences it.
+	s.lastToken++
+	r.lease = hookrelay.Lease{Token: s.lastToken}
+	r.leased = false
+	s.pushReady(r)
+	return cloneDelivery(r.d), true, nil
+}
+
+func cloneAudit(a hookrelay.RedriveAudit) hookrelay.RedriveAudit {
+	a.Tenants = slices.Clone(a.Tenants)
+	f := &a.Filter
+	f.TenantIDs, f.DestinationIDs = slices.Clone(f.TenantIDs), slices.Clone(f.DestinationIDs)
+	f.EventTypes, f.Reasons = slices.Clone(f.EventTypes), slices.Clone(f.Reasons)
+	return a
+}
+
+// CreateRedriveAudit implements hookrelay.RedriveAuditLog.
+func (s *Store) CreateRedriveAudit(_ context.Context, a hookrelay.RedriveAudit) error {
+	if a.ID == "" {
+		return fmt.Errorf("hookrelay/memory: redrive audit ID must not be empty")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.audits == nil {
+		s.audits = map[string]*hookrelay.RedriveAudit{}
+	}
+	if _, ok := s.audits[a.ID]; ok {
+		return fmt.Errorf("hookrelay/memory: redrive audit %q already exists", a.ID)
+	}
+	a = cloneAudit(a)
+	s.audits[a.ID] = &a
+	return nil
+}
+
+// RedriveAudit implements hookrelay.RedriveAuditLog.
+func (s *Store) RedriveAudit(_ context.Context, id string) (hookrelay.RedriveAudit, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.audits[id]
+	if !ok {
+		return hookrelay.RedriveAudit{}, fmt.Errorf("%w: %q", hookrelay.ErrRedriveNotFound, id)
+	}
+	return cloneAudit(*a), nil
+}
+
+// UpdateRedriveAudit implements hookrelay.RedriveAuditLog.
+func (s *Store) UpdateRedriveAudit(_ context.Context, u hookrelay.RedriveAuditUpdate) (hookrelay.RedriveAudit, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.audits[u.ID]
+	if !ok {
+		return hookrelay.RedriveAudit{}, fmt.Errorf("%w: %q", hookrelay.ErrRedriveNotFound, u.ID)
+	}
+	if u.State != "" {
+		a.State, a.Error = u.State, u.Error
+	}
+	a.Redriven += u.AddRedriven
+	a.Skipped += u.AddSkipped
+	if u.LastDeliveryID != "" {
+		a.LastDeliveryID = u.LastDeliveryID
+	}
+	if u.ClearStop {
+		a.StopRequested, a.StopRequestedBy = false, ""
+	}
+	if u.StopRequestedBy != "" {
+		a.StopRequested, a.StopRequestedBy = true, u.StopRequestedBy
+	}
+	a.UpdatedAt = u.Now
+	return cloneAudit(*a), nil
+}

@@ -1,0 +1,165 @@
+// Command hookrelay is the operator's tool for a hookrelay database:
+// migrate it, inspect dead-lettered deliveries, plan and run audited,
+// rate-limited redrives (and stop or resume them from any shell), pause and
+// resume destinations, and show per-destination stats.
+//
+//	hookrelay --dsn PATH|URL [--json] COMMAND [ARGS] [FLAGS]
+//
+// --dsn is a SQLite file path (or sqlite:PATH), a postgres:// URL or a
+// mysql://user:pass@host:port/db URL; it defaults to $HOOKRELAY_DSN.
+// Global flags may come before or after the command. Run hookrelay help for
+// the commands.
+//
+// Exit status: 0 success, 1 the operation failed, 2 bad usage, 3 the
+// database is unreachable or not migrated, 4 the redrive was refused by the
+// authorization rule, 5 no such delivery, redrive or destination.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+// Exit statuses.
+const (
+	exitOK       = 0
+	exitFailed   = 1
+	exitUsage    = 2
+	exitDatabase = 3
+	exitRefused  = 4
+	exitNotFound = 5
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}
+
+// exitError carries an exit status with its message.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func fail(code int, format string, args ...any) error {
+	return &exitError{code: code, err: fmt.Errorf(format, args...)}
+}
+
+// run executes one command line and returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	err := dispatch(ctx, args, stdout, stderr, getenv)
+	if err == nil {
+		return exitOK
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		// -h or --help anywhere: the usage text, on stdout, and success.
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	code := exitFailed
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	if msg := err.Error(); msg != "" {
+		if !strings.HasPrefix(msg, "hookrelay") {
+			msg = "hookrelay: " + msg
+		}
+		fmt.Fprintln(stderr, msg)
+	}
+	return code
+}
+
+const usage = `usage: hookrelay [--dsn DSN] [--table-prefix P] [--json] COMMAND [ARGS] [FLAGS]
+
+commands:
+  migrate                         create or upgrade the tables
+  dead list [FILTERS] [--limit N] [--cursor C]
+                                  list dead-lettered deliveries, oldest first
+  dead show ID                    one delivery with its full attempt history
+  redrive plan [FILTERS]          dry run: matches by tenant, destination, reason
+  redrive start [FILTERS] --rate N --actor NAME --reason TEXT [--batch N] [--cross-tenant]
+                                  move matches back to pending at N/s per destination
+  redrive stop ID [--actor NAME]  stop a running redrive before its next batch
+  redrive resume ID               continue a stopped or failed redrive
+  redrive status ID               a redrive's audit entry
+  destination pause ID            hold a destination's deliveries (no attempts spent)
+  destination resume ID           release them
+  stats                           per-destination pending, eligible and dead counts
+
+filters (repeatable or comma-separated):
+  --tenant T  --destination D  --event-type E  --failure REASON
+  --since TIME  --before TIME     dead-lettered in [since, before); RFC 3339 or a
+                                  duration ago, e.g. 24h
+
+global:
+  --dsn DSN          SQLite path, postgres:// URL or mysql:// URL (default $HOOKRELAY_DSN)
+  --table-prefix P   table prefix (default hookrelay_)
+  --json             machine-readable output
+
+exit status: 0 ok, 1 failed, 2 bad usage, 3 database unreachable or not
+migrated, 4 redrive refused by authorization, 5 not found
+`
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	g := &globals{dsn: getenv("HOOKRELAY_DSN"), prefix: "", stdout: stdout, stderr: stderr, getenv: getenv}
+	fs := g.flagSet("hookrelay")
+	// The root's flags stop at the command; the rest is the command's.
+	if err := fs.Parse(args); err != nil {
+		return &exitError{code: exitUsage, err: fmt.Errorf("%w (run hookrelay help)", err)}
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		fmt.Fprint(stderr, usage)
+		return &exitError{code: exitUsage, err: errors.New("")}
+	}
+	if rest[0] == "help" {
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	cmd, rest := rest[0], rest[1:]
+	switch cmd {
+	case "migrate":
+		return g.migrate(ctx, rest)
+	case "dead":
+		return g.sub(ctx, "dead", rest, map[string]command{"list": g.deadList, "show": g.deadShow})
+	case "redrive":
+		return g.sub(ctx, "redrive", rest, map[string]command{
+			"plan": g.redrivePlan, "start": g.redriveStart, "stop": g.redriveStop,
+			"resume": g.redriveResume, "status": g.redriveStatus,
+		})
+	case "destination":
+		return g.sub(ctx, "destination", rest, map[string]command{
+			"pause":  func(ctx context.Context, a []string) error { return g.destination(ctx, a, true) },
+			"resume": func(ctx context.Context, a []string) error { return g.destination(ctx, a, false) },
+		})
+	case "stats":
+		return g.stats(ctx, rest)
+	}
+	return fail(exitUsage, "unknown command %q (run hookrelay help)", cmd)
+}
+
+type command func(ctx context.Context, args []string) error
+
+func (g *globals) sub(ctx context.Context, name string, args []string, cmds map[string]command) error {
+	if len(args) == 0 {
+		return fail(exitUsage, "%s needs a subcommand (run hookrelay help)", name)
+	}
+	c, ok := cmds[args[0]]
+	if !ok {
+		return fail(exitUsage, "unknown command %q %q (run hookrelay help)", name, args[0])
+	}
+	return c(ctx, args[1:])
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/hookrelay/hookrelay"
+	hooksql "github.com/hookrelay/hookrelay/adapters/sql"
+)
+
+// globals are the flags every command accepts, and the streams.
+type globals struct {
+	dsn    string
+	prefix string
+	json   bool
+
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+// flagSet returns a flag set with the global flags registered on g.
+func (g *globals) flagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&g.dsn, "dsn", g.dsn, "SQLite path, postgres:// URL or mysql:// URL")
+	fs.StringVar(&g.prefix, "table-prefix", g.prefix, "table prefix")
+	fs.BoolVar(&g.json, "json", g.json, "machine-readable output")
+	return fs
+}
+
+// parse parses flags interleaved with positional arguments and checks the
+// positional count (-1: any).
+func parse(fs *flag.FlagSet, args []string, want int) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, fail(exitUsage, "%s: %w", fs.Name(), err)
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+	if want >= 0 && len(pos) != want {
+		if want == 1 {
+			return nil, fail(exitUsage, "%s: needs exactly one ID argument", fs.Name())
+		}
+		return nil, fail(exitUsage, "%s: unexpected arguments %q", fs.Name(), pos)
+	}
+	return pos, nil
+}
+
+// openStore opens the database named by --dsn. Failures are exit status 3.
+func (g *globals) openStore(ctx context.Context, needSchema bool) (*hooksql.Store, error) {
+	if g.dsn == "" {
+		return nil, fail(exitUsage, "--dsn (or $HOOKRELAY_DSN) is required")
+	}
+	dialect, dsn, err := parseDSN(g.dsn)
+	if err != nil {
+		return nil, fail(exitUsage, "--dsn: %v", err)
+	}
+	opts := hooksql.Options{TablePrefix: g.prefix}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	var s *hooksql.Store
+	if dialect == hooksql.SQLite {
+		s, err = hooksql.OpenSQLite(ctx, dsn, opts)
+	} else {
+		s, err = hooksql.Open(ctx, dialect, dsn, opts)
+	}
+	if err != nil {
+		return nil, fail(exitDatabase, "cannot reach the %s database: %v", dialect, err)
+	}
+	if needSchema {
+		v, err := s.Version(ctx)
+		if err != nil {
+			_ = s.Close()
+			return nil, fail(exitDatabase, "cannot read the schema version: %v", err)
+		}
+		switch {
+		case v == 0:
+			_ = s.Close()
+			return nil, fail(exitDatabase, "the database has no hookrelay tables (prefix %q); run hookrelay migrate first", s.TablePrefix())
+		case v > hooksql.SchemaVersion:
+			_ = s.Close()
+			return nil, fail(exitDatabase, "the database is at schema version %d, newer than this hookrelay (%d); upgrade the CLI", v, hooksql.SchemaVersion)
+		case v < hooksql.SchemaVersion:
+			_ = s.Close()
+			return nil, fail(exitDatabase, "the database is at schema version %d, older than this hookrelay (%d); run hookrelay migrate", v, hooksql.SchemaVersion)
+		}
+	}
+	return s, nil
+}
+
+// client wraps a store in a hookrelay client for operator calls. Cross-
+// tenant redrives are allowed only when the operator says so explicitly.
+func (g *globals) client(s *hooksql.Store, crossTenant bool) (*hookrelay.Client, error) {
+	cfg := hookrelay.Config{Queue: s, Ledger: s, Destinations: s}
+	if crossTenant {
+		cfg.Authorizer = hookrelay.AuthorizerFunc(func(context.Context, hookrelay.RedriveAuthorization) error { return nil })
+	}
+	return hookrelay.New(cfg)
+}
+
+// parseDSN tells the dialect from the DSN's form and returns the DSN its
+// driver takes.
+func parseDSN(raw string) (hooksql.Dialect, string, error) {
+	switch {
+	case strings.HasPrefix(raw, "postgres://"), strings.HasPrefix(raw, "postgresql://"):
+		return hooksql.Postgres, raw, nil
+	case strings.HasPrefix(raw, "mysql://"), strings.HasPrefix(raw, "mariadb://"):
+		u, err := url.Parse(raw)
+		if err != nil {
+			return "", "", errors.New("malformed mysql URL")
+		}
+		var user string
+		if u.User != nil {
+			user = u.User.Username()
+			if p, ok := u.User.Password(); ok {
+				user += ":" + p
+			}
+			user += "@"
+		}
+		host := u.Host
+		if u.Port() == "" {
+			host += ":3306"
+		}
+		q := u.Query()
+		if q.Get("parseTime") == "" {
+			q.Set("parseTime", "true")
+		}
+		return hooksql.MySQL, fmt.Sprintf("%stcp(%s)%s?%s", user, host, u.Path, q.Encode()), nil
+	case strings.Contains(raw, "@tcp("):
+		return hooksql.MySQL, raw, nil
+	case strings.HasPrefix(raw, "sqlite://"):
+		return hooksql.SQLite, strings.TrimPrefix(raw, "sqlite://"), nil
+	case strings.HasPrefix(raw, "sqlite:"):
+		return hooksql.SQLite, strings.TrimPrefix(raw, "sqlite:"), nil
+	case strings.Contains(raw, "://"):
+		return "", "", fmt.Errorf("unsupported scheme in %q (want a SQLite path, postgres:// or mysql://)", strings.SplitN(raw, "://", 2)[0]+"://…")
+	}
+	return hooksql.SQLite, raw, nil
+}

@@ -1,0 +1,276 @@
+package hookrelay
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrUnsupported reports that the configured Ledger or Destinations lacks an
+// optional ability an operation needs (DeadLetterLedger, RedriveAuditLog,
+// DestinationPauser). The memory and SQL adapters have all of them.
+var ErrUnsupported = errors.New("hookrelay: operation not supported by the configured adapter")
+
+// ErrInvalidRequest reports an operator request (a redrive, a dead-letter
+// listing) that fails validation. The concrete error is a *ValidationError
+// naming the field.
+var ErrInvalidRequest = errors.New("hookrelay: invalid request")
+
+// DeadLetterFilter selects dead-lettered deliveries. Each list matches any
+// of its values; an empty list matches everything. A zero time bound is
+// open. The dead-letter time of a dead record is its UpdatedAt.
+type DeadLetterFilter struct {
+	TenantIDs      []string
+	DestinationIDs []string
+	EventTypes     []string
+	// Reasons are dead-letter reasons (the record's LastReason), e.g.
+	// attempts_exhausted or auth_rejected.
+	Reasons []string
+	// DeadSince selects records dead-lettered at or after it.
+	DeadSince time.Time
+	// DeadBefore selects records dead-lettered strictly before it.
+	DeadBefore time.Time
+}
+
+// Matches reports whether a dead record falls in the selection. Adapters
+// that filter in memory use it; SQL adapters express the same rule in SQL.
+func (f DeadLetterFilter) Matches(d Delivery) bool {
+	in := func(list []string, v string) bool { return len(list) == 0 || slices.Contains(list, v) }
+	return d.State == StateDead &&
+		in(f.TenantIDs, d.TenantID) && in(f.DestinationIDs, d.DestinationID) &&
+		in(f.EventTypes, d.EventType) && in(f.Reasons, d.LastReason) &&
+		(f.DeadSince.IsZero() || !d.UpdatedAt.Before(f.DeadSince)) &&
+		(f.DeadBefore.IsZero() || d.UpdatedAt.Before(f.DeadBefore))
+}
+
+// String describes the selection for audit entries and messages.
+func (f DeadLetterFilter) String() string {
+	var parts []string
+	add := func(name string, vs []string) {
+		if len(vs) > 0 {
+			parts = append(parts, name+"="+strings.Join(vs, ","))
+		}
+	}
+	add("tenant", f.TenantIDs)
+	add("destination", f.DestinationIDs)
+	add("event_type", f.EventTypes)
+	add("reason", f.Reasons)
+	if !f.DeadSince.IsZero() {
+		parts = append(parts, "dead_since="+f.DeadSince.UTC().Format(time.RFC3339Nano))
+	}
+	if !f.DeadBefore.IsZero() {
+		parts = append(parts, "dead_before="+f.DeadBefore.UTC().Format(time.RFC3339Nano))
+	}
+	if len(parts) == 0 {
+		return "all dead-lettered deliveries"
+	}
+	return strings.Join(parts, " ")
+}
+
+// DeadLetterCursor is a position in the dead-letter list, which is ordered
+// by dead-letter time, then delivery ID. Keyset paging keeps pages stable
+// while records are added or redriven: a record is never listed twice.
+type DeadLetterCursor struct {
+	DeadAt time.Time
+	ID     string
+}
+
+// After reports whether d comes after the cursor in list order.
+func (c DeadLetterCursor) After(d Delivery) bool {
+	if cmp := d.UpdatedAt.Compare(c.DeadAt); cmp != 0 {
+		return cmp > 0
+	}
+	return d.ID > c.ID
+}
+
+// String encodes the cursor as an opaque token for APIs and the CLI.
+func (c DeadLetterCursor) String() string {
+	raw := strconv.FormatInt(c.DeadAt.UnixNano(), 10) + "|" + c.ID
+	return base64.RawURLEncoding.EncodeToString([]byte(raw))
+}
+
+// ParseDeadLetterCursor decodes a token made by DeadLetterCursor.String.
+func ParseDeadLetterCursor(s string) (DeadLetterCursor, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		if ns, id, ok := strings.Cut(string(b), "|"); ok {
+			if n, perr := strconv.ParseInt(ns, 10, 64); perr == nil {
+				return DeadLetterCursor{DeadAt: time.Unix(0, n), ID: id}, nil
+			}
+		}
+	}
+	return DeadLetterCursor{}, &ValidationError{Kind: ErrInvalidRequest, Field: "Cursor", Problem: fmt.Sprintf("%q is not a dead-letter cursor", s)}
+}
+
+// ListDeadParams are the inputs of DeadLetterLedger.ListDead.
+type ListDeadParams struct {
+	Filter DeadLetterFilter
+	// Limit caps the page size; it is at least 1.
+	Limit int
+	// After, when set, starts the page after this position.
+	After *DeadLetterCursor
+}
+
+// DeadLetterPage is one page of dead-lettered deliveries in list order.
+type DeadLetterPage struct {
+	Deliveries []Delivery
+	// Next is the position to continue from, or nil on the last page.
+	Next *DeadLetterCursor
+}
+
+// PlanRow counts the dead-lettered deliveries of one tenant, destination
+// and failure reason in a selection.
+type PlanRow struct {
+	TenantID      string
+	DestinationID string
+	Reason        string
+	Count         int64
+}
+
+// RedriveDeliveryParams are the inputs of DeadLetterLedger.RedriveDelivery.
+type RedriveDeliveryParams struct {
+	ID string
+	// AuditID names the redrive doing it, for the adapter's records.
+	AuditID string
+	Now     time.Time
+}
+
+// DeadLetterLedger is an optional ability of a Ledger, found by type
+// assertion: inspecting dead-lettered deliveries and moving them back to
+// pending. Client.DeadLetters, Client.PlanRedrive and Client.Redrive need
+// it. Implementations must be safe for concurrent use, also across
+// processes sharing one store.
+type DeadLetterLedger interface {
+	// ListDead returns dead deliveries matching params.Filter, ordered by
+	// dead-letter time (UpdatedAt), then ID, starting after params.After.
+	ListDead(ctx context.Context, params ListDeadParams) (DeadLetterPage, error)
+	// PlanRedrive counts the dead deliveries matching filter, grouped by
+	// tenant, destination and reason, ordered by those three. It changes
+	// nothing.
+	PlanRedrive(ctx context.Context, filter DeadLetterFilter) ([]PlanRow, error)
+	// RedriveDelivery moves one delivery from dead to pending, only if it
+	// is still dead (compare-and-set), and returns the record as it now
+	// stands and whether it moved. Two racing calls move it once; a
+	// delivered or pending record is left alone (false, nil). Moving keeps
+	// the delivery ID, event, payload, policy version and attempt history;
+	// it sets Attempt to the next unused attempt number (one past the last
+	// recorded attempt, or the current Attempt if that was never made),
+	// BudgetStart to that same number (a fresh attempt budget),
+	// NextAttemptAt and UpdatedAt to params.Now, and invalidates any lease
+	// left on the record, so a stale holder's transition is refused with
+	// ErrLeaseLost. LastOutcome and LastReason keep the dead-letter
+	// evidence until the next attempt. An unknown ID wraps ErrNotFound.
+	RedriveDelivery(ctx context.Context, params RedriveDeliveryParams) (Delivery, bool, error)
+}
+
+// DeliveryDetail is one delivery with its full attempt history.
+type DeliveryDetail struct {
+	Delivery Delivery
+	Attempts []Attempt
+}
+
+// Delivery returns the record with the given ID (any state) and its full
+// attempt history, or an error wrapping ErrNotFound.
+func (c *Client) Delivery(ctx context.Context, id string) (DeliveryDetail, error) {
+	d, err := c.ledger.Get(ctx, id)
+	if err != nil {
+		return DeliveryDetail{}, opErr("ledger.get", id, err)
+	}
+	as, err := c.ledger.Attempts(ctx, id)
+	if err != nil {
+		return DeliveryDetail{}, opErr("ledger.attempts", id, err)
+	}
+	return DeliveryDetail{Delivery: d, Attempts: as}, nil
+}
+
+// DeadLettersParams are the inputs of Client.DeadLetters.
+type DeadLettersParams struct {
+	Filter DeadLetterFilter
+	// Limit caps the page size. Defaults to 100; at most 1000.
+	Limit int
+	// Cursor continues from a previous page's Next; empty starts at the
+	// oldest dead-lettered delivery.
+	Cursor string
+}
+
+// DeadLettersPage is one page of Client.DeadLetters.
+type DeadLettersPage struct {
+	Deliveries []Delivery
+	// Next is the cursor of the following page, empty on the last page.
+	Next string
+}
+
+// DeadLetters lists dead-lettered deliveries matching params.Filter, oldest
+// dead-letter first, one page at a time. It returns ErrUnsupported when the
+// Ledger is not a DeadLetterLedger.
+func (c *Client) DeadLetters(ctx context.Context, params DeadLettersParams) (DeadLettersPage, error) {
+	dl, ok := c.ledger.(DeadLetterLedger)
+	if !ok {
+		return DeadLettersPage{}, fmt.Errorf("dead letters: %w (the Ledger is not a DeadLetterLedger)", ErrUnsupported)
+	}
+	switch {
+	case params.Limit < 0:
+		return DeadLettersPage{}, &ValidationError{Kind: ErrInvalidRequest, Field: "Limit", Problem: "must not be negative"}
+	case params.Limit == 0:
+		params.Limit = 100
+	case params.Limit > 1000:
+		params.Limit = 1000
+	}
+	lp := ListDeadParams{Filter: params.Filter, Limit: params.Limit}
+	if params.Cursor != "" {
+		cur, err := ParseDeadLetterCursor(params.Cursor)
+		if err != nil {
+			return DeadLettersPage{}, err
+		}
+		lp.After = &cur
+	}
+	page, err := dl.ListDead(ctx, lp)
+	if err != nil {
+		return DeadLettersPage{}, opErr("ledger.list_dead", "", err)
+	}
+	out := DeadLettersPage{Deliveries: page.Deliveries}
+	if page.Next != nil {
+		out.Next = page.Next.String()
+	}
+	return out, nil
+}
+
+// RedrivePlan is the dry-run count of a selection: what a redrive of it
+// would move now. It changes nothing.
+type RedrivePlan struct {
+	Filter DeadLetterFilter
+	// Rows count the matches by tenant, destination and failure reason.
+	Rows []PlanRow
+	// Total is the sum of the rows' counts.
+	Total int64
+	// Tenants lists the tenants the selection spans, sorted. A redrive of
+	// more than one needs the Authorizer's permission.
+	Tenants []string
+}
+
+// PlanRedrive counts the dead-lettered deliveries matching filter, grouped
+// by tenant, destination and failure reason, without changing anything.
+func (c *Client) PlanRedrive(ctx context.Context, filter DeadLetterFilter) (RedrivePlan, error) {
+	dl, ok := c.ledger.(DeadLetterLedger)
+	if !ok {
+		return RedrivePlan{}, fmt.Errorf("plan redrive: %w (the Ledger is not a DeadLetterLedger)", ErrUnsupported)
+	}
+	rows, err := dl.PlanRedrive(ctx, filter)
+	if err != nil {
+		return RedrivePlan{}, opErr("ledger.plan_redrive", "", err)
+	}
+	p := RedrivePlan{Filter: filter, Rows: rows}
+	for _, r := range rows {
+		p.Total += r.Count
+		if r.Count > 0 && !slices.Contains(p.Tenants, r.TenantID) {
+			p.Tenants = append(p.Tenants, r.TenantID)
+		}
+	}
+	slices.Sort(p.Tenants)
+	return p, nil
+}

@@ -1,0 +1,531 @@
+package hookrelay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"golang.org/x/time/rate"
+)
+
+// ErrRedriveNotFound reports that no redrive audit entry has the given ID.
+var ErrRedriveNotFound = errors.New("hookrelay: redrive not found")
+
+// RedriveState is where a redrive stands.
+type RedriveState string
+
+const (
+	// RedriveRunning: a process is moving deliveries (or died doing so).
+	RedriveRunning RedriveState = "running"
+	// RedriveStopped: stopped on request (or its context ended) between
+	// batches; it can be resumed.
+	RedriveStopped RedriveState = "stopped"
+	// RedriveFinished: every matching delivery was handled.
+	RedriveFinished RedriveState = "finished"
+	// RedriveFailed: a store call failed; Error says which. It can be
+	// resumed.
+	RedriveFailed RedriveState = "failed"
+)
+
+// RedriveAudit is the audit entry of one redrive: who started it, when,
+// why, on which selection and how far it got. Its ID ("rdv_…") names the
+// redrive action; it is never a delivery ID. The deliveries it moves keep
+// their own IDs.
+type RedriveAudit struct {
+	ID     string
+	Actor  string
+	Reason string
+	Filter DeadLetterFilter
+	// Snapshot bounds the selection: only deliveries dead-lettered at or
+	// before it are moved, so a delivery this redrive moved that dies again
+	// is not moved a second time, also after a resume.
+	Snapshot time.Time
+	// RatePerSecond is the limit per destination.
+	RatePerSecond float64
+	BatchSize     int
+	// Tenants are the tenants the selection spanned when it was authorized;
+	// only their deliveries are moved.
+	Tenants []string
+	// Matched is how many deliveries matched when the redrive started.
+	Matched int64
+	// Redriven counts deliveries this redrive moved back to pending.
+	Redriven int64
+	// Skipped counts matching deliveries that were no longer dead when
+	// reached (another redrive moved them first).
+	Skipped int64
+	State   RedriveState
+	// StopRequested is set by Client.StopRedrive in any process; the
+	// running redrive honours it between batches.
+	StopRequested   bool
+	StopRequestedBy string
+	// LastDeliveryID is the last delivery handled: how far it got.
+	LastDeliveryID string
+	// Error says why a failed or interrupted redrive ended.
+	Error     string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// RedriveAuditUpdate changes an audit entry. Counts are added, not set, so
+// two processes working on one redrive never lose each other's counts.
+type RedriveAuditUpdate struct {
+	ID  string
+	Now time.Time
+	// State, when not empty, becomes the state, and Error replaces the
+	// error text.
+	State RedriveState
+	Error string
+	// AddRedriven and AddSkipped are added to the counts.
+	AddRedriven int64
+	AddSkipped  int64
+	// LastDeliveryID, when not empty, is recorded.
+	LastDeliveryID string
+	// ClearStop clears a stop request (resume); it applies before
+	// StopRequestedBy.
+	ClearStop bool
+	// StopRequestedBy, when not empty, sets StopRequested.
+	StopRequestedBy string
+}
+
+// RedriveAuditLog is an optional ability of a Ledger, found by type
+// assertion: durable redrive audit entries, which also carry the stop
+// control, so any process sharing the store can stop a redrive. Entries are
+// never deleted by hookrelay. Implementations must be safe for concurrent
+// use.
+type RedriveAuditLog interface {
+	// CreateRedriveAudit stores a new entry; an existing ID is an error.
+	CreateRedriveAudit(ctx context.Context, audit RedriveAudit) error
+	// RedriveAudit returns an entry, or an error wrapping
+	// ErrRedriveNotFound.
+	RedriveAudit(ctx context.Context, id string) (RedriveAudit, error)
+	// UpdateRedriveAudit applies update atomically, sets UpdatedAt to
+	// update.Now and returns the entry as it now stands. An unknown ID
+	// wraps ErrRedriveNotFound.
+	UpdateRedriveAudit(ctx context.Context, update RedriveAuditUpdate) (RedriveAudit, error)
+}
+
+// DestinationPauser is an optional ability of a Destinations port, found by
+// type assertion: pausing and resuming a destination. A paused
+// destination's deliveries are not sent and spend no attempts; they wait
+// until it is resumed.
+type DestinationPauser interface {
+	// SetPaused pauses or resumes a destination; an unknown ID wraps
+	// ErrDestinationNotFound.
+	SetPaused(ctx context.Context, id string, paused bool) error
+}
+
+// RedriveParams describe one redrive.
+type RedriveParams struct {
+	// Filter selects the dead-lettered deliveries.
+	Filter DeadLetterFilter
+	// Actor names who asks (required); it is recorded and given to the
+	// Authorizer.
+	Actor string
+	// Reason says why, in free text (required); it is recorded.
+	Reason string
+	// RatePerSecond caps how many deliveries per second go back to each
+	// destination (required, positive). The worker sends them as they
+	// become due.
+	RatePerSecond float64
+	// BatchSize is how many deliveries are handled between two checks of
+	// the stop control and two audit updates. Defaults to 100; at most
+	// 1000.
+	BatchSize int
+	// Progress, if set, is called with the audit entry once the entry is
+	// written (so its ID is known) and after each batch.
+	Progress func(RedriveAudit)
+}
+
+// Redrive moves the dead-lettered deliveries matching params.Filter back to
+// pending, at most params.RatePerSecond per second per destination, and
+// returns the audit entry as it ended.
+//
+// Before anything moves, it counts the selection (as PlanRedrive does), asks
+// the authorization rule (see Authorizer; a refusal is a
+// *RedriveRefusedError naming the tenants and nothing is written), and
+// writes the audit entry. Each delivery keeps its delivery ID, payload and
+// attempt history and gets a fresh attempt budget; a delivered delivery is
+// never redriven, and two redrives racing over the same deliveries move
+// each once (see DeadLetterLedger.RedriveDelivery). Each move is written
+// to the ledger, then handed to Queue.Enqueue (a no-op for the memory and
+// SQL stores, a publish for a broker queue), then reported to the Observer
+// as EventRedriven. If Enqueue fails, the redrive ends failed, naming the
+// delivery: it is pending in the ledger and needs enqueueing again.
+//
+// Redrive runs in the caller's goroutine until the selection is done, a
+// stop is requested (StopRedrive, from any process), or ctx ends; the last
+// two leave the entry stopped, to be resumed with ResumeRedrive. Time comes
+// from the client's clock, so a mock clock drives the rate in tests. A
+// delivery whose policy's delivery window (MaxAge) has passed is
+// dead-lettered again at its next attempt.
+func (c *Client) Redrive(ctx context.Context, params RedriveParams) (RedriveAudit, error) {
+	dl, log, err := c.redriveStores()
+	if err != nil {
+		return RedriveAudit{}, err
+	}
+	bad := func(field, problem string) error {
+		return &ValidationError{Kind: ErrInvalidRequest, Field: field, Problem: problem}
+	}
+	switch {
+	case params.Actor == "":
+		return RedriveAudit{}, bad("Actor", "must not be empty")
+	case params.Reason == "":
+		return RedriveAudit{}, bad("Reason", "must not be empty")
+	case !(params.RatePerSecond > 0) || params.RatePerSecond > 1e6:
+		return RedriveAudit{}, bad("RatePerSecond", "must be positive and at most 1e6")
+	case params.BatchSize < 0:
+		return RedriveAudit{}, bad("BatchSize", "must not be negative")
+	case params.BatchSize == 0:
+		params.BatchSize = 100
+	case params.BatchSize > 1000:
+		params.BatchSize = 1000
+	}
+	now := c.clock.Now()
+	filter := params.Filter
+	filter.DeadBefore = snapshotBound(filter.DeadBefore, now)
+	plan, err := c.PlanRedrive(ctx, filter)
+	if err != nil {
+		return RedriveAudit{}, err
+	}
+	if err := c.authorize(ctx, RedriveAuthorization{
+		Actor: params.Actor, Reason: params.Reason, Filter: params.Filter, Tenants: plan.Tenants, Plan: plan,
+	}); err != nil {
+		return RedriveAudit{}, err
+	}
+	audit := RedriveAudit{
+		ID: "rdv_" + uuid.NewString(), Actor: params.Actor, Reason: params.Reason,
+		Filter: params.Filter, Snapshot: now, RatePerSecond: params.RatePerSecond,
+		BatchSize: params.BatchSize, Tenants: plan.Tenants, Matched: plan.Total,
+		State: RedriveRunning, CreatedAt: now, UpdatedAt: now,
+	}
+	if err := log.CreateRedriveAudit(ctx, audit); err != nil {
+		return RedriveAudit{}, opErr("ledger.create_redrive_audit", "", err)
+	}
+	return c.runRedrive(ctx, dl, log, audit, params.Progress)
+}
+
+// ResumeRedrive continues a stopped or failed redrive (or a running one
+// whose stop was requested but whose process died) with its recorded
+// selection, rate and batch size, after asking the authorization rule
+// again. It runs like Redrive and returns the entry as it ended.
+func (c *Client) ResumeRedrive(ctx context.Context, id string, progress func(RedriveAudit)) (RedriveAudit, error) {
+	dl, log, err := c.redriveStores()
+	if err != nil {
+		return RedriveAudit{}, err
+	}
+	a, err := log.RedriveAudit(ctx, id)
+	if err != nil {
+		return RedriveAudit{}, opErr("ledger.redrive_audit", "", err)
+	}
+	switch {
+	case a.State == RedriveStopped, a.State == RedriveFailed:
+	case a.State == RedriveRunning && a.StopRequested:
+	default:
+		return a, fmt.Errorf("resume redrive %s: %w: it is %s", id, ErrInvalidState, a.State)
+	}
+	filter := a.Filter
+	filter.DeadBefore = snapshotBound(filter.DeadBefore, a.Snapshot)
+	plan, err := c.PlanRedrive(ctx, filter)
+	if err != nil {
+		return RedriveAudit{}, err
+	}
+	if err := c.authorize(ctx, RedriveAuthorization{
+		Actor: a.Actor, Reason: a.Reason, Filter: a.Filter, Tenants: plan.Tenants, Plan: plan,
+	}); err != nil {
+		return a, err
+	}
+	a, err = log.UpdateRedriveAudit(ctx, RedriveAuditUpdate{ID: id, Now: c.clock.Now(), State: RedriveRunning, ClearStop: true})
+	if err != nil {
+		return RedriveAudit{}, opErr("ledger.update_redrive_audit", "", err)
+	}
+	return c.runRedrive(ctx, dl, log, a, progress)
+}
+
+// StopRedrive asks a running redrive to stop; it stops before its next
+// batch, in whichever process runs it, and nothing else is affected. The
+// request is durable. Stopping a stopped redrive is a no-op; stopping a
+// finished one returns an error wrapping ErrInvalidState.
+func (c *Client) StopRedrive(ctx context.Context, id, actor string) (RedriveAudit, error) {
+	_, log, err := c.redriveStores()
+	if err != nil {
+		return RedriveAudit{}, err
+	}
+	if actor == "" {
+		return RedriveAudit{}, &ValidationError{Kind: ErrInvalidRequest, Field: "actor", Problem: "must not be empty"}
+	}
+	a, err := log.RedriveAudit(ctx, id)
+	if err != nil {
+		return RedriveAudit{}, opErr("ledger.redrive_audit", "", err)
+	}
+	switch a.State {
+	case RedriveStopped:
+		return a, nil
+	case RedriveFinished:
+		return a, fmt.Errorf("stop redrive %s: %w: it already finished", id, ErrInvalidState)
+	}
+	a, err = log.UpdateRedriveAudit(ctx, RedriveAuditUpdate{ID: id, Now: c.clock.Now(), StopRequestedBy: actor})
+	if err != nil {
+		return RedriveAudit{}, opErr("ledger.update_redrive_audit", "", err)
+	}
+	return a, nil
+}
+
+// RedriveStatus returns a redrive's audit entry, or an error wrapping
+// ErrRedriveNotFound.
+func (c *Client) RedriveStatus(ctx context.Context, id string) (RedriveAudit, error) {
+	_, log, err := c.redriveStores()
+	if err != nil {
+		return RedriveAudit{}, err
+	}
+	a, err := log.RedriveAudit(ctx, id)
+	if err != nil {
+		return RedriveAudit{}, opErr("ledger.redrive_audit", "", err)
+	}
+	return a, nil
+}
+
+func (c *Client) redriveStores() (DeadLetterLedger, RedriveAuditLog, error) {
+	dl, ok := c.ledger.(DeadLetterLedger)
+	if !ok {
+		return nil, nil, fmt.Errorf("redrive: %w (the Ledger is not a DeadLetterLedger)", ErrUnsupported)
+	}
+	log, ok := c.ledger.(RedriveAuditLog)
+	if !ok {
+		return nil, nil, fmt.Errorf("redrive: %w (the Ledger is not a RedriveAuditLog)", ErrUnsupported)
+	}
+	return dl, log, nil
+}
+
+// snapshotBound narrows an exclusive DeadBefore bound so that the
+// selection includes deliveries dead-lettered at or before snapshot only.
+func snapshotBound(before, snapshot time.Time) time.Time {
+	bound := snapshot.Add(time.Nanosecond)
+	if before.IsZero() || bound.Before(before) {
+		return bound
+	}
+	return before
+}
+
+// runRedrive moves the audit's selection batch by batch, checking the stop
+// control before each batch and recording progress after it.
+func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log RedriveAuditLog, a RedriveAudit, progress func(RedriveAudit)) (RedriveAudit, error) {
+	filter := a.Filter
+	filter.DeadBefore = snapshotBound(filter.DeadBefore, a.Snapshot)
+	// Move only the tenants that were authorized: a delivery of another
+	// tenant whose dead-letter committed after the plan stays dead.
+	filter.TenantIDs = a.Tenants
+	limiters := map[string]*rate.Limiter{}
+	update := func(u RedriveAuditUpdate) error {
+		u.ID, u.Now = a.ID, c.clock.Now()
+		na, err := log.UpdateRedriveAudit(context.WithoutCancel(ctx), u)
+		if err != nil {
+			return opErr("ledger.update_redrive_audit", u.LastDeliveryID, err)
+		}
+		a = na
+		return nil
+	}
+	fail := func(cause error) (RedriveAudit, error) {
+		if err := update(RedriveAuditUpdate{State: RedriveFailed, Error: cause.Error()}); err != nil {
+			return a, errors.Join(cause, err)
+		}
+		return a, cause
+	}
+	// interrupted records that ctx ended the redrive.
+	interrupted := func() (RedriveAudit, error) {
+		if err := update(RedriveAuditUpdate{State: RedriveStopped, Error: "interrupted: " + ctx.Err().Error()}); err != nil {
+			return a, errors.Join(ctx.Err(), err)
+		}
+		return a, ctx.Err()
+	}
+	if progress != nil {
+		progress(a) // the ID is known from here on, so it can be stopped
+	}
+	var after *DeadLetterCursor
+	for {
+		cur, err := log.RedriveAudit(ctx, a.ID)
+		if err != nil {
+			return fail(opErr("ledger.redrive_audit", "", err))
+		}
+		a = cur
+		if a.StopRequested {
+			err := update(RedriveAuditUpdate{State: RedriveStopped, Error: "stopped by " + a.StopRequestedBy})
+			return a, err
+		}
+		if ctx.Err() != nil {
+			return interrupted()
+		}
+		page, err := dl.ListDead(ctx, ListDeadParams{Filter: filter, Limit: a.BatchSize, After: after})
+		if err != nil {
+			if ctx.Err() != nil {
+				return interrupted()
+			}
+			return fail(opErr("ledger.list_dead", "", err))
+		}
+		if len(page.Deliveries) == 0 || len(filter.TenantIDs) == 0 {
+			if err := update(RedriveAuditUpdate{State: RedriveFinished}); err != nil {
+				return a, err
+			}
+			if progress != nil {
+				progress(a)
+			}
+			return a, nil
+		}
+		moved, skipped, last, runErr := c.redriveBatch(ctx, dl, log, a, limiters, page.Deliveries)
+		if err := update(RedriveAuditUpdate{AddRedriven: moved, AddSkipped: skipped, LastDeliveryID: last}); err != nil {
+			return a, errors.Join(runErr, err)
+		}
+		if moved > 0 {
+			c.worker.wakeUp()
+		}
+		if progress != nil {
+			progress(a)
+		}
+		switch {
+		case runErr != nil && ctx.Err() != nil:
+			return interrupted()
+		case runErr != nil:
+			return fail(runErr)
+		case a.StopRequested:
+			continue // the loop's head records the stop
+		case page.Next == nil:
+			return a, update(RedriveAuditUpdate{State: RedriveFinished})
+		}
+		after = page.Next
+	}
+}
+
+// redriveBatch moves one batch at the per-destination rate. Each delivery
+// reserves its slot on its destination's limiter up front; the batch then
+// runs in slot order, so a slow rate on one destination does not hold up
+// another destination's deliveries in the same batch. After every wait for
+// a slot it looks at the stop control again, so a stop takes effect within
+// one slot even at a low rate; it then returns early and the caller records
+// the stop.
+func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, log RedriveAuditLog, a RedriveAudit, limiters map[string]*rate.Limiter, ds []Delivery) (moved, skipped int64, last string, err error) {
+	type slot struct {
+		d  Delivery
+		at time.Time
+		r  *rate.Reservation
+	}
+	now := c.clock.Now()
+	slots := make([]slot, len(ds))
+	for i, d := range ds {
+		lim, ok := limiters[d.DestinationID]
+		if !ok {
+			lim = rate.NewLimiter(rate.Limit(a.RatePerSecond), 1)
+			limiters[d.DestinationID] = lim
+		}
+		r := lim.ReserveN(now, 1)
+		slots[i] = slot{d: d, at: now.Add(r.DelayFrom(now)), r: r}
+	}
+	slices.SortStableFunc(slots, func(x, y slot) int { return x.at.Compare(y.at) })
+	for i, s := range slots {
+		waited := s.at.After(c.clock.Now())
+		if err := c.sleepUntil(ctx, s.at); err != nil {
+			for _, rest := range slots[i:] {
+				rest.r.CancelAt(c.clock.Now())
+			}
+			return moved, skipped, last, err
+		}
+		at := c.clock.Now()
+		if waited {
+			cur, err := log.RedriveAudit(ctx, a.ID)
+			if err == nil && cur.StopRequested {
+				for _, rest := range slots[i:] {
+					rest.r.CancelAt(at)
+				}
+				return moved, skipped, last, nil
+			}
+			if err != nil {
+				for _, rest := range slots[i:] {
+					rest.r.CancelAt(at)
+				}
+				return moved, skipped, last, opErr("ledger.redrive_audit", "", err)
+			}
+		}
+		rec, ok, err := dl.RedriveDelivery(ctx, RedriveDeliveryParams{ID: s.d.ID, AuditID: a.ID, Now: at})
+		if err != nil {
+			for _, rest := range slots[i:] {
+				rest.r.CancelAt(at)
+			}
+			return moved, skipped, last, opErr("ledger.redrive_delivery", s.d.ID, err)
+		}
+		last = s.d.ID
+		if !ok {
+			skipped++
+			continue
+		}
+		moved++
+		// Ledger first, then the queue: where the queue is not the ledger's
+		// own store (a broker), this is what puts the message back on it.
+		if err := c.queue.Enqueue(ctx, []Delivery{rec}); err != nil {
+			for _, rest := range slots[i+1:] {
+				rest.r.CancelAt(at)
+			}
+			return moved, skipped, last, opErr("queue.enqueue", s.d.ID, err)
+		}
+		c.observe(ctx, Event{Kind: EventRedriven, Delivery: rec, Reason: s.d.LastReason, Time: at})
+	}
+	return moved, skipped, last, nil
+}
+
+// sleepUntil waits on the client's clock until t or until ctx ends.
+func (c *Client) sleepUntil(ctx context.Context, t time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	d := t.Sub(c.clock.Now())
+	if d <= 0 {
+		return nil
+	}
+	timer := c.clock.Timer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// PauseDestination pauses a destination: its deliveries are no longer
+// claimed or sent and spend no attempts; everything else keeps flowing.
+// This process stops claiming them at once; other workers sharing the store
+// see the pause at their next send-time lookup. Attempts already in flight
+// finish. It returns ErrUnsupported when Destinations is not a
+// DestinationPauser.
+func (c *Client) PauseDestination(ctx context.Context, id string) error {
+	return c.setPaused(ctx, id, true)
+}
+
+// ResumeDestination resumes a paused destination; its waiting deliveries
+// are picked up by this process at once and by other workers within their
+// PausedRecheck.
+func (c *Client) ResumeDestination(ctx context.Context, id string) error {
+	return c.setPaused(ctx, id, false)
+}
+
+func (c *Client) setPaused(ctx context.Context, id string, paused bool) error {
+	dp, ok := c.destinations.(DestinationPauser)
+	if !ok {
+		return fmt.Errorf("pause destination: %w (Destinations is not a DestinationPauser)", ErrUnsupported)
+	}
+	if err := dp.SetPaused(ctx, id, paused); err != nil {
+		return fmt.Errorf("hookrelay: set destination %q paused=%t: %w", id, paused, err)
+	}
+	w := &c.worker
+	w.mu.Lock()
+	if paused {
+		w.paused[id] = c.clock.Now().Add(c.cfg.PausedRecheck)
+	} else {
+		delete(w.paused, id)
+	}
+	w.mu.Unlock()
+	if !paused {
+		w.wakeUp()
+	}
+	return nil
+}
