@@ -14,11 +14,14 @@ import (
 // loaded machine under -race.
 const redeliveryWithin = 750 * time.Millisecond
 
-// TestConformanceAMQP runs the suite's Queue and Engine tests with RabbitMQ as
+// TestConformanceAMQP runs the suite's Queue, Engine and Redrive tests with RabbitMQ as
 // the queue and each ledger: memory, SQLite and PostgreSQL.
 func TestConformanceAMQP(t *testing.T) {
 	for _, lc := range brokertest.Ledgers() {
 		t.Run(lc.Name, func(t *testing.T) {
+			// The ledgers run side by side: the suite mostly waits for the
+			// broker's real-time redeliveries.
+			t.Parallel()
 			newHarness := func(t *testing.T) hookrelaytest.Harness {
 				ledger := lc.New(t)
 				return hookrelaytest.Harness{
@@ -30,6 +33,7 @@ func TestConformanceAMQP(t *testing.T) {
 			}
 			t.Run("Queue", func(t *testing.T) { hookrelaytest.RunQueue(t, newHarness) })
 			t.Run("Engine", func(t *testing.T) { hookrelaytest.RunEngine(t, newHarness) })
+			t.Run("Redrive", func(t *testing.T) { hookrelaytest.RunRedrive(t, newHarness) })
 		})
 	}
 }

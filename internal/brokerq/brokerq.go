@@ -326,6 +326,14 @@ func (q *Queue[M]) DeadLetter(ctx context.Context, p hookrelay.DeadLetterParams)
 	if !ok {
 		return q.unknownLease(ctx, p.Delivery.ID, hookrelay.StateDead)
 	}
+	// Fence: an operator may have redriven the delivery between the
+	// ledger's dead-letter and this transition. The redrive gave it a new
+	// token, and the message then belongs to the pending record.
+	err := q.ledger.ReleaseLease(ctx, hookrelay.ReleaseLeaseParams{ID: p.Delivery.ID, Lease: p.Lease, Now: p.Now})
+	if err != nil {
+		_ = q.broker.Redeliver(ctx, m, 0, nil)
+		return &hookrelay.OpError{Op: "ledger.release_lease", DeliveryID: p.Delivery.ID, Err: err}
+	}
 	d := p.Delivery
 	return q.broker.DeadLetter(ctx, m, &d, p.Reason)
 }

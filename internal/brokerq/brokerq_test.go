@@ -105,7 +105,7 @@ func newQueue(t *testing.T, b *fakeBroker, ledger hookrelay.LeaseLedger) *broker
 	return q
 }
 
-// TestConformance runs the suite on brokerq over the fake broker: the
+// TestConformance runs the suite (Queue, Engine, Redrive) on brokerq over the fake broker: the
 // claim, lease and transition logic both broker adapters share, checked
 // with no server.
 func TestConformance(t *testing.T) {
@@ -118,6 +118,7 @@ func TestConformance(t *testing.T) {
 	}
 	t.Run("Queue", func(t *testing.T) { hookrelaytest.RunQueue(t, newHarness) })
 	t.Run("Engine", func(t *testing.T) { hookrelaytest.RunEngine(t, newHarness) })
+	t.Run("Redrive", func(t *testing.T) { hookrelaytest.RunRedrive(t, newHarness) })
 }
 
 func TestMessagesTheLedgerRefuses(t *testing.T) {
