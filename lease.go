@@ -41,6 +41,25 @@ type LeaseLedger interface {
 	// (another holder's lease is live: try again after it expires) or
 	// ErrNotDue (a *NotDueError with the due time: redeliver then).
 	AcquireLease(ctx context.Context, params AcquireLeaseParams) (Claim, error)
+	// ReleaseLease ends the caller's lease, so the delivery can be leased
+	// again as soon as it is due; with params.At set, a pending delivery
+	// becomes due at At (Queue.Release's time). A broker queue calls it in
+	// RetryAt and Release, after the ledger write: a lease that outlived
+	// its attempt would otherwise hold the retry back until the lease
+	// expired. Releasing an ended lease again is a no-op; a lease that is
+	// no longer current returns an error wrapping ErrLeaseLost, and an
+	// unknown ID one wrapping ErrNotFound.
+	ReleaseLease(ctx context.Context, params ReleaseLeaseParams) error
+}
+
+// ReleaseLeaseParams are the inputs of LeaseLedger.ReleaseLease.
+type ReleaseLeaseParams struct {
+	ID    string
+	Lease Lease
+	// At, when not zero, is the record's new NextAttemptAt. Zero leaves it
+	// as the last ledger write set it (RetryAt has recorded it already).
+	At  time.Time
+	Now time.Time
 }
 
 // AcquireLeaseParams are the inputs of LeaseLedger.AcquireLease.

@@ -19,6 +19,7 @@ package hookrelaytest
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/hookrelay/hookrelay"
 )
@@ -39,6 +40,18 @@ type Harness struct {
 	Queue        hookrelay.Queue
 	Ledger       hookrelay.Ledger
 	Destinations DestinationStore
+	// RedeliveryWithin is zero for a queue that shares the ledger's store
+	// (memory, SQL): a delivery is claimable the moment the caller's clock
+	// reaches its due time, and the tests check exactly that. A message
+	// broker delays in real time and cannot follow a mock clock that jumps:
+	// after RetryAt, Release or a skipped claim it hands the message out
+	// again within a bounded real time (its adapter's longest delay, set
+	// short in tests), and the ledger refuses it while it is not due. For
+	// such a queue, set RedeliveryWithin to that bound plus a margin; the
+	// tests that expect a delivery to come back then poll Claim for up to
+	// this long instead of claiming once. Tests that expect nothing still
+	// claim once.
+	RedeliveryWithin time.Duration
 }
 
 // NewHarness returns a fresh, empty Harness for one test. It registers any

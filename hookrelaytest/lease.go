@@ -82,4 +82,54 @@ func RunLeaseLedger(t *testing.T, newHarness NewHarness) {
 		require.NoError(t, err)
 		assert.Equal(t, 2, c.Delivery.Attempt, "the ledger's record wins over the message's copy")
 	})
+
+	t.Run("ReleasedLeaseCanBeTakenAgainWhenDue", func(t *testing.T) {
+		h, ll := leaseLedger(t)
+		d := newDelivery("evt_1", "dest_1", base)
+		seed(t, h, d)
+		c, err := acquire(ll, d.ID, base)
+		require.NoError(t, err)
+		at := base.Add(500 * time.Millisecond)
+		require.NoError(t, h.Ledger.RecordRetry(ctx, hookrelay.RecordRetryParams{
+			ID: d.ID, Lease: c.Lease, Attempt: attemptFor(c, hookrelay.KindRetryable, base),
+			NextAttempt: 2, NextAttemptAt: at, Now: base,
+		}))
+		_, err = acquire(ll, d.ID, at)
+		assert.ErrorIs(t, err, hookrelay.ErrLeaseLost, "the lease outlives the ledger write until released")
+
+		release := func(l hookrelay.Lease) error {
+			return ll.ReleaseLease(ctx, hookrelay.ReleaseLeaseParams{ID: d.ID, Lease: l, Now: base})
+		}
+		require.NoError(t, release(c.Lease))
+		require.NoError(t, release(c.Lease), "releasing twice is a no-op")
+		_, err = acquire(ll, d.ID, at.Add(-time.Millisecond))
+		assert.ErrorIs(t, err, hookrelay.ErrNotDue, "released, but not due before its time")
+		again, err := acquire(ll, d.ID, at)
+		require.NoError(t, err, "taken again as soon as it is due, long before the old lease would expire")
+		assert.Equal(t, 2, again.Delivery.Attempt)
+
+		assert.ErrorIs(t, release(c.Lease), hookrelay.ErrLeaseLost, "a stale holder cannot end the new lease")
+		assert.ErrorIs(t, ll.ReleaseLease(ctx, hookrelay.ReleaseLeaseParams{ID: "whd_missing", Lease: c.Lease, Now: base}), hookrelay.ErrNotFound)
+		require.NoError(t, deliver(t, h, again, at), "the new holder still holds its lease")
+	})
+
+	t.Run("ReleaseAtMakesTheDeliveryDueThen", func(t *testing.T) {
+		h, ll := leaseLedger(t)
+		d := newDelivery("evt_1", "dest_paused", base)
+		seed(t, h, d)
+		c, err := acquire(ll, d.ID, base)
+		require.NoError(t, err)
+		at := base.Add(5 * time.Second)
+		require.NoError(t, ll.ReleaseLease(ctx, hookrelay.ReleaseLeaseParams{ID: d.ID, Lease: c.Lease, At: at, Now: base}))
+		_, err = acquire(ll, d.ID, at.Add(-time.Millisecond))
+		var nd *hookrelay.NotDueError
+		require.ErrorAs(t, err, &nd, "a released delivery is not due before At")
+		assert.True(t, nd.At.Equal(at))
+		again, err := acquire(ll, d.ID, at)
+		require.NoError(t, err)
+		assert.Equal(t, 1, again.Delivery.Attempt, "a release spends no attempt")
+		as, err := h.Ledger.Attempts(ctx, d.ID)
+		require.NoError(t, err)
+		assert.Empty(t, as)
+	})
 }

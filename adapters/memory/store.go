@@ -482,3 +482,20 @@ func (s *Store) AcquireLease(_ context.Context, p hookrelay.AcquireLeaseParams) 
 	s.removeReady(r)
 	return s.lease(r, p.Holder, p.Now, p.LeaseFor), nil
 }
+
+// ReleaseLease implements hookrelay.LeaseLedger.
+func (s *Store) ReleaseLease(_ context.Context, p hookrelay.ReleaseLeaseParams) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, was, err := s.endLease(p.ID, p.Lease)
+	if err != nil {
+		return err
+	}
+	if was && r.d.State == hookrelay.StatePending {
+		if !p.At.IsZero() {
+			r.d.NextAttemptAt = p.At
+		}
+		s.pushReady(r)
+	}
+	return nil
+}

@@ -57,3 +57,23 @@ func (s *Store) AcquireLease(ctx context.Context, p hookrelay.AcquireLeaseParams
 	})
 	return claim, err
 }
+
+// ReleaseLease implements hookrelay.LeaseLedger: one fenced single-row
+// update that ends the caller's lease (and, with p.At set, makes a pending
+// delivery due then), so a broker's redelivery can be leased as soon as it
+// is due. A repeated call with the same lease is a no-op; another holder's
+// lease is refused with ErrLeaseLost, an unknown ID with ErrNotFound.
+func (s *Store) ReleaseLease(ctx context.Context, p hookrelay.ReleaseLeaseParams) error {
+	if p.At.IsZero() {
+		return s.endLease(ctx, "release lease", p.ID, p.Lease, "UPDATE {d} SET lease_expires_at = NULL")
+	}
+	at, err := encTime("At", p.At)
+	if err != nil {
+		return err
+	}
+	// As in Release: next_attempt_at first, while MySQL still sees the
+	// lease as it was.
+	return s.endLease(ctx, "release lease", p.ID, p.Lease,
+		"UPDATE {d} SET next_attempt_at = CASE WHEN state = 'pending' AND lease_expires_at IS NOT NULL THEN ? ELSE next_attempt_at END,"+
+			" lease_expires_at = NULL", at)
+}

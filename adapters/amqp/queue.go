@@ -1,0 +1,507 @@
+// Package hookamqp is a hookrelay.Queue on RabbitMQ (AMQP 0-9-1), with no
+// plugin. The broker decides when a delivery runs; a hookrelay.LeaseLedger
+// (the memory or SQL store) decides what may run and keeps the evidence, so
+// a redelivered or duplicated message is harmless.
+//
+// Topology, declared (idempotently) by New, all durable, all reached
+// through the default exchange:
+//
+//   - Name+".work": the work queue the workers consume with manual
+//     acknowledgements and a bounded prefetch.
+//   - Name+".wait.<delay>": one wait queue per delay bucket, with that
+//     message TTL and the work queue as its dead-letter route. A delayed
+//     message (retry-at, release, a not-yet-due or skipped delivery) is
+//     published to the bucket that holds its delay, rounded up, and
+//     expires back into the work queue. Each queue has one TTL, so expiry
+//     stays first-in first-out. A delay longer than the largest bucket
+//     waits the largest bucket, is found not due by the ledger and waits
+//     again.
+//   - Name+".dead": the dead-letter queue operators read; each message
+//     carries the reason in the Hookrelay-Dead-Letter-Reason header.
+//
+// A message carries the versioned envelope (hookrelay.MarshalEnvelope),
+// never a destination's URL or secrets. Every publish waits for the
+// broker's confirm. When the connection drops, the queue reconnects with
+// backoff and declares the topology again; messages handed out on the dead
+// channel were put back by the broker, so they are never acknowledged on
+// the new channel (a delivery tag belongs to its channel) and their
+// redelivery is absorbed by the ledger.
+package hookamqp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/internal/brokerq"
+)
+
+// HeaderDeadLetterReason carries the dead-letter reason on a message in the
+// dead-letter queue.
+const HeaderDeadLetterReason = "Hookrelay-Dead-Letter-Reason"
+
+// HeaderDeliveryID carries the delivery ID on every message.
+const HeaderDeliveryID = "Hookrelay-Delivery-Id"
+
+// DefaultDelayBuckets are the wait queues' delays when Config.DelayBuckets
+// is empty. With the default policy (1 s base, 15 min cap) a retry waits at
+// most one bucket step longer than its schedule says.
+var DefaultDelayBuckets = []time.Duration{
+	time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute, 15 * time.Minute,
+}
+
+// ErrNotConnected reports that the queue is between connections; the
+// worker backs off and claims again once it reconnected.
+var ErrNotConnected = errors.New("hookamqp: not connected to the broker")
+
+// Config configures a Queue. Zero fields take the documented defaults.
+type Config struct {
+	// Name prefixes every queue. Defaults to "hookrelay".
+	Name string
+	// DelayBuckets are the wait queues' delays, each at least 1 ms. A delay
+	// is rounded up to the smallest bucket that holds it; the largest is
+	// the longest the broker is asked to wait. Changing the set adds new
+	// wait queues; old ones drain into the work queue and can be deleted.
+	// Defaults to DefaultDelayBuckets.
+	DelayBuckets []time.Duration
+	// Prefetch bounds the unacknowledged messages this process holds:
+	// claimed ones plus those pushed ahead. Set it to the worker's
+	// Concurrency (hookrelay.Config.Concurrency, default 16); a smaller
+	// value leaves worker slots idle, a larger one holds messages another
+	// worker could run. Defaults to 16.
+	Prefetch int
+	// ClaimWait is how long one Claim lets the broker push messages that
+	// are on their way when fewer than it asked for are at hand. Defaults
+	// to 20ms.
+	ClaimWait time.Duration
+	// SkipDelay is how long a message for a destination the worker skips
+	// (paused, disabled, at its concurrency limit) waits, rounded up to a
+	// bucket, spending no attempt. Defaults to 1s.
+	SkipDelay time.Duration
+	// ParkDelay is how long a message written by a newer library (unknown
+	// envelope version) waits, capped by the largest bucket; it is never
+	// dropped. Defaults to the largest bucket.
+	ParkDelay time.Duration
+	// ReconnectDelay is the first wait before reconnecting; it doubles up
+	// to 30 s while the broker stays unreachable. Defaults to 250ms.
+	ReconnectDelay time.Duration
+	// Logger receives reconnects and every message acknowledged without
+	// running, parked or dead-lettered as unreadable. Defaults to discard.
+	Logger *slog.Logger
+}
+
+// Queue is a hookrelay.Queue on RabbitMQ. It is safe for concurrent use. It
+// owns its connection: Close it after the worker stopped.
+type Queue struct {
+	*brokerq.Queue[handle]
+	b *broker
+}
+
+var _ hookrelay.Queue = (*Queue)(nil)
+
+// New connects to url, declares the topology and starts consuming. Claims
+// are leased from ledger. It fails if the first connection fails;
+// later drops are reconnected.
+func New(ctx context.Context, url string, ledger hookrelay.LeaseLedger, cfg Config) (*Queue, error) {
+	if ledger == nil {
+		return nil, fmt.Errorf("%w: hookamqp: ledger is required", hookrelay.ErrInvalidConfig)
+	}
+	if err := setDefaults(&cfg); err != nil {
+		return nil, err
+	}
+	b := &broker{url: url, cfg: cfg, done: make(chan struct{}), stopped: make(chan struct{})}
+	if err := b.connect(ctx); err != nil {
+		return nil, err
+	}
+	q, err := brokerq.New[handle](b, ledger, brokerq.Config{
+		MaxDelay: cfg.DelayBuckets[len(cfg.DelayBuckets)-1], SkipDelay: cfg.SkipDelay, ParkDelay: cfg.ParkDelay,
+		ErrorDelay: cfg.DelayBuckets[0], ClaimWait: cfg.ClaimWait, Logger: cfg.Logger,
+	})
+	if err != nil {
+		b.closeConn()
+		return nil, err
+	}
+	go b.supervise()
+	return &Queue{Queue: q, b: b}, nil
+}
+
+// Close stops reconnecting and closes the connection. Messages still held
+// are put back by the broker. Closing twice is harmless.
+func (q *Queue) Close() error {
+	q.b.mu.Lock()
+	if q.b.closing {
+		q.b.mu.Unlock()
+		<-q.b.stopped
+		return nil
+	}
+	q.b.closing = true
+	close(q.b.done)
+	q.b.mu.Unlock()
+	<-q.b.stopped
+	return q.b.closeConn()
+}
+
+func setDefaults(cfg *Config) error {
+	bad := func(field, problem string) error {
+		return &hookrelay.ValidationError{Kind: hookrelay.ErrInvalidConfig, Field: "hookamqp.Config." + field, Problem: problem}
+	}
+	if cfg.Name == "" {
+		cfg.Name = "hookrelay"
+	}
+	if len(cfg.DelayBuckets) == 0 {
+		cfg.DelayBuckets = DefaultDelayBuckets
+	}
+	cfg.DelayBuckets = slices.Clone(cfg.DelayBuckets)
+	slices.Sort(cfg.DelayBuckets)
+	cfg.DelayBuckets = slices.Compact(cfg.DelayBuckets)
+	if cfg.DelayBuckets[0] < time.Millisecond {
+		return bad("DelayBuckets", "must each be at least 1ms")
+	}
+	switch {
+	case cfg.Prefetch < 0:
+		return bad("Prefetch", "must not be negative")
+	case cfg.ClaimWait < 0:
+		return bad("ClaimWait", "must not be negative")
+	case cfg.SkipDelay < 0:
+		return bad("SkipDelay", "must not be negative")
+	case cfg.ParkDelay < 0:
+		return bad("ParkDelay", "must not be negative")
+	case cfg.ReconnectDelay < 0:
+		return bad("ReconnectDelay", "must not be negative")
+	}
+	if cfg.Prefetch == 0 {
+		cfg.Prefetch = 16
+	}
+	if cfg.ClaimWait == 0 {
+		cfg.ClaimWait = 20 * time.Millisecond
+	}
+	if cfg.SkipDelay == 0 {
+		cfg.SkipDelay = time.Second
+	}
+	if cfg.ParkDelay == 0 {
+		cfg.ParkDelay = cfg.DelayBuckets[len(cfg.DelayBuckets)-1]
+	}
+	if cfg.ReconnectDelay == 0 {
+		cfg.ReconnectDelay = 250 * time.Millisecond
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+func (c Config) workQueue() string { return c.Name + ".work" }
+func (c Config) deadQueue() string { return c.Name + ".dead" }
+func (c Config) waitQueue(d time.Duration) string {
+	return fmt.Sprintf("%s.wait.%dms", c.Name, d.Milliseconds())
+}
+
+// handle is a message as the consumer received it, with the generation of
+// the channel it came over.
+type handle struct {
+	d   amqp.Delivery
+	gen uint64
+}
+
+// broker implements brokerq.Broker on one connection with a confirming
+// publisher channel and a consumer channel, replaced on reconnect.
+type broker struct {
+	url string
+	cfg Config
+
+	mu         sync.Mutex
+	closing    bool
+	conn       *amqp.Connection
+	pub        *amqp.Channel
+	deliveries <-chan amqp.Delivery
+	gen        uint64 // increases with every connection
+	// broken receives when the connection or either channel closes: a
+	// channel closed by the broker (an exception) takes the connection
+	// down with it, so the queue always reconnects as a whole.
+	connClosed, pubClosed, consClosed chan *amqp.Error
+
+	done    chan struct{} // closed by Close
+	stopped chan struct{} // closed when supervise returns
+}
+
+// connect dials, declares the topology and starts consuming.
+func (b *broker) connect(ctx context.Context) error {
+	conn, err := amqp.DialConfig(b.url, amqp.Config{Properties: amqp.Table{"connection_name": b.cfg.Name + " hookrelay queue"}})
+	if err != nil {
+		return fmt.Errorf("%w: %s", ErrNotConnected, err.Error())
+	}
+	fail := func(step string, err error) error {
+		_ = conn.Close()
+		return fmt.Errorf("hookamqp: %s: %s", step, err.Error())
+	}
+	pub, err := conn.Channel()
+	if err != nil {
+		return fail("open publisher channel", err)
+	}
+	if err := declare(pub, b.cfg); err != nil {
+		return fail("declare queues", err)
+	}
+	if err := pub.Confirm(false); err != nil {
+		return fail("enable publisher confirms", err)
+	}
+	cons, err := conn.Channel()
+	if err != nil {
+		return fail("open consumer channel", err)
+	}
+	if err := cons.Qos(b.cfg.Prefetch, 0, false); err != nil {
+		return fail("set prefetch", err)
+	}
+	deliveries, err := cons.ConsumeWithContext(ctx, b.cfg.workQueue(), "", false, false, false, false, nil)
+	if err != nil {
+		return fail("consume", err)
+	}
+	b.mu.Lock()
+	b.conn, b.pub, b.deliveries = conn, pub, deliveries
+	b.connClosed = conn.NotifyClose(make(chan *amqp.Error, 1))
+	b.pubClosed = pub.NotifyClose(make(chan *amqp.Error, 1))
+	b.consClosed = cons.NotifyClose(make(chan *amqp.Error, 1))
+	b.gen++
+	b.mu.Unlock()
+	return nil
+}
+
+func declare(ch *amqp.Channel, cfg Config) error {
+	if _, err := ch.QueueDeclare(cfg.workQueue(), true, false, false, false, nil); err != nil {
+		return err
+	}
+	if _, err := ch.QueueDeclare(cfg.deadQueue(), true, false, false, false, nil); err != nil {
+		return err
+	}
+	for _, d := range cfg.DelayBuckets {
+		_, err := ch.QueueDeclare(cfg.waitQueue(d), true, false, false, false, amqp.Table{
+			"x-message-ttl":             d.Milliseconds(),
+			"x-dead-letter-exchange":    "",
+			"x-dead-letter-routing-key": cfg.workQueue(),
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// supervise reconnects after the connection drops, until Close.
+func (b *broker) supervise() {
+	defer close(b.stopped)
+	for {
+		b.mu.Lock()
+		conn, connClosed, pubClosed, consClosed := b.conn, b.connClosed, b.pubClosed, b.consClosed
+		b.mu.Unlock()
+		var cause *amqp.Error
+		select {
+		case <-b.done:
+			return
+		case cause = <-connClosed:
+		case cause = <-pubClosed:
+		case cause = <-consClosed:
+		}
+		b.cfg.Logger.Warn("hookamqp: connection lost; reconnecting", "error", fmt.Sprint(cause))
+		b.mu.Lock()
+		b.pub, b.deliveries = nil, nil
+		b.mu.Unlock()
+		_ = conn.Close() // a channel closed alone: drop the rest with it
+		wait := b.cfg.ReconnectDelay
+		for {
+			timer := time.NewTimer(wait)
+			select {
+			case <-b.done:
+				timer.Stop()
+				return
+			case <-timer.C:
+			}
+			if err := b.connect(context.Background()); err != nil {
+				b.cfg.Logger.Warn("hookamqp: reconnect failed", "error", err, "retry_in", wait)
+				wait = min(2*wait, 30*time.Second)
+				continue
+			}
+			b.cfg.Logger.Info("hookamqp: reconnected")
+			break
+		}
+	}
+}
+
+func (b *broker) closeConn() error {
+	b.mu.Lock()
+	conn := b.conn
+	b.mu.Unlock()
+	if conn == nil || conn.IsClosed() {
+		return nil
+	}
+	return translate(conn.Close())
+}
+
+// send publishes one persistent message on the confirming channel; wait
+// for its confirm with confirmed.
+func (b *broker) send(ctx context.Context, queue string, msg amqp.Publishing) (*amqp.DeferredConfirmation, error) {
+	b.mu.Lock()
+	pub := b.pub
+	b.mu.Unlock()
+	if pub == nil {
+		return nil, ErrNotConnected
+	}
+	msg.DeliveryMode = amqp.Persistent
+	msg.ContentType = "application/json"
+	dc, err := pub.PublishWithDeferredConfirmWithContext(ctx, "", queue, false, false, msg)
+	return dc, translate(err)
+}
+
+func confirmed(ctx context.Context, queue string, dc *amqp.DeferredConfirmation) error {
+	ok, err := dc.WaitContext(ctx)
+	if err != nil {
+		return translate(err)
+	}
+	if !ok {
+		return fmt.Errorf("hookamqp: publish to %s: refused by the broker", queue)
+	}
+	return nil
+}
+
+// publish sends one persistent message and waits for the broker's confirm.
+func (b *broker) publish(ctx context.Context, queue string, msg amqp.Publishing) error {
+	dc, err := b.send(ctx, queue, msg)
+	if err != nil {
+		return err
+	}
+	return confirmed(ctx, queue, dc)
+}
+
+// Publish sends every envelope, then waits for every confirm, so a batch
+// costs one round trip rather than one per delivery.
+func (b *broker) Publish(ctx context.Context, ds []hookrelay.Delivery) error {
+	dcs := make([]*amqp.DeferredConfirmation, len(ds))
+	for i, d := range ds {
+		body, err := hookrelay.MarshalEnvelope(d)
+		if err != nil {
+			return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: d.ID, Err: err}
+		}
+		dcs[i], err = b.send(ctx, b.cfg.workQueue(), amqp.Publishing{
+			MessageId: d.ID, Headers: amqp.Table{HeaderDeliveryID: d.ID}, Body: body,
+		})
+		if err != nil {
+			return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: d.ID, Err: err}
+		}
+	}
+	for i, dc := range dcs {
+		if err := confirmed(ctx, b.cfg.workQueue(), dc); err != nil {
+			return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: ds[i].ID, Err: err}
+		}
+	}
+	return nil
+}
+
+func (b *broker) Fetch(ctx context.Context, n int, wait time.Duration) ([]handle, error) {
+	b.mu.Lock()
+	deliveries, gen := b.deliveries, b.gen
+	b.mu.Unlock()
+	if deliveries == nil {
+		return nil, ErrNotConnected
+	}
+	var out []handle
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for len(out) < n {
+		select {
+		case d, ok := <-deliveries:
+			if !ok {
+				return out, nil // the channel closed; supervise reconnects
+			}
+			out = append(out, handle{d: d, gen: gen})
+		case <-timer.C:
+			return out, nil
+		case <-ctx.Done():
+			return out, nil
+		}
+	}
+	return out, nil
+}
+
+func (b *broker) Body(h handle) []byte { return h.d.Body }
+
+func (b *broker) Stale(h handle) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return h.gen != b.gen || b.pub == nil
+}
+
+// errChannelGone is returned when a message's channel closed before it
+// could be acknowledged: the broker put it back and the ledger will absorb
+// its redelivery.
+var errChannelGone = errors.New("hookamqp: the message's channel closed before the acknowledgement; the broker redelivers it and the ledger absorbs it")
+
+func (b *broker) Ack(_ context.Context, h handle) error {
+	if b.Stale(h) {
+		return errChannelGone
+	}
+	if err := h.d.Ack(false); err != nil {
+		return errChannelGone
+	}
+	return nil
+}
+
+func (b *broker) Redeliver(ctx context.Context, h handle, delay time.Duration, next *hookrelay.Delivery) error {
+	if b.Stale(h) {
+		return nil // put back by the broker already; the ledger delays it again
+	}
+	if delay <= 0 {
+		// An error means the channel just closed: the broker puts the
+		// message back all the same.
+		_ = h.d.Nack(false, true)
+		return nil
+	}
+	body := h.d.Body
+	if next != nil {
+		if env, err := hookrelay.MarshalEnvelope(*next); err == nil {
+			body = env
+		}
+	}
+	id := h.d.MessageId
+	err := b.publish(ctx, b.cfg.waitQueue(brokerq.Bucket(b.cfg.DelayBuckets, delay)), amqp.Publishing{
+		MessageId: id, Headers: amqp.Table{HeaderDeliveryID: id}, Body: body,
+	})
+	if err != nil {
+		// Not delayed: hand it back now rather than hold it; the ledger
+		// refuses it until it is due.
+		_ = h.d.Nack(false, true)
+		return err
+	}
+	if err := h.d.Ack(false); err != nil {
+		return errChannelGone
+	}
+	return nil
+}
+
+func (b *broker) DeadLetter(ctx context.Context, h handle, d *hookrelay.Delivery, reason string) error {
+	msg := amqp.Publishing{Headers: amqp.Table{HeaderDeadLetterReason: reason}, Body: h.d.Body}
+	if d != nil {
+		body, err := hookrelay.MarshalEnvelope(*d)
+		if err != nil {
+			return err
+		}
+		msg.Body, msg.MessageId = body, d.ID
+		msg.Headers[HeaderDeliveryID] = d.ID
+	}
+	if err := b.publish(ctx, b.cfg.deadQueue(), msg); err != nil {
+		return err
+	}
+	return b.Ack(ctx, h)
+}
+
+// translate keeps client error types out of the public API.
+func translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("hookamqp: %s", err.Error())
+}

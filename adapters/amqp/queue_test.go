@@ -1,0 +1,350 @@
+package hookamqp_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay"
+	hookamqp "github.com/hookrelay/hookrelay/adapters/amqp"
+	"github.com/hookrelay/hookrelay/adapters/memory"
+	"github.com/hookrelay/hookrelay/hookrelaytest"
+)
+
+const secret = "whsec_c2VjcmV0LXRoYXQtbXVzdC1uZXZlci1sZWFr"
+
+// newClient is a worker on the wall clock over q and ledger, with one
+// destination whose URL and secret must never reach the broker.
+func newClient(t *testing.T, q hookrelay.Queue, ledger hookrelay.Ledger, sender hookrelay.Sender, opts ...func(*hookrelay.Config)) *hookrelay.Client {
+	t.Helper()
+	dests := memory.NewDestinations()
+	require.NoError(t, dests.Put(context.Background(), hookrelay.Destination{
+		ID: "dest_1", TenantID: "tenant_a", URL: "https://user:pass@accounting.example/webhooks", Secrets: []string{secret},
+	}))
+	cfg := hookrelay.Config{
+		Queue: q, Ledger: ledger, Destinations: dests, Sender: sender,
+		LeaseFor: time.Second, PollInterval: 20 * time.Millisecond, Random: hookrelaytest.FixedRandom(0.5),
+		Policy: &hookrelay.Policy{Version: "fast", MaxAttempts: 3, BaseDelay: 20 * time.Millisecond, MaxDelay: 50 * time.Millisecond},
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	c, err := hookrelay.New(cfg)
+	require.NoError(t, err)
+	return c
+}
+
+func enqueue(t *testing.T, c *hookrelay.Client, eventID string) string {
+	t.Helper()
+	res, err := c.Enqueue(context.Background(), hookrelay.EnqueueParams{
+		EventID: eventID, TenantID: "tenant_a", DestinationID: "dest_1",
+		EventType: "lease.payment_recorded", Payload: []byte(`{"payment_id":"pay_7319"}`),
+	})
+	require.NoError(t, err)
+	return res.ID
+}
+
+// depth returns the ready messages of each queue of cfg. Call it after
+// the queue closed, so nothing is held unacknowledged.
+func depth(t *testing.T, cfg hookamqp.Config) map[string]int {
+	t.Helper()
+	conn, err := amqp.Dial(brokerURL(t))
+	require.NoError(t, err)
+	defer conn.Close()
+	out := map[string]int{}
+	names := []string{cfg.Name + ".work", cfg.Name + ".dead"}
+	for _, d := range testBuckets {
+		names = append(names, fmt.Sprintf("%s.wait.%dms", cfg.Name, d.Milliseconds()))
+	}
+	for _, n := range names {
+		ch, err := conn.Channel()
+		require.NoError(t, err)
+		q, err := ch.QueueDeclarePassive(n, true, false, false, false, nil)
+		require.NoError(t, err, n)
+		out[n] = q.Messages
+		_ = ch.Close()
+	}
+	return out
+}
+
+func total(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// getDead takes one message from the dead-letter queue.
+func getDead(t *testing.T, cfg hookamqp.Config) amqp.Delivery {
+	t.Helper()
+	conn, err := amqp.Dial(brokerURL(t))
+	require.NoError(t, err)
+	defer conn.Close()
+	ch, err := conn.Channel()
+	require.NoError(t, err)
+	m, ok, err := ch.Get(cfg.Name+".dead", true)
+	require.NoError(t, err)
+	require.True(t, ok, "a message on the dead-letter queue")
+	return m
+}
+
+type crashingQueue struct{ hookrelay.Queue }
+
+var errCrash = errors.New("worker killed before the acknowledgement")
+
+func (crashingQueue) Acknowledge(context.Context, hookrelay.AckParams) error { return errCrash }
+
+func TestCrashBetweenLedgerWriteAndAckIsAbsorbedByTheLedger(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	ledger := memory.NewStore()
+	rec := &hookrelaytest.Recipient{}
+
+	q1, err := hookamqp.New(ctx, brokerURL(t), ledger, cfg)
+	require.NoError(t, err)
+	c1 := newClient(t, crashingQueue{q1}, ledger, rec)
+	id := enqueue(t, c1, "evt_crash")
+	cs, err := q1.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Second, Holder: "doomed"})
+	require.NoError(t, err)
+	require.Len(t, cs, 1)
+	require.ErrorIs(t, c1.Process(ctx, cs[0]), errCrash)
+	require.NoError(t, q1.Close()) // killed: the broker puts the message back
+	d, err := ledger.Get(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, hookrelay.StateDelivered, d.State, "the ledger write happened before the crash")
+
+	logs := &logBuffer{}
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	q2 := newQueue(t, ledger, cfg)
+	c2 := newClient(t, q2, ledger, rec)
+	require.NoError(t, c2.Start(ctx))
+	require.Eventually(t, func() bool { return logs.Contains(id) }, 10*time.Second, 10*time.Millisecond,
+		"the fresh worker receives the message, finds it delivered and acknowledges it")
+	require.NoError(t, c2.Stop(ctx))
+	require.NoError(t, q2.Close())
+	assert.Zero(t, total(depth(t, cfg)), "nothing left on any queue, nothing put back at close")
+	assert.Len(t, rec.RequestsFor(id), 1, "the redelivered message did not reach the recipient")
+	assert.Equal(t, 1, rec.Effects(id))
+}
+
+// logBuffer collects a queue's log records.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) Contains(s string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Contains(l.buf.String(), s)
+}
+
+// dropConnections closes the queue's connection from the broker's side
+// when rabbitmqctl is at hand (as an operator or a network failure would),
+// else from the client's side.
+func dropConnections(t *testing.T, q *hookamqp.Queue) {
+	t.Helper()
+	if path, err := exec.LookPath("rabbitmqctl"); err == nil {
+		out, err := exec.Command(path, "close_all_connections", "hookrelay test: connection dropped").CombinedOutput()
+		if err == nil {
+			return
+		}
+		t.Logf("rabbitmqctl close_all_connections: %v: %s; closing from the client side", err, out)
+	}
+	q.DropConnection()
+}
+
+func TestConnectionDropMidRunLosesNothingAndAcknowledgesNothingTwice(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	ledger := memory.NewStore()
+	q := newQueue(t, ledger, cfg)
+	gate := make(chan struct{})
+	var started atomic.Int32
+	rec := &hookrelaytest.Recipient{Script: func(hookrelay.Delivery, int) hookrelaytest.RecipientAnswer {
+		a := hookrelaytest.Accept()
+		if started.Add(1) <= 4 {
+			a.Block = gate // the first four sends are in flight when the connection drops
+		}
+		return a
+	}}
+	var workerErrors atomic.Int32
+	c := newClient(t, q, ledger, rec, func(c *hookrelay.Config) {
+		c.Concurrency, c.PerDestinationConcurrency, c.LeaseFor = 4, 4, 5*time.Second
+		c.Observer = hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
+			if e.Kind == hookrelay.EventWorkerError {
+				workerErrors.Add(1)
+			}
+		})
+	})
+	var ids []string
+	for i := range 20 {
+		ids = append(ids, enqueue(t, c, fmt.Sprintf("evt_%02d", i)))
+	}
+	require.NoError(t, c.Start(ctx))
+	require.Eventually(t, func() bool { return started.Load() >= 4 }, 10*time.Second, 5*time.Millisecond)
+
+	dropConnections(t, q)
+	require.Eventually(t, func() bool { return q.Generation() >= 2 }, 15*time.Second, 10*time.Millisecond, "the queue reconnected")
+	close(gate) // the in-flight sends finish; their acks cannot reach the dead channel
+
+	require.Eventually(t, func() bool {
+		for _, id := range ids {
+			if d, err := ledger.Get(ctx, id); err != nil || d.State != hookrelay.StateDelivered {
+				return false
+			}
+		}
+		return true
+	}, 20*time.Second, 10*time.Millisecond, "every delivery completed after the reconnect")
+	// The four requeued messages come back and are acknowledged as
+	// finished; then nothing is left.
+	require.Eventually(t, func() bool {
+		return q.InFlight() == 0 && total(depth(t, cfg)) == 0
+	}, 10*time.Second, 20*time.Millisecond)
+	require.NoError(t, c.Stop(ctx))
+	require.NoError(t, q.Close())
+	assert.Zero(t, total(depth(t, cfg)), "no message lost in the broker or put back at close")
+	assert.EqualValues(t, 2, q.Generation(), "one reconnect: no acknowledgement of a stale delivery tag closed the new channel")
+	assert.Positive(t, workerErrors.Load(), "the failed acknowledgements were reported")
+	for _, id := range ids {
+		assert.Len(t, rec.RequestsFor(id), 1, "delivery %s sent once", id)
+		assert.Equal(t, 1, rec.Effects(id))
+	}
+}
+
+func TestWorkerRetriesAndDeadLettersWithTheReasonInAHeader(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	ledger := memory.NewStore()
+	q := newQueue(t, ledger, cfg)
+	rec := &hookrelaytest.Recipient{Script: func(d hookrelay.Delivery, n int) hookrelaytest.RecipientAnswer {
+		switch {
+		case d.EventID == "evt_retry" && n >= 3:
+			return hookrelaytest.Accept()
+		case d.EventID == "evt_retry":
+			return hookrelaytest.Reject(hookrelay.Retryable(hookrelay.ReasonServiceUnavailable).WithStatus(503))
+		}
+		return hookrelaytest.Reject(hookrelay.Permanent(hookrelay.ReasonUnprocessable).WithStatus(422))
+	}}
+	c := newClient(t, q, ledger, rec)
+	retried := enqueue(t, c, "evt_retry")
+	dead := enqueue(t, c, "evt_dead")
+	require.NoError(t, c.Start(ctx))
+	require.Eventually(t, func() bool {
+		a, _ := ledger.Get(ctx, retried)
+		b, _ := ledger.Get(ctx, dead)
+		return a.State == hookrelay.StateDelivered && b.State == hookrelay.StateDead
+	}, 15*time.Second, 10*time.Millisecond)
+	require.NoError(t, c.Stop(ctx))
+	require.NoError(t, q.Close())
+
+	assert.Len(t, rec.RequestsFor(retried), 3, "three attempts, one delivery ID")
+	got := depth(t, cfg)
+	assert.Equal(t, 1, got[cfg.Name+".dead"], "only the dead delivery is on the dead-letter queue")
+	assert.Equal(t, 1, total(got), "and nothing else is left")
+	msg := getDead(t, cfg)
+	assert.Equal(t, hookrelay.ReasonUnprocessable, msg.Headers[hookamqp.HeaderDeadLetterReason])
+	assert.Equal(t, dead, msg.Headers[hookamqp.HeaderDeliveryID])
+	env, err := hookrelay.UnmarshalEnvelope(msg.Body)
+	require.NoError(t, err)
+	assert.Equal(t, dead, env.ID, "the dead-letter message keeps the delivery ID")
+	assert.False(t, bytes.Contains(msg.Body, []byte(secret)) || bytes.Contains(msg.Body, []byte("accounting.example")),
+		"the broker never sees the destination's URL or secret")
+}
+
+func publishRaw(t *testing.T, cfg hookamqp.Config, body []byte) {
+	t.Helper()
+	conn, err := amqp.Dial(brokerURL(t))
+	require.NoError(t, err)
+	defer conn.Close()
+	ch, err := conn.Channel()
+	require.NoError(t, err)
+	require.NoError(t, ch.Confirm(false))
+	dc, err := ch.PublishWithDeferredConfirmWithContext(context.Background(), "", cfg.Name+".work", false, false, amqp.Publishing{Body: body})
+	require.NoError(t, err)
+	require.True(t, dc.Wait())
+}
+
+func TestMessageFromANewerLibraryIsParkedNotDropped(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	ledger := memory.NewStore()
+	q := newQueue(t, ledger, cfg)
+	publishRaw(t, cfg, []byte(`{"v":99,"id":"whd_future"}`))
+	cs, err := q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 10, LeaseFor: time.Second})
+	require.NoError(t, err)
+	assert.Empty(t, cs)
+	require.NoError(t, q.Close())
+	// With no consumer left, it settles in the work queue once its wait
+	// expires.
+	assert.Eventually(t, func() bool { return depth(t, cfg)[cfg.Name+".work"] == 1 }, 5*time.Second, 10*time.Millisecond,
+		"kept on the broker for a newer worker")
+	got := depth(t, cfg)
+	assert.Equal(t, 1, total(got))
+	assert.Zero(t, got[cfg.Name+".dead"], "not dead-lettered")
+}
+
+func TestUnreadableAndOrphanMessages(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	ledger := memory.NewStore()
+	q := newQueue(t, ledger, cfg)
+	publishRaw(t, cfg, []byte(`not an envelope`))
+	orphan, err := hookrelay.MarshalEnvelope(hookrelay.Delivery{ID: "whd_orphan", EventID: "evt", DestinationID: "dest_1", Attempt: 1})
+	require.NoError(t, err)
+	publishRaw(t, cfg, orphan)
+	cs, err := q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 2, LeaseFor: time.Second})
+	require.NoError(t, err)
+	assert.Empty(t, cs)
+	require.NoError(t, q.Close())
+	got := depth(t, cfg)
+	assert.Equal(t, map[string]int{cfg.Name + ".dead": 1}, nonZero(got),
+		"the orphan (its create rolled back) is acknowledged; the unreadable one is dead-lettered")
+	msg := getDead(t, cfg)
+	assert.Equal(t, "malformed_envelope", msg.Headers[hookamqp.HeaderDeadLetterReason])
+	assert.Equal(t, "not an envelope", string(msg.Body), "kept as it was, for an operator")
+}
+
+func nonZero(m map[string]int) map[string]int {
+	out := map[string]int{}
+	for k, v := range m {
+		if v != 0 {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func TestConfigIsValidatedAndDeclarationIdempotent(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	ledger := memory.NewStore()
+	newQueue(t, ledger, cfg)
+	newQueue(t, ledger, cfg) // a second worker process starting up
+	bad := cfg
+	bad.DelayBuckets = []time.Duration{time.Microsecond}
+	_, err := hookamqp.New(ctx, brokerURL(t), ledger, bad)
+	assert.ErrorIs(t, err, hookrelay.ErrInvalidConfig)
+	_, err = hookamqp.New(ctx, "amqp://guest:guest@127.0.0.1:1/", ledger, cfg)
+	assert.ErrorIs(t, err, hookamqp.ErrNotConnected)
+	assert.NotContains(t, err.Error(), "guest:guest", "no credentials in errors")
+}

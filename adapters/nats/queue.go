@@ -1,0 +1,327 @@
+// Package hooknats is a hookrelay.Queue on NATS JetStream. The broker
+// decides when a delivery runs; a hookrelay.LeaseLedger (the memory or SQL
+// store) decides what may run and keeps the evidence, so a redelivered or
+// duplicated message is harmless.
+//
+// A message carries the versioned envelope (hookrelay.MarshalEnvelope):
+// the delivery's identity, routing and payload, never a destination's URL
+// or secrets. Publishing waits for the server's acknowledgement. When the
+// consumer hands a message out, the queue asks the ledger for a lease and
+// returns the ledger's record: a delivered or dead record's message is
+// acknowledged and dropped, a not-yet-due one is redelivered when due, one
+// leased by another worker is redelivered after that lease. Retry-at and
+// release are negative acknowledgements with a delay (the same message,
+// the same delivery ID); dead-letter publishes the envelope to a separate
+// dead-letter stream with the reason in the Hookrelay-Dead-Letter-Reason
+// header, then acknowledges the original.
+//
+// New creates (or updates) the work stream, the dead-letter stream and the
+// durable pull consumer; see Config for the settings and why they are set
+// as they are.
+package hooknats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/internal/brokerq"
+)
+
+// HeaderDeadLetterReason carries the dead-letter reason on a message in the
+// dead-letter stream.
+const HeaderDeadLetterReason = "Hookrelay-Dead-Letter-Reason"
+
+// HeaderDeliveryID carries the delivery ID on every message, so operators
+// can find a delivery's messages without decoding envelopes.
+const HeaderDeliveryID = "Hookrelay-Delivery-Id"
+
+// Config configures a Queue. Zero fields take the documented defaults.
+type Config struct {
+	// Stream is the work stream's name. Defaults to "HOOKRELAY". It uses
+	// work-queue retention: an acknowledged message is removed.
+	Stream string
+	// Subject is where envelopes are published. Defaults to
+	// "hookrelay.deliveries".
+	Subject string
+	// DeadLetterStream and DeadLetterSubject are the dead-letter path, a
+	// separate stream with limits retention that operators read.
+	// Default to Stream+"_DEAD" and Subject+".dead".
+	DeadLetterStream  string
+	DeadLetterSubject string
+	// Consumer is the durable pull consumer shared by every worker.
+	// Defaults to "hookrelay-worker".
+	Consumer string
+	// AckWait is how long the server waits for a handed-out message before
+	// it offers it to another worker. It must exceed the worker's LeaseFor
+	// (hookrelay.Config.LeaseFor, default 2m), which itself exceeds the
+	// longest send timeout; Claim refuses a longer lease. Defaults to 5m.
+	AckWait time.Duration
+	// MaxAge drops messages older than this from the work stream. A dropped
+	// message strands its pending delivery until it is enqueued again, so
+	// it must exceed the longest time a delivery can stay pending: its
+	// delivery window (Policy.MaxAge), or its whole retry schedule, plus any
+	// time its destination stays paused. Defaults to 0: no limit.
+	MaxAge time.Duration
+	// DeadLetterMaxAge is how long dead-letter messages are kept. The ledger
+	// keeps the dead record regardless. Defaults to 0: no limit.
+	DeadLetterMaxAge time.Duration
+	// MaxRedeliveryDelay caps every delay the broker is asked to wait. A
+	// delivery due later is handed out after this delay, found not due by
+	// the ledger and delayed again, so the broker never sleeps through a
+	// schedule the ledger changed. Defaults to 1m.
+	MaxRedeliveryDelay time.Duration
+	// SkipDelay is how long a message for a destination the worker skips
+	// (paused, disabled, at its concurrency limit) waits before it is
+	// offered again, spending no attempt. Defaults to 1s.
+	SkipDelay time.Duration
+	// ParkDelay is how long a message written by a newer library (unknown
+	// envelope version) waits before it is offered again; it is never
+	// dropped. Defaults to 1h.
+	ParkDelay time.Duration
+	// Replicas is the streams' replica count. Defaults to 1.
+	Replicas int
+	// Logger receives a record for every message acknowledged without
+	// running, parked or dead-lettered as unreadable. Defaults to discard.
+	Logger *slog.Logger
+}
+
+// Queue is a hookrelay.Queue on a JetStream stream and durable pull
+// consumer. It is safe for concurrent use. It does not own the NATS
+// connection: close it after the worker stopped.
+type Queue struct {
+	*brokerq.Queue[jetstream.Msg]
+	b *broker
+}
+
+var _ hookrelay.Queue = (*Queue)(nil)
+
+// New creates or updates the streams and the consumer and returns a Queue
+// whose claims are leased from ledger. Errors name the failing step.
+func New(ctx context.Context, js jetstream.JetStream, ledger hookrelay.LeaseLedger, cfg Config) (*Queue, error) {
+	if js == nil || ledger == nil {
+		return nil, fmt.Errorf("%w: hooknats: JetStream and ledger are required", hookrelay.ErrInvalidConfig)
+	}
+	setDefaults(&cfg)
+	if err := validate(cfg); err != nil {
+		return nil, err
+	}
+	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: cfg.Stream, Subjects: []string{cfg.Subject},
+		Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage,
+		MaxAge: cfg.MaxAge, Replicas: cfg.Replicas,
+		Description: "hookrelay delivery envelopes",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("hooknats: create stream %s: %w", cfg.Stream, err)
+	}
+	_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: cfg.DeadLetterStream, Subjects: []string{cfg.DeadLetterSubject},
+		Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage,
+		MaxAge: cfg.DeadLetterMaxAge, Replicas: cfg.Replicas,
+		Description: "hookrelay dead-lettered deliveries",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("hooknats: create stream %s: %w", cfg.DeadLetterStream, err)
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, cfg.Stream, jetstream.ConsumerConfig{
+		Durable:       cfg.Consumer,
+		Description:   "hookrelay workers",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       cfg.AckWait,
+		FilterSubject: cfg.Subject,
+		// The ledger counts attempts; the broker must never give up on a
+		// message on its own (a not-due or skipped message is redelivered
+		// many times without an attempt).
+		MaxDeliver: -1,
+		// Delayed messages count as pending acknowledgements until they
+		// are redelivered; the worker's Concurrency bounds work in flight.
+		MaxAckPending: -1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("hooknats: create consumer %s: %w", cfg.Consumer, err)
+	}
+	b := &broker{js: js, cons: cons, cfg: cfg}
+	q, err := brokerq.New[jetstream.Msg](b, ledger, brokerq.Config{
+		MaxDelay: cfg.MaxRedeliveryDelay, SkipDelay: cfg.SkipDelay, ParkDelay: cfg.ParkDelay,
+		ErrorDelay: min(time.Second, cfg.MaxRedeliveryDelay), Logger: cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Queue{Queue: q, b: b}, nil
+}
+
+func setDefaults(cfg *Config) {
+	str := func(v *string, d string) {
+		if *v == "" {
+			*v = d
+		}
+	}
+	dur := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	str(&cfg.Stream, "HOOKRELAY")
+	str(&cfg.Subject, "hookrelay.deliveries")
+	str(&cfg.DeadLetterStream, cfg.Stream+"_DEAD")
+	str(&cfg.DeadLetterSubject, cfg.Subject+".dead")
+	str(&cfg.Consumer, "hookrelay-worker")
+	dur(&cfg.AckWait, 5*time.Minute)
+	dur(&cfg.MaxRedeliveryDelay, time.Minute)
+	dur(&cfg.SkipDelay, time.Second)
+	dur(&cfg.ParkDelay, time.Hour)
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 1
+	}
+}
+
+func validate(cfg Config) error {
+	bad := func(field, problem string) error {
+		return &hookrelay.ValidationError{Kind: hookrelay.ErrInvalidConfig, Field: "hooknats.Config." + field, Problem: problem}
+	}
+	switch {
+	case cfg.AckWait < 0:
+		return bad("AckWait", "must not be negative")
+	case cfg.MaxAge < 0:
+		return bad("MaxAge", "must not be negative")
+	case cfg.DeadLetterMaxAge < 0:
+		return bad("DeadLetterMaxAge", "must not be negative")
+	case cfg.MaxRedeliveryDelay < 0:
+		return bad("MaxRedeliveryDelay", "must not be negative")
+	case cfg.SkipDelay < 0:
+		return bad("SkipDelay", "must not be negative")
+	case cfg.ParkDelay < 0:
+		return bad("ParkDelay", "must not be negative")
+	case cfg.Replicas < 0:
+		return bad("Replicas", "must not be negative")
+	case cfg.Subject == cfg.DeadLetterSubject || cfg.Stream == cfg.DeadLetterStream:
+		return bad("DeadLetterSubject", "must differ from the work stream and subject")
+	}
+	return nil
+}
+
+// Claim implements hookrelay.Queue. A LeaseFor at or above the consumer's
+// AckWait is refused: the server would hand the message to another worker
+// while the lease is still live.
+func (q *Queue) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay.Claim, error) {
+	if p.LeaseFor >= q.b.cfg.AckWait {
+		return nil, &hookrelay.ValidationError{Kind: hookrelay.ErrInvalidConfig, Field: "LeaseFor",
+			Problem: fmt.Sprintf("%s must be below the consumer's AckWait %s", p.LeaseFor, q.b.cfg.AckWait)}
+	}
+	return q.Queue.Claim(ctx, p)
+}
+
+// broker implements brokerq.Broker on JetStream.
+type broker struct {
+	js   jetstream.JetStream
+	cons jetstream.Consumer
+	cfg  Config
+}
+
+// Publish sends every envelope, then waits for every server
+// acknowledgement, so a batch costs one round trip rather than one per
+// delivery.
+func (b *broker) Publish(ctx context.Context, ds []hookrelay.Delivery) error {
+	acks := make([]jetstream.PubAckFuture, len(ds))
+	for i, d := range ds {
+		body, err := hookrelay.MarshalEnvelope(d)
+		if err != nil {
+			return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: d.ID, Err: err}
+		}
+		m := nats.NewMsg(b.cfg.Subject)
+		m.Data = body
+		m.Header.Set(HeaderDeliveryID, d.ID)
+		// The message ID makes the server drop a publish repeated within its
+		// duplicate window (a retried publish whose acknowledgement was
+		// lost); a later enqueue of the same delivery (a redrive) differs.
+		m.Header.Set(jetstream.MsgIDHeader, d.ID+"/"+strconv.Itoa(d.Attempt)+"/"+strconv.FormatInt(d.NextAttemptAt.UnixNano(), 10))
+		if acks[i], err = b.js.PublishMsgAsync(m); err != nil {
+			return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: d.ID, Err: translate(err)}
+		}
+	}
+	for i, f := range acks {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: ds[i].ID, Err: translate(err)}
+		case <-ctx.Done():
+			return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: ds[i].ID, Err: ctx.Err()}
+		}
+	}
+	return nil
+}
+
+// Fetch asks the server for what it holds now: after the server's publish
+// acknowledgement a message is fetchable, so there is nothing to wait for.
+func (b *broker) Fetch(_ context.Context, n int, _ time.Duration) ([]jetstream.Msg, error) {
+	batch, err := b.cons.FetchNoWait(n)
+	if err != nil {
+		return nil, translate(err)
+	}
+	var out []jetstream.Msg
+	for m := range batch.Messages() {
+		out = append(out, m)
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+		return out, translate(err)
+	}
+	return out, nil
+}
+
+func (b *broker) Body(m jetstream.Msg) []byte { return m.Data() }
+
+// Stale is always false: a JetStream acknowledgement names the message by
+// stream and consumer sequence, so it stays valid after the client
+// reconnects; one that arrives after the message was redelivered elsewhere
+// is absorbed by the ledger.
+func (b *broker) Stale(jetstream.Msg) bool { return false }
+
+func (b *broker) Ack(ctx context.Context, m jetstream.Msg) error {
+	// DoubleAck waits for the server to confirm, so a caller that returns
+	// nil knows the message will not come back.
+	return translate(m.DoubleAck(ctx))
+}
+
+func (b *broker) Redeliver(_ context.Context, m jetstream.Msg, delay time.Duration, _ *hookrelay.Delivery) error {
+	if delay <= 0 {
+		return translate(m.Nak())
+	}
+	return translate(m.NakWithDelay(delay))
+}
+
+func (b *broker) DeadLetter(ctx context.Context, m jetstream.Msg, d *hookrelay.Delivery, reason string) error {
+	dm := nats.NewMsg(b.cfg.DeadLetterSubject)
+	dm.Data = m.Data()
+	if d != nil {
+		body, err := hookrelay.MarshalEnvelope(*d)
+		if err != nil {
+			return err
+		}
+		dm.Data = body
+		dm.Header.Set(HeaderDeliveryID, d.ID)
+		dm.Header.Set(jetstream.MsgIDHeader, "dead/"+d.ID+"/"+strconv.Itoa(d.Attempt))
+	}
+	dm.Header.Set(HeaderDeadLetterReason, reason)
+	if _, err := b.js.PublishMsg(ctx, dm); err != nil {
+		return translate(err)
+	}
+	return translate(m.DoubleAck(ctx))
+}
+
+// translate keeps client error types out of the public API: the message
+// survives, the type does not.
+func translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("hooknats: %s", err.Error())
+}

@@ -1,0 +1,231 @@
+package hooknats_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/adapters/memory"
+	hooknats "github.com/hookrelay/hookrelay/adapters/nats"
+	"github.com/hookrelay/hookrelay/hookrelaytest"
+)
+
+const secret = "whsec_c2VjcmV0LXRoYXQtbXVzdC1uZXZlci1sZWFr"
+
+// newClient is a worker on the wall clock over q and ledger, with one
+// destination whose URL and secret must never reach the broker.
+func newClient(t *testing.T, q hookrelay.Queue, ledger hookrelay.Ledger, rec *hookrelaytest.Recipient, opts ...func(*hookrelay.Config)) *hookrelay.Client {
+	t.Helper()
+	dests := memory.NewDestinations()
+	require.NoError(t, dests.Put(context.Background(), hookrelay.Destination{
+		ID: "dest_1", TenantID: "tenant_a", URL: "https://user:pass@accounting.example/webhooks", Secrets: []string{secret},
+	}))
+	cfg := hookrelay.Config{
+		Queue: q, Ledger: ledger, Destinations: dests, Sender: rec,
+		LeaseFor: time.Second, PollInterval: 20 * time.Millisecond, Random: hookrelaytest.FixedRandom(0.5),
+		Policy: &hookrelay.Policy{Version: "fast", MaxAttempts: 3, BaseDelay: 20 * time.Millisecond, MaxDelay: 50 * time.Millisecond},
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	c, err := hookrelay.New(cfg)
+	require.NoError(t, err)
+	return c
+}
+
+func enqueue(t *testing.T, c *hookrelay.Client, eventID string) string {
+	t.Helper()
+	res, err := c.Enqueue(context.Background(), hookrelay.EnqueueParams{
+		EventID: eventID, TenantID: "tenant_a", DestinationID: "dest_1",
+		EventType: "lease.payment_recorded", Payload: []byte(`{"payment_id":"pay_7319"}`),
+	})
+	require.NoError(t, err)
+	return res.ID
+}
+
+// crashingQueue stands for a worker process that dies right after the
+// ledger write, before it acknowledges the message.
+type crashingQueue struct{ hookrelay.Queue }
+
+var errCrash = errors.New("worker killed before the acknowledgement")
+
+func (crashingQueue) Acknowledge(context.Context, hookrelay.AckParams) error { return errCrash }
+
+// settled reports whether the work stream holds no message at all: none
+// waiting, none handed out.
+func settled(t *testing.T, js jetstream.JetStream, cfg hooknats.Config) bool {
+	t.Helper()
+	s, err := js.Stream(context.Background(), cfg.Stream)
+	require.NoError(t, err)
+	info, err := s.Info(context.Background())
+	require.NoError(t, err)
+	return info.State.Msgs == 0
+}
+
+func TestCrashBetweenLedgerWriteAndAckIsAbsorbedByTheLedger(t *testing.T) {
+	ctx := context.Background()
+	js := connect(t)
+	cfg := testConfig(t, js)
+	cfg.AckWait = 2 * time.Second // the server redelivers the dead worker's message after this
+	ledger := memory.NewStore()
+	rec := &hookrelaytest.Recipient{}
+
+	// The first worker has its own connection, which dies with it.
+	nc1, err := nats.Connect(connectURL(t))
+	require.NoError(t, err)
+	js1, err := jetstream.New(nc1)
+	require.NoError(t, err)
+	q1 := newQueue(t, js1, ledger, cfg)
+	c1 := newClient(t, crashingQueue{q1}, ledger, rec)
+	id := enqueue(t, c1, "evt_crash")
+	cs, err := q1.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Second, Holder: "doomed"})
+	require.NoError(t, err)
+	require.Len(t, cs, 1)
+	require.ErrorIs(t, c1.Process(ctx, cs[0]), errCrash)
+	nc1.Close() // killed: the message was never acknowledged
+	d, err := ledger.Get(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, hookrelay.StateDelivered, d.State, "the ledger write happened before the crash")
+
+	// A fresh worker on the same durable consumer.
+	q2 := newQueue(t, js, ledger, cfg)
+	c2 := newClient(t, q2, ledger, rec)
+	require.NoError(t, c2.Start(ctx))
+	require.Eventually(t, func() bool { return settled(t, js, cfg) }, 15*time.Second, 20*time.Millisecond,
+		"the redelivered message is acknowledged once the ledger says delivered")
+	require.NoError(t, c2.Stop(ctx))
+
+	reqs := rec.RequestsFor(id)
+	assert.Len(t, reqs, 1, "the redelivered message did not reach the recipient")
+	assert.Equal(t, 1, rec.Effects(id))
+	as, err := ledger.Attempts(ctx, id)
+	require.NoError(t, err)
+	assert.Len(t, as, 1)
+	assert.Zero(t, q2.InFlight())
+}
+
+func TestWorkerRetriesAndDeadLettersWithTheReasonInAHeader(t *testing.T) {
+	ctx := context.Background()
+	js := connect(t)
+	cfg := testConfig(t, js)
+	ledger := memory.NewStore()
+	q := newQueue(t, js, ledger, cfg)
+	rec := &hookrelaytest.Recipient{Script: func(d hookrelay.Delivery, n int) hookrelaytest.RecipientAnswer {
+		if d.EventID == "evt_retry" && n >= 3 {
+			return hookrelaytest.Accept()
+		}
+		if d.EventID == "evt_retry" {
+			return hookrelaytest.Reject(hookrelay.Retryable(hookrelay.ReasonServiceUnavailable).WithStatus(503))
+		}
+		return hookrelaytest.Reject(hookrelay.Permanent(hookrelay.ReasonUnprocessable).WithStatus(422))
+	}}
+	c := newClient(t, q, ledger, rec)
+	retried := enqueue(t, c, "evt_retry")
+	dead := enqueue(t, c, "evt_dead")
+	require.NoError(t, c.Start(ctx))
+	require.Eventually(t, func() bool {
+		a, _ := ledger.Get(ctx, retried)
+		b, _ := ledger.Get(ctx, dead)
+		return a.State == hookrelay.StateDelivered && b.State == hookrelay.StateDead
+	}, 15*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return settled(t, js, cfg) }, 5*time.Second, 10*time.Millisecond)
+	require.NoError(t, c.Stop(ctx))
+
+	for _, r := range rec.RequestsFor(retried) {
+		assert.Equal(t, retried, r.DeliveryID, "every attempt carried the same ID")
+	}
+	assert.Len(t, rec.RequestsFor(retried), 3)
+
+	dlq, err := js.Stream(ctx, cfg.Stream+"_DEAD")
+	require.NoError(t, err)
+	msg, err := dlq.GetMsg(ctx, 1)
+	require.NoError(t, err)
+	assert.Equal(t, hookrelay.ReasonUnprocessable, msg.Header.Get(hooknats.HeaderDeadLetterReason))
+	assert.Equal(t, dead, msg.Header.Get(hooknats.HeaderDeliveryID))
+	got, err := hookrelay.UnmarshalEnvelope(msg.Data)
+	require.NoError(t, err)
+	assert.Equal(t, dead, got.ID, "the dead-letter message keeps the delivery ID")
+	assert.False(t, bytes.Contains(msg.Data, []byte(secret)) || bytes.Contains(msg.Data, []byte("accounting.example")),
+		"the broker never sees the destination's URL or secret")
+	info, err := dlq.Info(ctx)
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, info.State.Msgs, "only the dead delivery is on the dead-letter path")
+}
+
+func TestMessageFromANewerLibraryIsParkedNotDropped(t *testing.T) {
+	ctx := context.Background()
+	js := connect(t)
+	cfg := testConfig(t, js)
+	ledger := memory.NewStore()
+	q := newQueue(t, js, ledger, cfg)
+	_, err := js.Publish(ctx, cfg.Subject, []byte(`{"v":99,"id":"whd_future"}`))
+	require.NoError(t, err)
+
+	cs, err := q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 10, LeaseFor: time.Second})
+	require.NoError(t, err)
+	assert.Empty(t, cs)
+	s, err := js.Stream(ctx, cfg.Stream)
+	require.NoError(t, err)
+	info, err := s.Info(ctx)
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, info.State.Msgs, "left in the work stream for a newer worker")
+	dlq, err := js.Stream(ctx, cfg.Stream+"_DEAD")
+	require.NoError(t, err)
+	dinfo, err := dlq.Info(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, dinfo.State.Msgs, "not dead-lettered either")
+	time.Sleep(3 * testDelay)
+	cs, err = q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 10, LeaseFor: time.Second})
+	require.NoError(t, err)
+	assert.Empty(t, cs, "parked for ParkDelay, not offered again at once")
+}
+
+func TestUnreadableAndOrphanMessages(t *testing.T) {
+	ctx := context.Background()
+	js := connect(t)
+	cfg := testConfig(t, js)
+	ledger := memory.NewStore()
+	q := newQueue(t, js, ledger, cfg)
+	_, err := js.Publish(ctx, cfg.Subject, []byte(`not an envelope`))
+	require.NoError(t, err)
+	orphan, err := hookrelay.MarshalEnvelope(hookrelay.Delivery{ID: "whd_orphan", EventID: "evt", DestinationID: "dest_1", Attempt: 1})
+	require.NoError(t, err)
+	_, err = js.Publish(ctx, cfg.Subject, orphan)
+	require.NoError(t, err)
+
+	cs, err := q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 10, LeaseFor: time.Second})
+	require.NoError(t, err)
+	assert.Empty(t, cs)
+	assert.Eventually(t, func() bool { return settled(t, js, cfg) }, 5*time.Second, 10*time.Millisecond,
+		"a message with no ledger record (its create rolled back) is acknowledged")
+	dlq, err := js.Stream(ctx, cfg.Stream+"_DEAD")
+	require.NoError(t, err)
+	msg, err := dlq.GetMsg(ctx, 1)
+	require.NoError(t, err)
+	assert.Equal(t, "malformed_envelope", msg.Header.Get(hooknats.HeaderDeadLetterReason))
+	assert.Equal(t, "not an envelope", string(msg.Data), "kept as it was, for an operator")
+}
+
+func TestNewIsIdempotentAndChecksLeaseAgainstAckWait(t *testing.T) {
+	ctx := context.Background()
+	js := connect(t)
+	cfg := testConfig(t, js)
+	cfg.AckWait = time.Minute
+	ledger := memory.NewStore()
+	newQueue(t, js, ledger, cfg)
+	q := newQueue(t, js, ledger, cfg) // a second worker process starting up
+	_, err := q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: 2 * time.Minute})
+	assert.ErrorIs(t, err, hookrelay.ErrInvalidConfig, "a lease outliving the ack wait would let the server hand the message to another worker")
+
+	cfg.DeadLetterSubject = cfg.Subject
+	_, err = hooknats.New(ctx, js, ledger, cfg)
+	assert.ErrorIs(t, err, hookrelay.ErrInvalidConfig)
+}

@@ -1,0 +1,82 @@
+// Package brokerbench is the end-to-end throughput benchmark shared by the
+// broker queue adapters: deliveries per second through a running worker
+// with a no-op sender, so that each broker is measured the same way.
+package brokerbench
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/adapters/memory"
+)
+
+// Option changes the worker's configuration.
+type Option func(*hookrelay.Config)
+
+// Concurrency sets the worker's global and per-destination concurrency.
+func Concurrency(n int) Option {
+	return func(c *hookrelay.Config) { c.Concurrency, c.PerDestinationConcurrency = n, n }
+}
+
+// Run enqueues b.N deliveries, then runs one worker until every one is
+// delivered, and reports deliveries/s (worker only) and enqueues/s.
+func Run(b *testing.B, ports func(b *testing.B) (hookrelay.Queue, hookrelay.Ledger), opts ...Option) {
+	ctx := context.Background()
+	q, ledger := ports(b)
+	dests := memory.NewDestinations()
+	if err := dests.Put(ctx, hookrelay.Destination{ID: "dest_1", TenantID: "t", URL: "https://bench.example/"}); err != nil {
+		b.Fatal(err)
+	}
+	var delivered atomic.Int64
+	cfg := hookrelay.Config{
+		Queue: q, Ledger: ledger, Destinations: dests,
+		Sender:       hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result { return hookrelay.Delivered(204) }),
+		PollInterval: 10 * time.Millisecond, LeaseFor: 30 * time.Second,
+		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
+			if e.Kind == hookrelay.EventDelivered {
+				delivered.Add(1)
+			}
+		}),
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	c, err := hookrelay.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	const batch = 100
+	for i := 0; i < b.N; i += batch {
+		ps := make([]hookrelay.EnqueueParams, 0, batch)
+		for j := i; j < min(i+batch, b.N); j++ {
+			ps = append(ps, hookrelay.EnqueueParams{
+				EventID: fmt.Sprintf("evt_%d", j), TenantID: "t", DestinationID: "dest_1",
+				EventType: "bench", Payload: []byte(`{"n":1}`),
+			})
+		}
+		if _, err := c.EnqueueMany(ctx, ps); err != nil {
+			b.Fatal(err)
+		}
+	}
+	enqueued := time.Since(start)
+	start = time.Now()
+	if err := c.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	for delivered.Load() < int64(b.N) {
+		time.Sleep(time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if err := c.Stop(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "deliveries/s")
+	b.ReportMetric(float64(b.N)/enqueued.Seconds(), "enqueues/s")
+}

@@ -1,0 +1,156 @@
+// Package brokertest holds what the broker queue adapters' tests share: the
+// ledgers they run the conformance suite against (memory, SQLite,
+// PostgreSQL) and the operator-redrive scenario.
+package brokertest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/adapters/memory"
+	hooksql "github.com/hookrelay/hookrelay/adapters/sql"
+	"github.com/hookrelay/hookrelay/hookrelaytest"
+)
+
+// Ledger is a ledger a broker queue can lease from.
+type Ledger interface {
+	hookrelay.Ledger
+	hookrelay.LeaseLedger
+}
+
+// LedgerCase builds one kind of fresh, empty ledger per test.
+type LedgerCase struct {
+	Name string
+	New  func(t testing.TB) Ledger
+}
+
+// PostgresEnv names the PostgreSQL DSN variable, as the SQL adapter's
+// tests do.
+const PostgresEnv = "HOOKRELAY_TEST_POSTGRES_DSN"
+
+// Ledgers returns the memory ledger, the SQL store on SQLite, and on
+// PostgreSQL (which skips, naming PostgresEnv, when it is unset).
+func Ledgers() []LedgerCase {
+	return []LedgerCase{
+		{"memory", func(testing.TB) Ledger { return memory.NewStore() }},
+		{"sqlite", func(t testing.TB) Ledger { return SQLite(t) }},
+		{"postgres", func(t testing.TB) Ledger { return Postgres(t) }},
+	}
+}
+
+// SQLite returns a migrated SQL store on a fresh SQLite file.
+func SQLite(t testing.TB) *hooksql.Store {
+	t.Helper()
+	s, err := hooksql.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "ledger.db"), hooksql.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.NoError(t, s.Migrate(context.Background()))
+	return s
+}
+
+// Postgres returns a migrated SQL store on fresh tables (a random table
+// prefix), dropped at cleanup, or skips naming PostgresEnv.
+func Postgres(t testing.TB) *hooksql.Store {
+	t.Helper()
+	dsn := os.Getenv(PostgresEnv)
+	if dsn == "" {
+		t.Skipf("%s is not set; set it to run the broker tests with the PostgreSQL ledger", PostgresEnv)
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	prefix := "b" + hex.EncodeToString(b[:]) + "_"
+	ctx := context.Background()
+	s, err := hooksql.Open(ctx, hooksql.Postgres, dsn, hooksql.Options{TablePrefix: prefix})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		defer s.Close()
+		rows, err := s.DB().QueryContext(ctx, "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_name LIKE $1", prefix+"%")
+		if err != nil {
+			t.Errorf("list tables: %v", err)
+			return
+		}
+		var names []string
+		for rows.Next() {
+			var n string
+			if rows.Scan(&n) == nil {
+				names = append(names, n)
+			}
+		}
+		rows.Close()
+		for _, n := range names {
+			if _, err := s.DB().ExecContext(ctx, `DROP TABLE IF EXISTS "`+n+`" CASCADE`); err != nil {
+				t.Errorf("drop %s: %v", n, err)
+			}
+		}
+	})
+	require.NoError(t, s.Migrate(ctx))
+	return s
+}
+
+// Redrive runs the operator redrive through a broker queue: a delivery is
+// rejected permanently and dead-lettered; an operator moves its record back
+// to pending by hand in the SQL store and enqueues it again through the
+// queue; it is delivered under the same delivery ID, and the attempt
+// history keeps both attempts. q must lease from store.
+func Redrive(t *testing.T, q hookrelay.Queue, store *hooksql.Store) {
+	ctx := context.Background()
+	dests := memory.NewDestinations()
+	require.NoError(t, dests.Put(ctx, hookrelay.Destination{ID: "dest_1", TenantID: "tenant_a", URL: "https://accounting.example/"}))
+	rec := &hookrelaytest.Recipient{Script: func(_ hookrelay.Delivery, n int) hookrelaytest.RecipientAnswer {
+		if n == 1 {
+			return hookrelaytest.Reject(hookrelay.Permanent(hookrelay.ReasonUnprocessable).WithStatus(422))
+		}
+		return hookrelaytest.Accept() // fixed by the recipient's team
+	}}
+	c, err := hookrelay.New(hookrelay.Config{
+		Queue: q, Ledger: store, Destinations: dests, Sender: rec,
+		LeaseFor: time.Second, PollInterval: 20 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	res, err := c.Enqueue(ctx, hookrelay.EnqueueParams{EventID: "evt_redrive", TenantID: "tenant_a", DestinationID: "dest_1", EventType: "t", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	id := res.ID
+	require.NoError(t, c.Start(ctx))
+	defer func() { require.NoError(t, c.Stop(ctx)) }()
+	state := func() hookrelay.State {
+		d, err := store.Get(ctx, id)
+		require.NoError(t, err)
+		return d.State
+	}
+	require.Eventually(t, func() bool { return state() == hookrelay.StateDead }, 10*time.Second, 10*time.Millisecond)
+
+	// The operator's redrive, by hand: back to pending, next attempt now.
+	_, err = store.DB().ExecContext(ctx, "UPDATE "+store.TablePrefix()+"deliveries SET state = 'pending', attempt = attempt + 1, "+
+		"next_attempt_at = "+placeholder(store, 1)+", lease_expires_at = NULL WHERE id = "+placeholder(store, 2),
+		time.Now().UnixNano(), id)
+	require.NoError(t, err)
+	d, err := store.Get(ctx, id)
+	require.NoError(t, err)
+	require.NoError(t, q.Enqueue(ctx, []hookrelay.Delivery{d}), "re-enqueue through the broker")
+
+	require.Eventually(t, func() bool { return state() == hookrelay.StateDelivered }, 10*time.Second, 10*time.Millisecond)
+	reqs := rec.RequestsFor(id)
+	require.Len(t, reqs, 2)
+	for _, r := range reqs {
+		assert.Equal(t, id, r.DeliveryID, "the redriven delivery keeps its ID")
+	}
+	as, err := store.Attempts(ctx, id)
+	require.NoError(t, err)
+	assert.Len(t, as, 2, "the dead attempt is kept beside the redriven one")
+}
+
+func placeholder(s *hooksql.Store, n int) string {
+	if s.Dialect() == hooksql.Postgres {
+		return "$" + string(rune('0'+n))
+	}
+	return "?"
+}
