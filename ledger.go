@@ -10,7 +10,11 @@ import (
 // evidence. Each write takes the caller's lease and is refused with
 // ErrLeaseLost when the lease is no longer current, so a stale holder cannot
 // overwrite a newer attempt. Each write stores the finished attempt together
-// with the state change, atomically. Implementations must be safe for
+// with the state change, atomically, and ends the caller's lease: the
+// delivery is done, dead, or claimable again at its next time even if the
+// queue transition that follows never happens (a crash between the two).
+// Where the ledger's records are the queue's entries (memory, SQL), that
+// makes the transition itself a cheap check rather than a second write. Implementations must be safe for
 // concurrent use and translate backend errors to the core's sentinel errors.
 type Ledger interface {
 	// Create stores new pending deliveries. A delivery whose ID already

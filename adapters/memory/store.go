@@ -166,6 +166,7 @@ func (s *Store) MarkDelivered(_ context.Context, p hookrelay.MarkDeliveredParams
 		return err
 	}
 	s.removeReady(r)
+	r.leased = false // the record is the queue entry: the write ends the lease
 	r.attempts = append(r.attempts, p.Attempt)
 	r.d.State = hookrelay.StateDelivered
 	r.d.LastOutcome, r.d.LastReason, r.d.UpdatedAt = p.Attempt.Outcome, p.Attempt.Reason, p.Now
@@ -183,9 +184,10 @@ func (s *Store) RecordRetry(_ context.Context, p hookrelay.RecordRetryParams) er
 	r.attempts = append(r.attempts, p.Attempt)
 	r.d.Attempt, r.d.NextAttemptAt = p.NextAttempt, p.NextAttemptAt
 	r.d.LastOutcome, r.d.LastReason, r.d.UpdatedAt = p.Attempt.Outcome, p.Attempt.Reason, p.Now
-	if r.index >= 0 {
-		s.pushReady(r)
-	}
+	// The write ends the lease: the retry is claimable at its time even if
+	// RetryAt never comes.
+	r.leased = false
+	s.pushReady(r)
 	return nil
 }
 
@@ -202,6 +204,7 @@ func (s *Store) RecordDeadLetter(_ context.Context, p hookrelay.RecordDeadLetter
 		return err
 	}
 	s.removeReady(r)
+	r.leased = false
 	if p.Attempt != nil {
 		r.attempts = append(r.attempts, *p.Attempt)
 		r.d.LastOutcome = p.Attempt.Outcome

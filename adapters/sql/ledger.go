@@ -422,11 +422,15 @@ func (s *Store) MarkDelivered(ctx context.Context, p hookrelay.MarkDeliveredPara
 		return err
 	}
 	return s.fencedWrite(ctx, "mark delivered", fence{id: p.ID, lease: p.Lease, attempt: p.Attempt.Number, deliveredOK: true}, &p.Attempt,
-		"state = 'delivered', last_outcome = ?, last_reason = ?, updated_at = ?",
+		"state = 'delivered', last_outcome = ?, last_reason = ?, updated_at = ?, lease_expires_at = NULL",
 		cleanText(string(p.Attempt.Outcome)), cleanText(p.Attempt.Reason), now)
 }
 
-// RecordRetry implements hookrelay.Ledger.
+// RecordRetry implements hookrelay.Ledger. Like MarkDelivered and
+// RecordDeadLetter it also ends the writer's lease in the same write: the row
+// is the queue entry, so the retry is claimable at its time even if the
+// process dies before RetryAt, and the queue transition that follows is a
+// read rather than a second commit.
 func (s *Store) RecordRetry(ctx context.Context, p hookrelay.RecordRetryParams) error {
 	now, err := encTime("Now", p.Now)
 	if err != nil {
@@ -437,7 +441,7 @@ func (s *Store) RecordRetry(ctx context.Context, p hookrelay.RecordRetryParams) 
 		return err
 	}
 	return s.fencedWrite(ctx, "record retry", fence{id: p.ID, lease: p.Lease, attempt: p.Attempt.Number}, &p.Attempt,
-		"attempt = ?, next_attempt_at = ?, last_outcome = ?, last_reason = ?, updated_at = ?",
+		"attempt = ?, next_attempt_at = ?, last_outcome = ?, last_reason = ?, updated_at = ?, lease_expires_at = NULL",
 		p.NextAttempt, at, cleanText(string(p.Attempt.Outcome)), cleanText(p.Attempt.Reason), now)
 }
 
@@ -450,11 +454,11 @@ func (s *Store) RecordDeadLetter(ctx context.Context, p hookrelay.RecordDeadLett
 	f := fence{id: p.ID, lease: p.Lease}
 	if p.Attempt == nil {
 		return s.fencedWrite(ctx, "record dead letter", f, nil,
-			"state = 'dead', last_reason = ?, updated_at = ?, dead_lettered_at = ?",
+			"state = 'dead', last_reason = ?, updated_at = ?, dead_lettered_at = ?, lease_expires_at = NULL",
 			cleanText(p.Reason), now, now)
 	}
 	f.attempt = p.Attempt.Number
 	return s.fencedWrite(ctx, "record dead letter", f, p.Attempt,
-		"state = 'dead', last_outcome = ?, last_reason = ?, updated_at = ?, dead_lettered_at = ?",
+		"state = 'dead', last_outcome = ?, last_reason = ?, updated_at = ?, dead_lettered_at = ?, lease_expires_at = NULL",
 		cleanText(string(p.Attempt.Outcome)), cleanText(p.Reason), now, now)
 }

@@ -136,31 +136,43 @@ func (s *Store) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay
 }
 
 // endLease runs a queue transition: update (which must end the lease) the
-// row whose current lease is the caller's. When no row changed it tells
-// apart an unknown delivery (ErrNotFound), a lost lease (ErrLeaseLost) and a
-// repeated call with the current lease, which is a no-op.
+// row whose current lease is the caller's. It reads the row first: the
+// ledger writes that precede Acknowledge, RetryAt and DeadLetter already
+// ended the lease in the same write (the row is the queue entry), so those
+// transitions cost a read, not a second commit. The read also tells apart an
+// unknown delivery (ErrNotFound), a lost lease (ErrLeaseLost) and a repeated
+// call with the current lease, which is a no-op.
 func (s *Store) endLease(ctx context.Context, op, id string, lease hookrelay.Lease, update string, args ...any) error {
-	if lease.Token != 0 {
-		res, err := s.db.ExecContext(ctx, s.q(update+" WHERE id = ? AND lease_token = ?"), append(args, id, lease.Token)...)
-		if err != nil {
-			return s.dbErr(op+" "+id, err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return s.dbErr(op+" "+id, err)
-		} else if n > 0 {
-			return nil
-		}
-	}
-	// MySQL counts changed rows, not matched ones: a repeated transition
-	// lands here too.
-	var token int64
-	err := s.db.QueryRowContext(ctx, s.q("SELECT lease_token FROM {d} WHERE id = ?"), id).Scan(&token)
+	var (
+		token   int64
+		expires sql.NullInt64
+	)
+	err := s.db.QueryRowContext(ctx, s.q("SELECT lease_token, lease_expires_at FROM {d} WHERE id = ?"), id).Scan(&token, &expires)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("hooksql: %s %q: %w", op, id, hookrelay.ErrNotFound)
 	case err != nil:
 		return s.dbErr(op+" "+id, err)
 	case token != lease.Token || lease.Token == 0:
+		return fmt.Errorf("hooksql: %s %q: lease token %d is not the current one: %w", op, id, lease.Token, hookrelay.ErrLeaseLost)
+	case !expires.Valid:
+		return nil // the lease already ended
+	}
+	res, err := s.db.ExecContext(ctx, s.q(update+" WHERE id = ? AND lease_token = ?"), append(args, id, lease.Token)...)
+	if err != nil {
+		return s.dbErr(op+" "+id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return s.dbErr(op+" "+id, err)
+	} else if n > 0 {
+		return nil
+	}
+	// Nothing changed: a claim took the row over since the read, or (MySQL
+	// counts changed rows, not matched ones) the update was a no-op.
+	if err := s.db.QueryRowContext(ctx, s.q("SELECT lease_token FROM {d} WHERE id = ?"), id).Scan(&token); err != nil {
+		return s.dbErr(op+" "+id, err)
+	}
+	if token != lease.Token {
 		return fmt.Errorf("hooksql: %s %q: lease token %d is not the current one: %w", op, id, lease.Token, hookrelay.ErrLeaseLost)
 	}
 	return nil
