@@ -90,6 +90,27 @@ type RedriveAuditUpdate struct {
 	StopRequestedBy string
 }
 
+// Apply changes a to what the update says, as RedriveAuditLog
+// implementations must: the state and error replaced when State is set, the
+// counts added to, the stop request cleared and then set, UpdatedAt = Now.
+func (u RedriveAuditUpdate) Apply(a *RedriveAudit) {
+	if u.State != "" {
+		a.State, a.Error = u.State, u.Error
+	}
+	a.Redriven += u.AddRedriven
+	a.Skipped += u.AddSkipped
+	if u.LastDeliveryID != "" {
+		a.LastDeliveryID = u.LastDeliveryID
+	}
+	if u.ClearStop {
+		a.StopRequested, a.StopRequestedBy = false, ""
+	}
+	if u.StopRequestedBy != "" {
+		a.StopRequested, a.StopRequestedBy = true, u.StopRequestedBy
+	}
+	a.UpdatedAt = u.Now
+}
+
 // RedriveAuditLog is an optional ability of a Ledger, found by type
 // assertion: durable redrive audit entries, which also carry the stop
 // control, so any process sharing the store can stop a redrive. Entries are

@@ -21,40 +21,8 @@ import (
 	hookamqp "github.com/hookrelay/hookrelay/adapters/amqp"
 	"github.com/hookrelay/hookrelay/adapters/memory"
 	"github.com/hookrelay/hookrelay/hookrelaytest"
+	"github.com/hookrelay/hookrelay/internal/brokertest"
 )
-
-const secret = "whsec_c2VjcmV0LXRoYXQtbXVzdC1uZXZlci1sZWFr"
-
-// newClient is a worker on the wall clock over q and ledger, with one
-// destination whose URL and secret must never reach the broker.
-func newClient(t *testing.T, q hookrelay.Queue, ledger hookrelay.Ledger, sender hookrelay.Sender, opts ...func(*hookrelay.Config)) *hookrelay.Client {
-	t.Helper()
-	dests := memory.NewDestinations()
-	require.NoError(t, dests.Put(context.Background(), hookrelay.Destination{
-		ID: "dest_1", TenantID: "tenant_a", URL: "https://user:pass@accounting.example/webhooks", Secrets: []string{secret},
-	}))
-	cfg := hookrelay.Config{
-		Queue: q, Ledger: ledger, Destinations: dests, Sender: sender,
-		LeaseFor: time.Second, PollInterval: 20 * time.Millisecond, Random: hookrelaytest.FixedRandom(0.5),
-		Policy: &hookrelay.Policy{Version: "fast", MaxAttempts: 3, BaseDelay: 20 * time.Millisecond, MaxDelay: 50 * time.Millisecond},
-	}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	c, err := hookrelay.New(cfg)
-	require.NoError(t, err)
-	return c
-}
-
-func enqueue(t *testing.T, c *hookrelay.Client, eventID string) string {
-	t.Helper()
-	res, err := c.Enqueue(context.Background(), hookrelay.EnqueueParams{
-		EventID: eventID, TenantID: "tenant_a", DestinationID: "dest_1",
-		EventType: "lease.payment_recorded", Payload: []byte(`{"payment_id":"pay_7319"}`),
-	})
-	require.NoError(t, err)
-	return res.ID
-}
 
 // depth returns the ready messages of each queue of cfg. Call it after
 // the queue closed, so nothing is held unacknowledged.
@@ -115,8 +83,8 @@ func TestCrashBetweenLedgerWriteAndAckIsAbsorbedByTheLedger(t *testing.T) {
 
 	q1, err := hookamqp.New(ctx, brokerURL(t), ledger, cfg)
 	require.NoError(t, err)
-	c1 := newClient(t, crashingQueue{q1}, ledger, rec)
-	id := enqueue(t, c1, "evt_crash")
+	c1 := brokertest.NewClient(t, crashingQueue{q1}, ledger, rec)
+	id := brokertest.Enqueue(t, c1, "evt_crash")
 	cs, err := q1.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Second, Holder: "doomed"})
 	require.NoError(t, err)
 	require.Len(t, cs, 1)
@@ -129,7 +97,7 @@ func TestCrashBetweenLedgerWriteAndAckIsAbsorbedByTheLedger(t *testing.T) {
 	logs := &logBuffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	q2 := newQueue(t, ledger, cfg)
-	c2 := newClient(t, q2, ledger, rec)
+	c2 := brokertest.NewClient(t, q2, ledger, rec)
 	require.NoError(t, c2.Start(ctx))
 	require.Eventually(t, func() bool { return logs.Contains(id) }, 10*time.Second, 10*time.Millisecond,
 		"the fresh worker receives the message, finds it delivered and acknowledges it")
@@ -188,7 +156,7 @@ func TestConnectionDropMidRunLosesNothingAndAcknowledgesNothingTwice(t *testing.
 		return a
 	}}
 	var workerErrors atomic.Int32
-	c := newClient(t, q, ledger, rec, func(c *hookrelay.Config) {
+	c := brokertest.NewClient(t, q, ledger, rec, func(c *hookrelay.Config) {
 		c.Concurrency, c.PerDestinationConcurrency, c.LeaseFor = 4, 4, 5*time.Second
 		c.Observer = hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
 			if e.Kind == hookrelay.EventWorkerError {
@@ -198,7 +166,7 @@ func TestConnectionDropMidRunLosesNothingAndAcknowledgesNothingTwice(t *testing.
 	})
 	var ids []string
 	for i := range 20 {
-		ids = append(ids, enqueue(t, c, fmt.Sprintf("evt_%02d", i)))
+		ids = append(ids, brokertest.Enqueue(t, c, fmt.Sprintf("evt_%02d", i)))
 	}
 	require.NoError(t, c.Start(ctx))
 	require.Eventually(t, func() bool { return started.Load() >= 4 }, 10*time.Second, 5*time.Millisecond)
@@ -245,9 +213,9 @@ func TestWorkerRetriesAndDeadLettersWithTheReasonInAHeader(t *testing.T) {
 		}
 		return hookrelaytest.Reject(hookrelay.Permanent(hookrelay.ReasonUnprocessable).WithStatus(422))
 	}}
-	c := newClient(t, q, ledger, rec)
-	retried := enqueue(t, c, "evt_retry")
-	dead := enqueue(t, c, "evt_dead")
+	c := brokertest.NewClient(t, q, ledger, rec)
+	retried := brokertest.Enqueue(t, c, "evt_retry")
+	dead := brokertest.Enqueue(t, c, "evt_dead")
 	require.NoError(t, c.Start(ctx))
 	require.Eventually(t, func() bool {
 		a, _ := ledger.Get(ctx, retried)
@@ -267,7 +235,7 @@ func TestWorkerRetriesAndDeadLettersWithTheReasonInAHeader(t *testing.T) {
 	env, err := hookrelay.UnmarshalEnvelope(msg.Body)
 	require.NoError(t, err)
 	assert.Equal(t, dead, env.ID, "the dead-letter message keeps the delivery ID")
-	assert.False(t, bytes.Contains(msg.Body, []byte(secret)) || bytes.Contains(msg.Body, []byte("accounting.example")),
+	assert.False(t, bytes.Contains(msg.Body, []byte(brokertest.Secret)) || bytes.Contains(msg.Body, []byte("accounting.example")),
 		"the broker never sees the destination's URL or secret")
 }
 

@@ -137,20 +137,6 @@ func (s *Store) UpdateRedriveAudit(_ context.Context, u hookrelay.RedriveAuditUp
 	if !ok {
 		return hookrelay.RedriveAudit{}, fmt.Errorf("%w: %q", hookrelay.ErrRedriveNotFound, u.ID)
 	}
-	if u.State != "" {
-		a.State, a.Error = u.State, u.Error
-	}
-	a.Redriven += u.AddRedriven
-	a.Skipped += u.AddSkipped
-	if u.LastDeliveryID != "" {
-		a.LastDeliveryID = u.LastDeliveryID
-	}
-	if u.ClearStop {
-		a.StopRequested, a.StopRequestedBy = false, ""
-	}
-	if u.StopRequestedBy != "" {
-		a.StopRequested, a.StopRequestedBy = true, u.StopRequestedBy
-	}
-	a.UpdatedAt = u.Now
+	u.Apply(a)
 	return cloneAudit(*a), nil
 }

@@ -16,40 +16,8 @@ import (
 	"github.com/hookrelay/hookrelay/adapters/memory"
 	hooknats "github.com/hookrelay/hookrelay/adapters/nats"
 	"github.com/hookrelay/hookrelay/hookrelaytest"
+	"github.com/hookrelay/hookrelay/internal/brokertest"
 )
-
-const secret = "whsec_c2VjcmV0LXRoYXQtbXVzdC1uZXZlci1sZWFr"
-
-// newClient is a worker on the wall clock over q and ledger, with one
-// destination whose URL and secret must never reach the broker.
-func newClient(t *testing.T, q hookrelay.Queue, ledger hookrelay.Ledger, rec *hookrelaytest.Recipient, opts ...func(*hookrelay.Config)) *hookrelay.Client {
-	t.Helper()
-	dests := memory.NewDestinations()
-	require.NoError(t, dests.Put(context.Background(), hookrelay.Destination{
-		ID: "dest_1", TenantID: "tenant_a", URL: "https://user:pass@accounting.example/webhooks", Secrets: []string{secret},
-	}))
-	cfg := hookrelay.Config{
-		Queue: q, Ledger: ledger, Destinations: dests, Sender: rec,
-		LeaseFor: time.Second, PollInterval: 20 * time.Millisecond, Random: hookrelaytest.FixedRandom(0.5),
-		Policy: &hookrelay.Policy{Version: "fast", MaxAttempts: 3, BaseDelay: 20 * time.Millisecond, MaxDelay: 50 * time.Millisecond},
-	}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	c, err := hookrelay.New(cfg)
-	require.NoError(t, err)
-	return c
-}
-
-func enqueue(t *testing.T, c *hookrelay.Client, eventID string) string {
-	t.Helper()
-	res, err := c.Enqueue(context.Background(), hookrelay.EnqueueParams{
-		EventID: eventID, TenantID: "tenant_a", DestinationID: "dest_1",
-		EventType: "lease.payment_recorded", Payload: []byte(`{"payment_id":"pay_7319"}`),
-	})
-	require.NoError(t, err)
-	return res.ID
-}
 
 // crashingQueue stands for a worker process that dies right after the
 // ledger write, before it acknowledges the message.
@@ -84,8 +52,8 @@ func TestCrashBetweenLedgerWriteAndAckIsAbsorbedByTheLedger(t *testing.T) {
 	js1, err := jetstream.New(nc1)
 	require.NoError(t, err)
 	q1 := newQueue(t, js1, ledger, cfg)
-	c1 := newClient(t, crashingQueue{q1}, ledger, rec)
-	id := enqueue(t, c1, "evt_crash")
+	c1 := brokertest.NewClient(t, crashingQueue{q1}, ledger, rec)
+	id := brokertest.Enqueue(t, c1, "evt_crash")
 	cs, err := q1.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Second, Holder: "doomed"})
 	require.NoError(t, err)
 	require.Len(t, cs, 1)
@@ -97,7 +65,7 @@ func TestCrashBetweenLedgerWriteAndAckIsAbsorbedByTheLedger(t *testing.T) {
 
 	// A fresh worker on the same durable consumer.
 	q2 := newQueue(t, js, ledger, cfg)
-	c2 := newClient(t, q2, ledger, rec)
+	c2 := brokertest.NewClient(t, q2, ledger, rec)
 	require.NoError(t, c2.Start(ctx))
 	require.Eventually(t, func() bool { return settled(t, js, cfg) }, 15*time.Second, 20*time.Millisecond,
 		"the redelivered message is acknowledged once the ledger says delivered")
@@ -127,9 +95,9 @@ func TestWorkerRetriesAndDeadLettersWithTheReasonInAHeader(t *testing.T) {
 		}
 		return hookrelaytest.Reject(hookrelay.Permanent(hookrelay.ReasonUnprocessable).WithStatus(422))
 	}}
-	c := newClient(t, q, ledger, rec)
-	retried := enqueue(t, c, "evt_retry")
-	dead := enqueue(t, c, "evt_dead")
+	c := brokertest.NewClient(t, q, ledger, rec)
+	retried := brokertest.Enqueue(t, c, "evt_retry")
+	dead := brokertest.Enqueue(t, c, "evt_dead")
 	require.NoError(t, c.Start(ctx))
 	require.Eventually(t, func() bool {
 		a, _ := ledger.Get(ctx, retried)
@@ -153,7 +121,7 @@ func TestWorkerRetriesAndDeadLettersWithTheReasonInAHeader(t *testing.T) {
 	got, err := hookrelay.UnmarshalEnvelope(msg.Data)
 	require.NoError(t, err)
 	assert.Equal(t, dead, got.ID, "the dead-letter message keeps the delivery ID")
-	assert.False(t, bytes.Contains(msg.Data, []byte(secret)) || bytes.Contains(msg.Data, []byte("accounting.example")),
+	assert.False(t, bytes.Contains(msg.Data, []byte(brokertest.Secret)) || bytes.Contains(msg.Data, []byte("accounting.example")),
 		"the broker never sees the destination's URL or secret")
 	info, err := dlq.Info(ctx)
 	require.NoError(t, err)

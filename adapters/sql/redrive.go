@@ -311,21 +311,7 @@ func (s *Store) UpdateRedriveAudit(ctx context.Context, u hookrelay.RedriveAudit
 		if err != nil {
 			return err
 		}
-		if u.State != "" {
-			a.State, a.Error = u.State, u.Error
-		}
-		a.Redriven += u.AddRedriven
-		a.Skipped += u.AddSkipped
-		if u.LastDeliveryID != "" {
-			a.LastDeliveryID = u.LastDeliveryID
-		}
-		if u.ClearStop {
-			a.StopRequested, a.StopRequestedBy = false, ""
-		}
-		if u.StopRequestedBy != "" {
-			a.StopRequested, a.StopRequestedBy = true, u.StopRequestedBy
-		}
-		a.UpdatedAt = u.Now
+		u.Apply(&a)
 		row, err := auditRow(a)
 		if err != nil {
 			return err

@@ -154,3 +154,39 @@ func placeholder(s *hooksql.Store, n int) string {
 	}
 	return "?"
 }
+
+// Secret is the destination secret of NewClient's destination; tests check
+// it never reaches the broker.
+const Secret = "whsec_c2VjcmV0LXRoYXQtbXVzdC1uZXZlci1sZWFr"
+
+// NewClient is a worker on the wall clock over q and ledger, with one
+// destination whose URL and secret must never reach the broker.
+func NewClient(t *testing.T, q hookrelay.Queue, ledger hookrelay.Ledger, sender hookrelay.Sender, opts ...func(*hookrelay.Config)) *hookrelay.Client {
+	t.Helper()
+	dests := memory.NewDestinations()
+	require.NoError(t, dests.Put(context.Background(), hookrelay.Destination{
+		ID: "dest_1", TenantID: "tenant_a", URL: "https://user:pass@accounting.example/webhooks", Secrets: []string{Secret},
+	}))
+	cfg := hookrelay.Config{
+		Queue: q, Ledger: ledger, Destinations: dests, Sender: sender,
+		LeaseFor: time.Second, PollInterval: 20 * time.Millisecond, Random: hookrelaytest.FixedRandom(0.5),
+		Policy: &hookrelay.Policy{Version: "fast", MaxAttempts: 3, BaseDelay: 20 * time.Millisecond, MaxDelay: 50 * time.Millisecond},
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	c, err := hookrelay.New(cfg)
+	require.NoError(t, err)
+	return c
+}
+
+// Enqueue enqueues one payment event for NewClient's destination.
+func Enqueue(t *testing.T, c *hookrelay.Client, eventID string) string {
+	t.Helper()
+	res, err := c.Enqueue(context.Background(), hookrelay.EnqueueParams{
+		EventID: eventID, TenantID: "tenant_a", DestinationID: "dest_1",
+		EventType: "lease.payment_recorded", Payload: []byte(`{"payment_id":"pay_7319"}`),
+	})
+	require.NoError(t, err)
+	return res.ID
+}
