@@ -27,6 +27,10 @@ const (
 	EventReleased EventKind = "released"
 	// EventDestinationDisabled: the recipient said it is gone.
 	EventDestinationDisabled EventKind = "destination_disabled"
+	// EventDestinationPaused and EventDestinationResumed: an operator
+	// paused or resumed a destination; Delivery.DestinationID names it.
+	EventDestinationPaused  EventKind = "destination_paused"
+	EventDestinationResumed EventKind = "destination_resumed"
 	// EventRedriven: an operator moved a dead delivery back to pending.
 	EventRedriven EventKind = "redriven"
 	// EventWorkerError: a port call failed; Err is set. The worker backs off

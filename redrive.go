@@ -545,8 +545,11 @@ func (c *Client) setPaused(ctx context.Context, id string, paused bool) error {
 		delete(w.paused, id)
 	}
 	w.mu.Unlock()
+	kind := EventDestinationPaused
 	if !paused {
+		kind = EventDestinationResumed
 		w.wakeUp()
 	}
+	c.observe(ctx, Event{Kind: kind, Delivery: Delivery{DestinationID: id}})
 	return nil
 }

@@ -110,6 +110,8 @@ var messages = map[hookrelay.EventKind]string{
 	hookrelay.EventReleased:            "delivery released without spending an attempt",
 	hookrelay.EventDestinationDisabled: "destination disabled by its recipient",
 	hookrelay.EventRedriven:            "delivery redriven",
+	hookrelay.EventDestinationPaused:   "destination paused by an operator",
+	hookrelay.EventDestinationResumed:  "destination resumed by an operator",
 	hookrelay.EventWorkerError:         "worker error",
 }
 

@@ -67,8 +67,12 @@ func (s *Store) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay
 		return nil, err
 	}
 	var b strings.Builder
+	// Deliveries to a destination this store knows as paused or disabled
+	// are not claimed at all, in any process: they wait without a claim,
+	// a release or an attempt until it is resumed.
 	b.WriteString("SELECT " + selectDeliveryCols + " FROM {d} WHERE state = 'pending' AND next_attempt_at <= ?" +
-		" AND (lease_expires_at IS NULL OR lease_expires_at <= ?) AND envelope_version <= ?")
+		" AND (lease_expires_at IS NULL OR lease_expires_at <= ?) AND envelope_version <= ?" +
+		" AND destination_id NOT IN (SELECT id FROM {dst} WHERE paused <> 0 OR disabled <> 0)")
 	args := []any{now, now, hookrelay.EnvelopeVersion}
 	if len(p.SkipDestinations) > 0 {
 		b.WriteString(" AND destination_id NOT IN (" + placeholders(len(p.SkipDestinations)) + ")")

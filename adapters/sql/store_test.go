@@ -350,3 +350,36 @@ func TestCancelledContextIsReportedAsSuch(t *testing.T) {
 		require.ErrorIs(t, err, context.Canceled)
 	})
 }
+
+// A paused or disabled destination's deliveries are not claimed at all, by
+// any process sharing the database — not claimed and released — until it is
+// resumed.
+func TestPausedAndDisabledDestinationsAreNotClaimed(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := newStore(t, b, Options{})
+		for _, id := range []string{"dst_paused", "dst_gone", "dst_ok"} {
+			require.NoError(t, s.Put(ctx, hookrelay.Destination{ID: id, TenantID: "tenant_1", URL: "https://x.example/"}))
+		}
+		require.NoError(t, s.SetPaused(ctx, "dst_paused", true))
+		require.NoError(t, s.Disable(ctx, hookrelay.DisableParams{ID: "dst_gone", Reason: hookrelay.ReasonDestinationGone, Now: t0}))
+		paused := newDelivery("evt_1", "dst_paused", t0)
+		gone := newDelivery("evt_2", "dst_gone", t0)
+		ok := newDelivery("evt_3", "dst_ok", t0)
+		unknown := newDelivery("evt_4", "dst_elsewhere", t0) // destination kept in another store
+		_, err := s.Create(ctx, []hookrelay.Delivery{paused, gone, ok, unknown})
+		require.NoError(t, err)
+
+		var got []string
+		for _, c := range claimAll(t, s, t0.Add(time.Second)) {
+			got = append(got, c.Delivery.ID)
+		}
+		assert.ElementsMatch(t, []string{ok.ID, unknown.ID}, got)
+
+		require.NoError(t, s.SetPaused(ctx, "dst_paused", false))
+		cs := claimAll(t, s, t0.Add(2*time.Second))
+		require.Len(t, cs, 1, "resumed: claimable again")
+		assert.Equal(t, paused.ID, cs[0].Delivery.ID)
+		assert.Equal(t, 1, cs[0].Delivery.Attempt, "no attempt was spent while paused")
+	})
+}
