@@ -1,5 +1,7 @@
 // Command hookrelay-bench measures hookrelay end to end: deliveries enqueued
-// on a backend (memory, SQLite, PostgreSQL), delivered by the worker through
+// on a backend (memory, SQLite, PostgreSQL, or a broker queue — NATS
+// JetStream, RabbitMQ — whose ledger and destinations are a fresh memory
+// store), delivered by the worker through
 // the real HTTP sender to an in-process loopback recipient that answers 204.
 //
 // In the same run it measures the ceiling — a plain net/http client loop
@@ -22,6 +24,7 @@
 // --pending deliveries.
 //
 //	go run ./cmd/hookrelay-bench --backends memory,sqlite,postgres
+//	go run ./cmd/hookrelay-bench --backends memory,nats,rabbitmq
 package main
 
 import (
@@ -62,13 +65,15 @@ type options struct {
 	sender       string
 	pending      int
 	postgresDSN  string
+	natsURL      string
+	amqpURL      string
 	cpuProfile   string
 }
 
 func main() {
 	var o options
 	var backends string
-	flag.StringVar(&backends, "backends", "memory", "comma-separated backends: memory, sqlite, postgres")
+	flag.StringVar(&backends, "backends", "memory", "comma-separated backends: "+strings.Join(benchenv.Backends, ", "))
 	flag.IntVar(&o.n, "n", 20000, "deliveries per backend in the drain phase (and requests in the ceiling)")
 	flag.IntVar(&o.workers, "workers", 16, "W: worker Concurrency, and goroutines in the ceiling loop")
 	flag.IntVar(&o.destinations, "destinations", 4, "destinations the deliveries are spread over (all on the one recipient)")
@@ -80,6 +85,8 @@ func main() {
 	flag.DurationVar(&o.latencyFor, "latency-for", 5*time.Second, "latency phase: how long the producer enqueues")
 	flag.IntVar(&o.pending, "pending", 100000, "memory footprint: pending deliveries held by the memory adapter (0 skips)")
 	flag.StringVar(&o.postgresDSN, "postgres-dsn", os.Getenv(benchenv.PostgresDSNEnv), "PostgreSQL DSN (default $"+benchenv.PostgresDSNEnv+")")
+	flag.StringVar(&o.natsURL, "nats-url", benchenv.EnvOr(benchenv.NATSURLEnv, benchenv.DefaultNATSURL), "NATS server for the nats backend (default $"+benchenv.NATSURLEnv+" or "+benchenv.DefaultNATSURL+")")
+	flag.StringVar(&o.amqpURL, "amqp-url", benchenv.EnvOr(benchenv.AMQPURLEnv, benchenv.DefaultAMQPURL), "RabbitMQ server for the rabbitmq backend (default $"+benchenv.AMQPURLEnv+" or the local guest account)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of each backend's drain phase to PREFIX-<backend>.pprof")
 	flag.Parse()
 	o.backends = strings.Split(backends, ",")
@@ -395,8 +402,12 @@ func (d *deliveredWatch) snapshot() (int, []time.Duration) {
 	return d.count, slices.Clone(d.latencies)
 }
 
-func benchBackend(ctx context.Context, name string, o options, rcpt *recipient, payload []byte, out io.Writer) (backendResult, error) {
-	res := backendResult{name: name}
+// leaseFor is the worker's LeaseFor, hookrelay's default, set explicitly
+// because the NATS backend's consumer AckWait is derived from it.
+const leaseFor = 2 * time.Minute
+
+func benchBackend(ctx context.Context, name string, o options, rcpt *recipient, payload []byte, out io.Writer) (res backendResult, err error) {
+	res = backendResult{name: name}
 	dir, err := os.MkdirTemp("", "hookrelay-bench-")
 	if err != nil {
 		return res, err
@@ -409,11 +420,20 @@ func benchBackend(ctx context.Context, name string, o options, rcpt *recipient, 
 		// opening a PostgreSQL connection per query dominates otherwise).
 		MaxOpenConns: o.workers + 2,
 		TablePrefix:  fmt.Sprintf("bench_%d_%d_", os.Getpid(), time.Now().Unix()%1_000_000),
+		NATSURL:      o.natsURL, AMQPURL: o.amqpURL,
+		Concurrency: o.workers, LeaseFor: leaseFor,
 	})
 	if err != nil {
 		return res, err
 	}
-	defer store.Close()
+	defer func() {
+		if cerr := store.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close: %w", cerr)
+		}
+	}()
+	if store.Note != "" {
+		fmt.Fprintf(out, "%-9s (%s)\n", name, store.Note)
+	}
 	watch := &deliveredWatch{}
 	client, sender, err := newClient(ctx, store, o, rcpt, watch)
 	if err != nil {
@@ -524,7 +544,7 @@ func newClient(_ context.Context, store *benchenv.Store, o options, rcpt *recipi
 	}
 	client, err := hookrelay.New(hookrelay.Config{
 		Queue: &countingQueue{Queue: store.Queue, watch: obs}, Ledger: store.Ledger, Destinations: store.Destinations, Sender: sender,
-		Concurrency: o.workers,
+		Concurrency: o.workers, LeaseFor: leaseFor,
 		// By default the measurement is of the engine and the backend, not
 		// of the per-destination limit: every slot may go to any destination.
 		PerDestinationConcurrency: cmp.Or(o.perDest, o.workers),

@@ -1,6 +1,7 @@
 // Package benchenv sets up what the benchmark and soak commands run
-// against: a store on a named backend, and an HTTP sender that may dial
-// loopback only.
+// against: a store on a named backend (memory, SQLite, PostgreSQL, or a
+// broker queue — NATS JetStream, RabbitMQ — over a memory ledger), and an
+// HTTP sender that may dial loopback only.
 package benchenv
 
 import (
@@ -9,7 +10,9 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/hookrelay/hookrelay"
 	hookhttp "github.com/hookrelay/hookrelay/adapters/http"
@@ -23,17 +26,25 @@ const PostgresDSNEnv = "HOOKRELAY_TEST_POSTGRES_DSN"
 // Store is one backend's Queue, Ledger and Destinations, with what a
 // harness needs around them.
 type Store struct {
-	Name         string
+	Name string
+	// Note says what the backend is made of when its Queue, Ledger and
+	// Destinations are not one store; empty otherwise.
+	Note         string
 	Queue        hookrelay.Queue
 	Ledger       hookrelay.Ledger
 	Destinations hookrelay.Destinations
 	// Put adds or replaces a destination.
 	Put func(ctx context.Context, d hookrelay.Destination) error
-	// DB is the SQL backend's database handle; nil for memory.
+	// DB is the SQL backend's database handle; nil for the others.
 	DB *sql.DB
 	// Close releases the store (and drops what it created in a shared
-	// database, when Options.Drop is set).
+	// database, when Options.Drop is set; a broker backend always deletes
+	// the streams or queues it created).
 	Close func() error
+
+	// created names a broker backend's streams or queues, which Close
+	// deletes.
+	created []string
 }
 
 // Options configure Open.
@@ -49,10 +60,22 @@ type Options struct {
 	// MaxOpenConns caps the SQL connection pool and keeps as many idle;
 	// zero leaves database/sql's defaults (unlimited open, 2 idle).
 	MaxOpenConns int
+	// NATSURL is the NATS server for "nats"; empty is DefaultNATSURL.
+	NATSURL string
+	// AMQPURL is the RabbitMQ server for "rabbitmq"; empty is
+	// DefaultAMQPURL.
+	AMQPURL string
+	// Concurrency is the worker's Concurrency; the RabbitMQ prefetch is set
+	// to it (zero: the adapter's default, 16).
+	Concurrency int
+	// LeaseFor is the worker's LeaseFor (zero: hookrelay's default, 2m);
+	// the NATS consumer's AckWait is set to twice it, as the adapter
+	// refuses a lease that is not below AckWait.
+	LeaseFor time.Duration
 }
 
 // Backends lists the names Open accepts.
-var Backends = []string{"memory", "sqlite", "postgres"}
+var Backends = []string{"memory", "sqlite", "postgres", "nats", "rabbitmq"}
 
 // Open returns a fresh, migrated store on the named backend.
 func Open(ctx context.Context, name string, o Options) (*Store, error) {
@@ -65,8 +88,12 @@ func Open(ctx context.Context, name string, o Options) (*Store, error) {
 		}, nil
 	case "sqlite", "postgres":
 		return openSQL(ctx, name, o)
+	case "nats":
+		return openNATS(ctx, name, o)
+	case "rabbitmq":
+		return openRabbitMQ(ctx, name, o)
 	}
-	return nil, fmt.Errorf("unknown backend %q (known: memory, sqlite, postgres)", name)
+	return nil, fmt.Errorf("unknown backend %q (known: %s)", name, strings.Join(Backends, ", "))
 }
 
 // Loopback is the allow-list that opens the SSRF guard for 127.0.0.1 and ::1.
