@@ -52,9 +52,12 @@ const HeaderDeliveryID = "Hookrelay-Delivery-Id"
 
 // DefaultDelayBuckets are the wait queues' delays when Config.DelayBuckets
 // is empty. With the default policy (1 s base, 15 min cap) a retry waits at
-// most one bucket step longer than its schedule says.
+// most one bucket step longer than its schedule says. The 100 ms bucket is
+// for messages that arrive a few milliseconds before their due time (one
+// published while a claim waited for messages): without it they waited a
+// whole second.
 var DefaultDelayBuckets = []time.Duration{
-	time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute, 15 * time.Minute,
+	100 * time.Millisecond, time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute, 15 * time.Minute,
 }
 
 // ErrNotConnected reports that the queue is between connections; the
