@@ -4,8 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookrelay/hookrelay/adapters/memory"
-	"github.com/hookrelay/hookrelay/hookrelaytest"
+	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/internal/brokertest"
 )
 
@@ -17,25 +16,9 @@ const redeliveryWithin = 750 * time.Millisecond
 // TestConformanceAMQP runs the suite's Queue, Engine and Redrive tests with RabbitMQ as
 // the queue and each ledger: memory, SQLite and PostgreSQL.
 func TestConformanceAMQP(t *testing.T) {
-	for _, lc := range brokertest.Ledgers() {
-		t.Run(lc.Name, func(t *testing.T) {
-			// The ledgers run side by side: the suite mostly waits for the
-			// broker's real-time redeliveries.
-			t.Parallel()
-			newHarness := func(t *testing.T) hookrelaytest.Harness {
-				ledger := lc.New(t)
-				return hookrelaytest.Harness{
-					Queue:            newQueue(t, ledger, testConfig(t)),
-					Ledger:           ledger,
-					Destinations:     memory.NewDestinations(),
-					RedeliveryWithin: redeliveryWithin,
-				}
-			}
-			t.Run("Queue", func(t *testing.T) { hookrelaytest.RunQueue(t, newHarness) })
-			t.Run("Engine", func(t *testing.T) { hookrelaytest.RunEngine(t, newHarness) })
-			t.Run("Redrive", func(t *testing.T) { hookrelaytest.RunRedrive(t, newHarness) })
-		})
-	}
+	brokertest.RunConformance(t, redeliveryWithin, func(t *testing.T, ledger brokertest.Ledger) hookrelay.Queue {
+		return newQueue(t, ledger, testConfig(t))
+	})
 }
 
 func TestOperatorRedriveThroughTheBroker(t *testing.T) {

@@ -4,8 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookrelay/hookrelay/adapters/memory"
-	"github.com/hookrelay/hookrelay/hookrelaytest"
+	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/internal/brokertest"
 )
 
@@ -17,26 +16,10 @@ const redeliveryWithin = 750 * time.Millisecond
 // TestConformanceNATS runs the suite's Queue, Engine and Redrive tests with JetStream as
 // the queue and each ledger: memory, SQLite and PostgreSQL.
 func TestConformanceNATS(t *testing.T) {
-	for _, lc := range brokertest.Ledgers() {
-		t.Run(lc.Name, func(t *testing.T) {
-			// The ledgers run side by side: the suite mostly waits for the
-			// broker's real-time redeliveries.
-			t.Parallel()
-			newHarness := func(t *testing.T) hookrelaytest.Harness {
-				js := connect(t)
-				ledger := lc.New(t)
-				return hookrelaytest.Harness{
-					Queue:            newQueue(t, js, ledger, testConfig(t, js)),
-					Ledger:           ledger,
-					Destinations:     memory.NewDestinations(),
-					RedeliveryWithin: redeliveryWithin,
-				}
-			}
-			t.Run("Queue", func(t *testing.T) { hookrelaytest.RunQueue(t, newHarness) })
-			t.Run("Engine", func(t *testing.T) { hookrelaytest.RunEngine(t, newHarness) })
-			t.Run("Redrive", func(t *testing.T) { hookrelaytest.RunRedrive(t, newHarness) })
-		})
-	}
+	brokertest.RunConformance(t, redeliveryWithin, func(t *testing.T, ledger brokertest.Ledger) hookrelay.Queue {
+		js := connect(t)
+		return newQueue(t, js, ledger, testConfig(t, js))
+	})
 }
 
 func TestOperatorRedriveThroughTheBroker(t *testing.T) {

@@ -190,3 +190,27 @@ func Enqueue(t *testing.T, c *hookrelay.Client, eventID string) string {
 	require.NoError(t, err)
 	return res.ID
 }
+
+// RunConformance runs the suite's Queue, Engine and Redrive tests with the
+// broker queue newQueue builds over each ledger (memory, SQLite,
+// PostgreSQL). The ledgers run side by side: the suite mostly waits for the
+// broker's real-time redeliveries, for at most redeliveryWithin each.
+func RunConformance(t *testing.T, redeliveryWithin time.Duration, newQueue func(t *testing.T, ledger Ledger) hookrelay.Queue) {
+	for _, lc := range Ledgers() {
+		t.Run(lc.Name, func(t *testing.T) {
+			t.Parallel()
+			newHarness := func(t *testing.T) hookrelaytest.Harness {
+				ledger := lc.New(t)
+				return hookrelaytest.Harness{
+					Queue:            newQueue(t, ledger),
+					Ledger:           ledger,
+					Destinations:     memory.NewDestinations(),
+					RedeliveryWithin: redeliveryWithin,
+				}
+			}
+			t.Run("Queue", func(t *testing.T) { hookrelaytest.RunQueue(t, newHarness) })
+			t.Run("Engine", func(t *testing.T) { hookrelaytest.RunEngine(t, newHarness) })
+			t.Run("Redrive", func(t *testing.T) { hookrelaytest.RunRedrive(t, newHarness) })
+		})
+	}
+}
