@@ -79,6 +79,9 @@ type Client struct {
 	clock        clock.Clock
 	observer     Observer
 	cfg          Config
+	// ledgerQueue: Queue and Ledger are one LedgerQueue, so queue
+	// transitions after ledger writes are already done.
+	ledgerQueue bool
 
 	randMu sync.Mutex
 	random Random
@@ -134,6 +137,9 @@ func New(cfg Config) (*Client, error) {
 		c.policies[p.Version] = p
 	}
 	c.policies[c.policy.Version] = c.policy
+	if lq, ok := cfg.Queue.(LedgerQueue); ok && any(lq) == any(cfg.Ledger) {
+		c.ledgerQueue = true
+	}
 	if c.clock == nil {
 		c.clock = clock.New()
 	}

@@ -138,17 +138,32 @@ type Attempt struct {
 // and the attempt did not succeed, the delivery is released without spending
 // an attempt and ctx's error is returned.
 //
+// When the client's Queue and Ledger are one LedgerQueue, the ledger write
+// is also the queue transition (it ends the lease in the same write), so
+// steps 3–5 make no separate queue call; the worker also skips step 1 for a
+// claim it has just taken, which read the record as pending.
+//
 // Process returns an *OpError when a port call fails; the lease then expires
 // and the delivery is claimed again.
 func (c *Client) Process(ctx context.Context, claim Claim) error {
+	return c.process(ctx, claim, false)
+}
+
+// process is Process; fresh says the claim was handed out by c.queue just
+// now, which for a LedgerQueue already answers step 1.
+func (c *Client) process(ctx context.Context, claim Claim, fresh bool) error {
 	if c.sender == nil {
 		return &ValidationError{Kind: ErrInvalidConfig, Field: "Sender", Problem: "is required to process deliveries"}
 	}
 	d, lease := claim.Delivery, claim.Lease
 
-	delivered, err := c.ledger.WasDelivered(ctx, d.ID)
-	if err != nil {
-		return c.failBeforeSend(ctx, d, lease, opErr("ledger.was_delivered", d.ID, err))
+	delivered := false
+	if !fresh || !c.ledgerQueue {
+		var err error
+		delivered, err = c.ledger.WasDelivered(ctx, d.ID)
+		if err != nil {
+			return c.failBeforeSend(ctx, d, lease, opErr("ledger.was_delivered", d.ID, err))
+		}
 	}
 	if delivered {
 		if err := c.queue.Acknowledge(ctx, AckParams{ID: d.ID, Lease: lease, Now: c.clock.Now()}); err != nil {
@@ -216,8 +231,10 @@ func (c *Client) Process(ctx context.Context, claim Claim) error {
 		if err := c.ledger.MarkDelivered(ctx, MarkDeliveredParams{ID: d.ID, Lease: lease, Attempt: attempt, Now: finished}); err != nil {
 			return opErr("ledger.mark_delivered", d.ID, err)
 		}
-		if err := c.queue.Acknowledge(ctx, AckParams{ID: d.ID, Lease: lease, Now: finished}); err != nil {
-			return opErr("queue.acknowledge", d.ID, err)
+		if !c.ledgerQueue {
+			if err := c.queue.Acknowledge(ctx, AckParams{ID: d.ID, Lease: lease, Now: finished}); err != nil {
+				return opErr("queue.acknowledge", d.ID, err)
+			}
 		}
 		d.State, d.LastOutcome, d.LastReason, d.UpdatedAt = StateDelivered, res.Outcome, res.Reason, finished
 		c.observe(ctx, Event{Kind: EventDelivered, Delivery: d, Result: &res})
@@ -242,8 +259,10 @@ func (c *Client) Process(ctx context.Context, claim Claim) error {
 	next := d
 	next.Attempt, next.NextAttemptAt = d.Attempt+1, at
 	next.LastOutcome, next.LastReason, next.UpdatedAt = res.Outcome, res.Reason, finished
-	if err := c.queue.RetryAt(ctx, RetryAtParams{Delivery: next, Lease: lease, At: at, Now: finished}); err != nil {
-		return opErr("queue.retry_at", d.ID, err)
+	if !c.ledgerQueue {
+		if err := c.queue.RetryAt(ctx, RetryAtParams{Delivery: next, Lease: lease, At: at, Now: finished}); err != nil {
+			return opErr("queue.retry_at", d.ID, err)
+		}
 	}
 	c.observe(ctx, Event{Kind: EventRetryScheduled, Delivery: next, Result: &res, Delay: delay, At: at})
 	return nil
@@ -259,8 +278,10 @@ func (c *Client) deadLetter(ctx context.Context, d Delivery, lease Lease, reason
 	if attempt != nil {
 		d.LastOutcome = attempt.Outcome
 	}
-	if err := c.queue.DeadLetter(ctx, DeadLetterParams{Delivery: d, Lease: lease, Reason: reason, Now: now}); err != nil {
-		return opErr("queue.dead_letter", d.ID, err)
+	if !c.ledgerQueue {
+		if err := c.queue.DeadLetter(ctx, DeadLetterParams{Delivery: d, Lease: lease, Reason: reason, Now: now}); err != nil {
+			return opErr("queue.dead_letter", d.ID, err)
+		}
 	}
 	// Result (nil when nothing was sent) lets observers tell a permanent
 	// rejection from an exhausted budget.

@@ -84,3 +84,19 @@ type ReleaseParams struct {
 	At    time.Time
 	Now   time.Time
 }
+
+// LedgerQueue is an optional ability of a store that is both the Queue and
+// the Ledger (the memory and SQL stores): its ledger records are its queue
+// entries. Two things follow, and a store that declares the ability
+// promises both: a claim reads the ledger record under the new lease, so a
+// freshly claimed delivery is pending; and each ledger write ends the
+// writer's lease, so the queue transition after it has nothing left to do.
+// When the same LedgerQueue is the client's Queue and Ledger, the worker
+// skips the ledger check of a fresh claim and the transitions after the
+// ledger writes: a delivery costs its claim, one send and one write.
+type LedgerQueue interface {
+	Queue
+	Ledger
+	// LedgerRecordsAreQueueEntries marks the ability; it does nothing.
+	LedgerRecordsAreQueueEntries()
+}

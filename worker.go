@@ -241,7 +241,7 @@ func (c *Client) claimOnce(ctx context.Context, attempts *sync.WaitGroup) (bool,
 		attempts.Add(1)
 		go func() {
 			defer attempts.Done()
-			if err := c.Process(ctx, cl); err != nil && ctx.Err() == nil {
+			if err := c.process(ctx, cl, true); err != nil && ctx.Err() == nil {
 				c.observe(ctx, Event{Kind: EventWorkerError, Delivery: cl.Delivery, Err: err})
 			}
 			w.mu.Lock()

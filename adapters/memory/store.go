@@ -502,3 +502,9 @@ func (s *Store) ReleaseLease(_ context.Context, p hookrelay.ReleaseLeaseParams) 
 	}
 	return nil
 }
+
+var _ hookrelay.LedgerQueue = (*Store)(nil)
+
+// LedgerRecordsAreQueueEntries implements hookrelay.LedgerQueue: claims read
+// the record under the new lease, and ledger writes end the lease.
+func (s *Store) LedgerRecordsAreQueueEntries() {}

@@ -263,3 +263,9 @@ func (s *Store) lockSuffix(skipLocked bool) string {
 	}
 	return " FOR UPDATE"
 }
+
+var _ hookrelay.LedgerQueue = (*Store)(nil)
+
+// LedgerRecordsAreQueueEntries implements hookrelay.LedgerQueue: a claim
+// reads the row under the new lease, and ledger writes end the lease.
+func (s *Store) LedgerRecordsAreQueueEntries() {}
