@@ -204,24 +204,7 @@ func TestWorkerRetriesAndDeadLettersWithTheReasonInAHeader(t *testing.T) {
 	cfg := testConfig(t)
 	ledger := memory.NewStore()
 	q := newQueue(t, ledger, cfg)
-	rec := &hookrelaytest.Recipient{Script: func(d hookrelay.Delivery, n int) hookrelaytest.RecipientAnswer {
-		switch {
-		case d.EventID == "evt_retry" && n >= 3:
-			return hookrelaytest.Accept()
-		case d.EventID == "evt_retry":
-			return hookrelaytest.Reject(hookrelay.Retryable(hookrelay.ReasonServiceUnavailable).WithStatus(503))
-		}
-		return hookrelaytest.Reject(hookrelay.Permanent(hookrelay.ReasonUnprocessable).WithStatus(422))
-	}}
-	c := brokertest.NewClient(t, q, ledger, rec)
-	retried := brokertest.Enqueue(t, c, "evt_retry")
-	dead := brokertest.Enqueue(t, c, "evt_dead")
-	require.NoError(t, c.Start(ctx))
-	require.Eventually(t, func() bool {
-		a, _ := ledger.Get(ctx, retried)
-		b, _ := ledger.Get(ctx, dead)
-		return a.State == hookrelay.StateDelivered && b.State == hookrelay.StateDead
-	}, 15*time.Second, 10*time.Millisecond)
+	c, rec, retried, dead := brokertest.RetryAndDeadLetter(t, q, ledger)
 	require.NoError(t, c.Stop(ctx))
 	require.NoError(t, q.Close())
 

@@ -86,24 +86,7 @@ func TestWorkerRetriesAndDeadLettersWithTheReasonInAHeader(t *testing.T) {
 	cfg := testConfig(t, js)
 	ledger := memory.NewStore()
 	q := newQueue(t, js, ledger, cfg)
-	rec := &hookrelaytest.Recipient{Script: func(d hookrelay.Delivery, n int) hookrelaytest.RecipientAnswer {
-		if d.EventID == "evt_retry" && n >= 3 {
-			return hookrelaytest.Accept()
-		}
-		if d.EventID == "evt_retry" {
-			return hookrelaytest.Reject(hookrelay.Retryable(hookrelay.ReasonServiceUnavailable).WithStatus(503))
-		}
-		return hookrelaytest.Reject(hookrelay.Permanent(hookrelay.ReasonUnprocessable).WithStatus(422))
-	}}
-	c := brokertest.NewClient(t, q, ledger, rec)
-	retried := brokertest.Enqueue(t, c, "evt_retry")
-	dead := brokertest.Enqueue(t, c, "evt_dead")
-	require.NoError(t, c.Start(ctx))
-	require.Eventually(t, func() bool {
-		a, _ := ledger.Get(ctx, retried)
-		b, _ := ledger.Get(ctx, dead)
-		return a.State == hookrelay.StateDelivered && b.State == hookrelay.StateDead
-	}, 15*time.Second, 10*time.Millisecond)
+	c, rec, retried, dead := brokertest.RetryAndDeadLetter(t, q, ledger)
 	require.Eventually(t, func() bool { return settled(t, js, cfg) }, 5*time.Second, 10*time.Millisecond)
 	require.NoError(t, c.Stop(ctx))
 

@@ -214,3 +214,32 @@ func RunConformance(t *testing.T, redeliveryWithin time.Duration, newQueue func(
 		})
 	}
 }
+
+// RetryAndDeadLetter runs a worker over q and ledger on two deliveries: one
+// that fails twice (503) and then is accepted, one rejected permanently
+// (422). It returns once the first is delivered and the second dead, with
+// the worker still running so the caller can let the broker settle before
+// stopping it.
+func RetryAndDeadLetter(t *testing.T, q hookrelay.Queue, ledger hookrelay.Ledger) (c *hookrelay.Client, rec *hookrelaytest.Recipient, retried, dead string) {
+	t.Helper()
+	ctx := context.Background()
+	rec = &hookrelaytest.Recipient{Script: func(d hookrelay.Delivery, n int) hookrelaytest.RecipientAnswer {
+		switch {
+		case d.EventID == "evt_retry" && n >= 3:
+			return hookrelaytest.Accept()
+		case d.EventID == "evt_retry":
+			return hookrelaytest.Reject(hookrelay.Retryable(hookrelay.ReasonServiceUnavailable).WithStatus(503))
+		}
+		return hookrelaytest.Reject(hookrelay.Permanent(hookrelay.ReasonUnprocessable).WithStatus(422))
+	}}
+	c = NewClient(t, q, ledger, rec)
+	retried = Enqueue(t, c, "evt_retry")
+	dead = Enqueue(t, c, "evt_dead")
+	require.NoError(t, c.Start(ctx))
+	require.Eventually(t, func() bool {
+		a, _ := ledger.Get(ctx, retried)
+		b, _ := ledger.Get(ctx, dead)
+		return a.State == hookrelay.StateDelivered && b.State == hookrelay.StateDead
+	}, 15*time.Second, 10*time.Millisecond)
+	return c, rec, retried, dead
+}
