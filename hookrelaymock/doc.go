@@ -1,8 +1,7 @@
 // Package hookrelaymock holds gomock mocks of hookrelay's ports (Queue,
 // Ledger, Sender, Destinations, Observer) and optional abilities (LedgerStats,
 // LeaseLedger, DeadLetterLedger, RedriveAuditLog, DestinationPauser,
-// LedgerQueue,
-// Authorizer), generated with go.uber.org/mock's mockgen. Use them to
+// LedgerQueue, Authorizer), generated with go.uber.org/mock's mockgen. Use them to
 // assert call order, e.g. that the ledger write comes before the queue
 // acknowledgement; use the memory adapters when you need a working fake.
 package hookrelaymock
