@@ -35,16 +35,20 @@ type Config struct {
 	// Random is the jitter source. Defaults to a PCG generator seeded from
 	// crypto/rand.
 	Random Random
-	// Concurrency caps attempts in flight in this worker. Defaults to 16.
+	// Concurrency caps sends in flight in this worker. Defaults to 16. With
+	// a BatchLedger (the memory and SQL stores), an attempt gives its slot
+	// back once its ledger write is queued for the next batch, and at most
+	// Concurrency finished attempts wait for their batch.
 	Concurrency int
 	// PerDestinationConcurrency caps attempts in flight to one destination
 	// in this worker, unless the destination sets MaxConcurrency, so a slow
 	// destination cannot take the whole pool. Defaults to 4.
 	PerDestinationConcurrency int
 	// BatchSize caps deliveries claimed per poll. Defaults to Concurrency.
-	// A claim is also held to PerDestinationConcurrency and to the room
-	// left by the busiest destination in flight, so that it does not claim
-	// deliveries to one destination only to hand them back.
+	// A claim takes at most each destination's room (its limit less its
+	// attempts in flight); with a queue that cannot claim by room
+	// (ClaimsByDestinationRoom) it is held to the tightest room, so that it
+	// does not claim deliveries to one destination only to hand them back.
 	BatchSize int
 	// PollInterval is how often the worker looks for due work when it was
 	// not woken. Defaults to 1s.
@@ -55,6 +59,21 @@ type Config struct {
 	// PausedRecheck is how long a paused or disabled destination is skipped
 	// before the worker looks at it again. Defaults to 5s.
 	PausedRecheck time.Duration
+	// DestinationCacheTTL is how long the worker reuses what Destinations
+	// returned for a destination before reading it again (Process called
+	// directly always reads it). A change made through this client (pause,
+	// resume, a 410 disabling it, a redrive of its deliveries) is seen at
+	// once; a change written to the store directly (Put) or by another
+	// process within the TTL. Claims on the SQL store skip paused and
+	// disabled destinations whatever the cache holds. Defaults to 1s;
+	// negative turns the cache off.
+	DestinationCacheTTL time.Duration
+	// CompletionLinger is how long the worker holds a batch of ledger
+	// writes open for more after the first one arrives, when the Ledger is
+	// a BatchLedger. Defaults to 0: a batch is flushed as soon as the
+	// previous one committed, with every write that arrived meanwhile,
+	// which under load gives large batches without delaying a lone write.
+	CompletionLinger time.Duration
 	// MaxPayloadBytes refuses larger payloads at enqueue. Defaults to 1 MiB.
 	MaxPayloadBytes int
 	// Holder names this worker in leases. Defaults to a random UUID.
@@ -82,6 +101,12 @@ type Client struct {
 	// ledgerQueue: Queue and Ledger are one LedgerQueue, so queue
 	// transitions after ledger writes are already done.
 	ledgerQueue bool
+	// roomClaims: the Queue honours per-destination rooms in a claim.
+	roomClaims bool
+	// batchLedger is the Ledger's BatchLedger ability, nil without it.
+	batchLedger BatchLedger
+	// dueNotifier is the Queue's DueNotifier ability, nil without it.
+	dueNotifier DueNotifier
 
 	randMu sync.Mutex
 	random Random
@@ -114,6 +139,8 @@ func New(cfg Config) (*Client, error) {
 		return nil, bad("LeaseFor", "must not be negative")
 	case cfg.PausedRecheck < 0:
 		return nil, bad("PausedRecheck", "must not be negative")
+	case cfg.CompletionLinger < 0:
+		return nil, bad("CompletionLinger", "must not be negative")
 	case cfg.MaxPayloadBytes < 0:
 		return nil, bad("MaxPayloadBytes", "must not be negative")
 	}
@@ -140,6 +167,9 @@ func New(cfg Config) (*Client, error) {
 	if lq, ok := cfg.Queue.(LedgerQueue); ok && any(lq) == any(cfg.Ledger) {
 		c.ledgerQueue = true
 	}
+	_, c.roomClaims = cfg.Queue.(ClaimsByDestinationRoom)
+	c.batchLedger, _ = cfg.Ledger.(BatchLedger)
+	c.dueNotifier, _ = cfg.Queue.(DueNotifier)
 	if c.clock == nil {
 		c.clock = clock.New()
 	}
@@ -168,6 +198,7 @@ func New(cfg Config) (*Client, error) {
 	defDur(&cfg.PollInterval, time.Second)
 	defDur(&cfg.LeaseFor, 2*time.Minute)
 	defDur(&cfg.PausedRecheck, 5*time.Second)
+	defDur(&cfg.DestinationCacheTTL, time.Second)
 	if cfg.Holder == "" {
 		cfg.Holder = uuid.NewString()
 	}

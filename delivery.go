@@ -141,24 +141,63 @@ type Attempt struct {
 // When the client's Queue and Ledger are one LedgerQueue, the ledger write
 // is also the queue transition (it ends the lease in the same write), so
 // steps 3–5 make no separate queue call; the worker also skips step 1 for a
-// claim it has just taken, which read the record as pending.
+// claim it has just taken, which read the record as pending. The worker
+// also gathers the writes of steps 3–5 into batches when the Ledger is a
+// BatchLedger; Process itself writes one at a time.
 //
 // Process returns an *OpError when a port call fails; the lease then expires
 // and the delivery is claimed again.
 func (c *Client) Process(ctx context.Context, claim Claim) error {
-	return c.process(ctx, claim, false)
+	return c.process(ctx, claim, attemptRun{})
 }
 
-// process is Process; fresh says the claim was handed out by c.queue just
-// now, which for a LedgerQueue already answers step 1.
-func (c *Client) process(ctx context.Context, claim Claim, fresh bool) error {
+// attemptRun is what the worker adds to one run of the state machine.
+type attemptRun struct {
+	// fresh says the claim was handed out by c.queue just now, which for a
+	// LedgerQueue already answers step 1.
+	fresh bool
+	// batch, when set, takes the ledger writes of steps 3–5.
+	batch *batcher
+	// freeSlot, when set, gives the attempt's worker slot back once its
+	// write is queued for a batch (the worker frees it at the end anyway).
+	freeSlot func()
+}
+
+// record makes one of the ledger writes of steps 3–5, through the worker's
+// batcher when there is one.
+func (c *Client) record(ctx context.Context, run attemptRun, w LedgerWrite) error {
+	var err error
+	switch {
+	case run.batch != nil:
+		err = run.batch.write(w, run.freeSlot)
+	case w.Delivered != nil:
+		err = c.ledger.MarkDelivered(ctx, *w.Delivered)
+	case w.Retry != nil:
+		err = c.ledger.RecordRetry(ctx, *w.Retry)
+	default:
+		err = c.ledger.RecordDeadLetter(ctx, *w.DeadLetter)
+	}
+	if err == nil {
+		return nil
+	}
+	op := "ledger.record_dead_letter"
+	switch {
+	case w.Delivered != nil:
+		op = "ledger.mark_delivered"
+	case w.Retry != nil:
+		op = "ledger.record_retry"
+	}
+	return opErr(op, w.deliveryID(), err)
+}
+
+func (c *Client) process(ctx context.Context, claim Claim, run attemptRun) error {
 	if c.sender == nil {
 		return &ValidationError{Kind: ErrInvalidConfig, Field: "Sender", Problem: "is required to process deliveries"}
 	}
 	d, lease := claim.Delivery, claim.Lease
 
 	delivered := false
-	if !fresh || !c.ledgerQueue {
+	if !run.fresh || !c.ledgerQueue {
 		var err error
 		delivered, err = c.ledger.WasDelivered(ctx, d.ID)
 		if err != nil {
@@ -174,9 +213,9 @@ func (c *Client) process(ctx context.Context, claim Claim, fresh bool) error {
 	}
 
 	now := c.clock.Now()
-	dest, err := c.destinations.Destination(ctx, d.DestinationID)
+	dest, err := c.destination(ctx, d.DestinationID, run.fresh)
 	if errors.Is(err, ErrDestinationNotFound) {
-		return c.deadLetter(ctx, d, lease, ReasonDestinationNotFound, nil, nil, now)
+		return c.deadLetter(ctx, run, d, lease, ReasonDestinationNotFound, nil, nil, now)
 	}
 	if err != nil {
 		return c.failBeforeSend(ctx, d, lease, opErr("destinations.get", d.ID, err))
@@ -191,7 +230,7 @@ func (c *Client) process(ctx context.Context, claim Claim, fresh bool) error {
 	}
 	policy := c.policyFor(d, &dest)
 	if policy.MaxAge > 0 && !now.Before(d.FirstQueuedAt.Add(policy.MaxAge)) {
-		return c.deadLetter(ctx, d, lease, ReasonWindowExpired, nil, nil, now)
+		return c.deadLetter(ctx, run, d, lease, ReasonWindowExpired, nil, nil, now)
 	}
 
 	sendCtx, cancel := c.clock.WithDeadline(ctx, lease.ExpiresAt)
@@ -218,6 +257,7 @@ func (c *Client) process(ctx context.Context, claim Claim, fresh bool) error {
 		if err := c.destinations.Disable(ctx, DisableParams{ID: d.DestinationID, Reason: res.Reason, Now: finished}); err != nil {
 			return opErr("destinations.disable", d.ID, err)
 		}
+		c.worker.dests.forget(d.DestinationID)
 		c.observe(ctx, Event{Kind: EventDestinationDisabled, Delivery: d, Result: &res, Reason: res.Reason})
 	}
 
@@ -228,8 +268,8 @@ func (c *Client) process(ctx context.Context, claim Claim, fresh bool) error {
 	}
 	switch {
 	case res.Kind == KindDelivered:
-		if err := c.ledger.MarkDelivered(ctx, MarkDeliveredParams{ID: d.ID, Lease: lease, Attempt: attempt, Now: finished}); err != nil {
-			return opErr("ledger.mark_delivered", d.ID, err)
+		if err := c.record(ctx, run, LedgerWrite{Delivered: &MarkDeliveredParams{ID: d.ID, Lease: lease, Attempt: attempt, Now: finished}}); err != nil {
+			return err
 		}
 		if !c.ledgerQueue {
 			if err := c.queue.Acknowledge(ctx, AckParams{ID: d.ID, Lease: lease, Now: finished}); err != nil {
@@ -240,21 +280,21 @@ func (c *Client) process(ctx context.Context, claim Claim, fresh bool) error {
 		c.observe(ctx, Event{Kind: EventDelivered, Delivery: d, Result: &res})
 		return nil
 	case res.Kind == KindPermanent:
-		return c.deadLetter(ctx, d, lease, res.Reason, &attempt, &res, finished)
+		return c.deadLetter(ctx, run, d, lease, res.Reason, &attempt, &res, finished)
 	case d.BudgetAttempt() >= policy.MaxAttempts:
-		return c.deadLetter(ctx, d, lease, ReasonAttemptsExhausted, &attempt, &res, finished)
+		return c.deadLetter(ctx, run, d, lease, ReasonAttemptsExhausted, &attempt, &res, finished)
 	}
 
 	delay := NextDelay(policy, d.BudgetAttempt(), c.randomFloat(), res.RetryAfter)
 	at := finished.Add(delay)
 	if policy.MaxAge > 0 && !at.Before(d.FirstQueuedAt.Add(policy.MaxAge)) {
-		return c.deadLetter(ctx, d, lease, ReasonWindowExpired, &attempt, &res, finished)
+		return c.deadLetter(ctx, run, d, lease, ReasonWindowExpired, &attempt, &res, finished)
 	}
 	attempt.NextAttemptAt = at
-	if err := c.ledger.RecordRetry(ctx, RecordRetryParams{
+	if err := c.record(ctx, run, LedgerWrite{Retry: &RecordRetryParams{
 		ID: d.ID, Lease: lease, Attempt: attempt, NextAttempt: d.Attempt + 1, NextAttemptAt: at, Now: finished,
-	}); err != nil {
-		return opErr("ledger.record_retry", d.ID, err)
+	}}); err != nil {
+		return err
 	}
 	next := d
 	next.Attempt, next.NextAttemptAt = d.Attempt+1, at
@@ -270,9 +310,9 @@ func (c *Client) process(ctx context.Context, claim Claim, fresh bool) error {
 
 // deadLetter records the dead-letter in the ledger, then moves the delivery
 // to the queue's dead-letter path.
-func (c *Client) deadLetter(ctx context.Context, d Delivery, lease Lease, reason string, attempt *Attempt, res *Result, now time.Time) error {
-	if err := c.ledger.RecordDeadLetter(ctx, RecordDeadLetterParams{ID: d.ID, Lease: lease, Reason: reason, Attempt: attempt, Now: now}); err != nil {
-		return opErr("ledger.record_dead_letter", d.ID, err)
+func (c *Client) deadLetter(ctx context.Context, run attemptRun, d Delivery, lease Lease, reason string, attempt *Attempt, res *Result, now time.Time) error {
+	if err := c.record(ctx, run, LedgerWrite{DeadLetter: &RecordDeadLetterParams{ID: d.ID, Lease: lease, Reason: reason, Attempt: attempt, Now: now}}); err != nil {
+		return err
 	}
 	d.State, d.LastReason, d.UpdatedAt = StateDead, reason, now
 	if attempt != nil {

@@ -71,3 +71,48 @@ type RecordDeadLetterParams struct {
 	Attempt *Attempt
 	Now     time.Time
 }
+
+// LedgerWrite is one finished attempt's ledger write, as a BatchLedger
+// takes it: exactly one field is set.
+type LedgerWrite struct {
+	Delivered  *MarkDeliveredParams
+	Retry      *RecordRetryParams
+	DeadLetter *RecordDeadLetterParams
+}
+
+// deliveryID returns the ID of the delivery the write is for.
+func (w LedgerWrite) deliveryID() string {
+	switch {
+	case w.Delivered != nil:
+		return w.Delivered.ID
+	case w.Retry != nil:
+		return w.Retry.ID
+	case w.DeadLetter != nil:
+		return w.DeadLetter.ID
+	}
+	return ""
+}
+
+// BatchLedger is an optional ability of a Ledger: it records the writes of
+// many finished attempts in one durable commit (group commit), which is
+// where a durable store spends its time — an fsync on SQLite, a WAL flush
+// and a round trip on PostgreSQL. The worker gathers the writes of attempts
+// that finish close together and hands them over at once; nothing is
+// acknowledged, scheduled, dead-lettered or reported before the batch
+// holding its write committed, so the ordering rules do not change.
+//
+// RecordBatch applies writes in order, in one atomic commit, each exactly as
+// the single method (MarkDelivered, RecordRetry, RecordDeadLetter) would,
+// fenced by its own lease: one write refused with ErrLeaseLost,
+// ErrInvalidState or ErrNotFound does not stop the others. When the batch
+// committed it returns one entry per write, nil for a write that took effect
+// (or was a no-op, as MarkDelivered again is), and a nil error. When nothing
+// committed it returns a nil slice and the error: no write took effect, and
+// every delivery stays leased until its lease expires, then claimable again.
+// A write must never be reported as committed when the store may not have
+// it durably. Implementations must be safe for concurrent use; the memory
+// and SQL ledgers implement it.
+type BatchLedger interface {
+	Ledger
+	RecordBatch(ctx context.Context, writes []LedgerWrite) ([]error, error)
+}

@@ -50,6 +50,26 @@ type ClaimParams struct {
 	// SkipDestinations lists destination IDs whose deliveries must not be
 	// claimed now (paused, disabled or at their concurrency limit).
 	SkipDestinations []string
+	// DestinationRoom and DefaultDestinationRoom are honoured by a queue
+	// that declares ClaimsByDestinationRoom (others ignore them): at most
+	// DestinationRoom[id] deliveries to destination id, and at most
+	// DefaultDestinationRoom to a destination not in the map (zero: no
+	// per-destination cap).
+	DestinationRoom        map[string]int
+	DefaultDestinationRoom int
+}
+
+// ClaimsByDestinationRoom is an optional ability of a Queue: its Claim
+// returns at most ClaimParams.DestinationRoom[id] (or
+// DefaultDestinationRoom) deliveries per destination, still oldest first
+// among what it returns. The worker then fills every free slot across
+// destinations in one Claim call; without the ability it holds a claim to
+// the tightest destination's room, so that it does not claim deliveries
+// only to hand them back. The memory and SQL stores implement it.
+type ClaimsByDestinationRoom interface {
+	Queue
+	// ClaimsHonourDestinationRoom marks the ability; it does nothing.
+	ClaimsHonourDestinationRoom()
 }
 
 // AckParams are the inputs of Queue.Acknowledge.
@@ -99,4 +119,19 @@ type LedgerQueue interface {
 	Ledger
 	// LedgerRecordsAreQueueEntries marks the ability; it does nothing.
 	LedgerRecordsAreQueueEntries()
+}
+
+// DueNotifier is an optional ability of a Queue whose store can announce
+// work to workers in other processes (PostgreSQL's LISTEN/NOTIFY): a
+// delivery enqueued, a retry recorded, a redrive, a destination resumed.
+// A worker runs ListenDue while it runs and claims as soon as it hears of
+// due work, instead of at its next poll; polling stays as the fallback, so
+// a lost announcement costs latency, never a delivery.
+type DueNotifier interface {
+	Queue
+	// ListenDue calls due, from the listener's own goroutine, with the time
+	// announced work becomes due (now or later), until ctx ends — then it
+	// returns nil — or the listener fails — then it returns the error, and
+	// the worker starts it again after a backoff. due must be fast.
+	ListenDue(ctx context.Context, due func(at time.Time)) error
 }

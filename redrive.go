@@ -480,6 +480,9 @@ func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, log Redr
 			continue
 		}
 		moved++
+		// A redrive usually follows a fix to the destination: its next
+		// attempt reads the destination afresh.
+		c.worker.dests.forget(s.d.DestinationID)
 		// Ledger first, then the queue: where the queue is not the ledger's
 		// own store (a broker), this is what puts the message back on it.
 		if err := c.queue.Enqueue(ctx, []Delivery{rec}); err != nil {
@@ -538,6 +541,7 @@ func (c *Client) setPaused(ctx context.Context, id string, paused bool) error {
 		return fmt.Errorf("hookrelay: set destination %q paused=%t: %w", id, paused, err)
 	}
 	w := &c.worker
+	w.dests.forget(id)
 	w.mu.Lock()
 	if paused {
 		w.paused[id] = c.clock.Now().Add(c.cfg.PausedRecheck)

@@ -18,6 +18,8 @@ type worker struct {
 	perDest   map[string]int       // attempts in flight per destination
 	limits    map[string]int       // per-destination limits learned at send time
 	paused    map[string]time.Time // destination → skip claims until
+	due       time.Time            // a wake-up the store announced for this time; zero: none
+	dests     destinationCache
 }
 
 func (w *worker) init() {
@@ -25,6 +27,7 @@ func (w *worker) init() {
 	w.perDest = map[string]int{}
 	w.limits = map[string]int{}
 	w.paused = map[string]time.Time{}
+	w.dests.entries = map[string]cachedDestination{}
 	w.stopped = make(chan struct{})
 	close(w.stopped) // a client that never started is stopped
 }
@@ -132,14 +135,33 @@ func (c *Client) stop(ctx context.Context, cancel bool) error {
 func (c *Client) run(ctx context.Context, stopClaim <-chan struct{}, stopped chan struct{}) {
 	w := &c.worker
 	var attempts sync.WaitGroup
+	var batch *batcher
+	if c.batchLedger != nil {
+		// Writes after a send do not observe cancellation (Process), so the
+		// batcher's do not either: StopAndCancel still records what was seen.
+		batch = newBatcher(context.WithoutCancel(ctx), c.batchLedger, c.cfg.Concurrency, c.cfg.CompletionLinger, c.clock)
+		go batch.run()
+	}
+	var listening sync.WaitGroup
+	if c.dueNotifier != nil {
+		listening.Add(1)
+		go func() {
+			defer listening.Done()
+			c.listenDue(ctx, stopClaim)
+		}()
+	}
 	defer func() {
 		attempts.Wait()
+		if batch != nil {
+			batch.close() // every attempt has its answer: nothing is left to write
+		}
 		w.mu.Lock()
 		w.running = false
 		if w.cancel != nil {
-			w.cancel()
+			w.cancel() // also ends the listener
 		}
 		w.mu.Unlock()
+		listening.Wait()
 		close(stopped)
 	}()
 
@@ -152,7 +174,7 @@ func (c *Client) run(ctx context.Context, stopClaim <-chan struct{}, stopped cha
 			return
 		default:
 		}
-		full, err := c.claimOnce(ctx, &attempts)
+		full, err := c.claimOnce(ctx, &attempts, batch)
 		wait := c.cfg.PollInterval
 		switch {
 		case err != nil:
@@ -165,6 +187,19 @@ func (c *Client) run(ctx context.Context, stopClaim <-chan struct{}, stopped cha
 			continue // more may be due right now
 		default:
 			errDelay = 0
+		}
+		w.mu.Lock()
+		if !w.due.IsZero() {
+			if d := w.due.Sub(c.clock.Now()); d <= 0 {
+				w.due = time.Time{}
+				wait = 0
+			} else {
+				wait = min(wait, d)
+			}
+		}
+		w.mu.Unlock()
+		if wait == 0 {
+			continue
 		}
 		timer := c.clock.Timer(wait)
 		select {
@@ -184,7 +219,7 @@ func (c *Client) run(ctx context.Context, stopClaim <-chan struct{}, stopped cha
 // claimOnce claims up to the free capacity and starts an attempt goroutine
 // per claim. It reports whether the batch was full and capacity remains, in
 // which case more work may be due at once.
-func (c *Client) claimOnce(ctx context.Context, attempts *sync.WaitGroup) (bool, error) {
+func (c *Client) claimOnce(ctx context.Context, attempts *sync.WaitGroup, batch *batcher) (bool, error) {
 	w := &c.worker
 	now := c.clock.Now()
 	w.mu.Lock()
@@ -197,17 +232,31 @@ func (c *Client) claimOnce(ctx context.Context, attempts *sync.WaitGroup) (bool,
 			delete(w.paused, id)
 		}
 	}
-	// A claim may return deliveries to a single destination, and those
-	// beyond its room would be handed back at once (a store write each)
-	// and claimed again, over and over while it has a backlog. So claim no
-	// more than the tightest destination in flight can take, nor more
-	// than the default limit (for destinations not in flight).
-	free = min(free, c.cfg.PerDestinationConcurrency)
+	// Each destination may take no more than its room: its limit less its
+	// attempts in flight. A queue that honours rooms gets them all and fills
+	// every free slot across destinations in one claim. For one that does
+	// not, a claim may return deliveries to a single destination, and those
+	// beyond its room would be handed back at once (a store write each) and
+	// claimed again, over and over while it has a backlog; so such a claim
+	// is held to the tightest room.
+	rooms := make(map[string]int, len(w.limits)+len(w.perDest))
+	for id, limit := range w.limits {
+		rooms[id] = limit
+	}
 	for id, n := range w.perDest {
 		if room := w.limitFor(id, c.cfg) - n; room <= 0 {
 			skip = append(skip, id)
+			delete(rooms, id)
 		} else {
-			free = min(free, room)
+			rooms[id] = room
+		}
+	}
+	if !c.roomClaims {
+		free = min(free, c.cfg.PerDestinationConcurrency)
+		for id := range w.perDest {
+			if room, ok := rooms[id]; ok {
+				free = min(free, room)
+			}
 		}
 	}
 	w.mu.Unlock()
@@ -216,6 +265,7 @@ func (c *Client) claimOnce(ctx context.Context, attempts *sync.WaitGroup) (bool,
 	}
 	claims, err := c.queue.Claim(ctx, ClaimParams{
 		Now: now, Limit: free, LeaseFor: c.cfg.LeaseFor, Holder: c.cfg.Holder, SkipDestinations: skip,
+		DestinationRoom: rooms, DefaultDestinationRoom: c.cfg.PerDestinationConcurrency,
 	})
 	if err != nil {
 		return false, opErr("queue.claim", "", err)
@@ -241,17 +291,61 @@ func (c *Client) claimOnce(ctx context.Context, attempts *sync.WaitGroup) (bool,
 		attempts.Add(1)
 		go func() {
 			defer attempts.Done()
-			if err := c.process(ctx, cl, true); err != nil && ctx.Err() == nil {
+			held := true
+			freeSlot := func() {
+				if !held {
+					return
+				}
+				held = false
+				w.mu.Lock()
+				w.inflight--
+				if w.perDest[destID]--; w.perDest[destID] <= 0 {
+					delete(w.perDest, destID)
+				}
+				w.mu.Unlock()
+				w.wakeUp()
+			}
+			err := c.process(ctx, cl, attemptRun{fresh: true, batch: batch, freeSlot: freeSlot})
+			freeSlot()
+			if err != nil && ctx.Err() == nil {
 				c.observe(ctx, Event{Kind: EventWorkerError, Delivery: cl.Delivery, Err: err})
 			}
-			w.mu.Lock()
-			w.inflight--
-			if w.perDest[destID]--; w.perDest[destID] <= 0 {
-				delete(w.perDest, destID)
-			}
-			w.mu.Unlock()
-			w.wakeUp()
 		}()
 	}
 	return len(claims) == free, nil
+}
+
+// listenDue runs the store's wake-up listener (DueNotifier) until the
+// worker stops, restarting it with a backoff when it fails: polling covers
+// the gap, so a failed listener costs latency, never a delivery.
+func (c *Client) listenDue(ctx context.Context, stopClaim <-chan struct{}) {
+	w := &c.worker
+	delay := time.Duration(0)
+	for {
+		err := c.dueNotifier.ListenDue(ctx, func(at time.Time) {
+			w.mu.Lock()
+			if w.due.IsZero() || at.Before(w.due) {
+				w.due = at
+			}
+			w.mu.Unlock()
+			w.wakeUp()
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			c.observe(ctx, Event{Kind: EventWorkerError, Err: opErr("queue.listen_due", "", err)})
+		}
+		delay = min(max(2*delay, 100*time.Millisecond), 30*time.Second)
+		timer := c.clock.Timer(delay)
+		select {
+		case <-stopClaim:
+			timer.Stop()
+			return
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+	}
 }

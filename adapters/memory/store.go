@@ -158,6 +158,10 @@ func (s *Store) fenced(id string, lease hookrelay.Lease, attempt int) (*record, 
 func (s *Store) MarkDelivered(_ context.Context, p hookrelay.MarkDeliveredParams) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.markDelivered(p)
+}
+
+func (s *Store) markDelivered(p hookrelay.MarkDeliveredParams) error {
 	r, err := s.fenced(p.ID, p.Lease, p.Attempt.Number)
 	if err == hookrelay.ErrInvalidState && r.d.State == hookrelay.StateDelivered {
 		return nil
@@ -177,6 +181,10 @@ func (s *Store) MarkDelivered(_ context.Context, p hookrelay.MarkDeliveredParams
 func (s *Store) RecordRetry(_ context.Context, p hookrelay.RecordRetryParams) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.recordRetry(p)
+}
+
+func (s *Store) recordRetry(p hookrelay.RecordRetryParams) error {
 	r, err := s.fenced(p.ID, p.Lease, p.Attempt.Number)
 	if err != nil {
 		return err
@@ -195,6 +203,10 @@ func (s *Store) RecordRetry(_ context.Context, p hookrelay.RecordRetryParams) er
 func (s *Store) RecordDeadLetter(_ context.Context, p hookrelay.RecordDeadLetterParams) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.recordDeadLetter(p)
+}
+
+func (s *Store) recordDeadLetter(p hookrelay.RecordDeadLetterParams) error {
 	n := 0
 	if p.Attempt != nil {
 		n = p.Attempt.Number
@@ -213,7 +225,39 @@ func (s *Store) RecordDeadLetter(_ context.Context, p hookrelay.RecordDeadLetter
 	return nil
 }
 
-// Claim implements hookrelay.Queue.
+var _ hookrelay.BatchLedger = (*Store)(nil)
+
+// RecordBatch implements hookrelay.BatchLedger: the writes are applied in
+// order under one lock, each fenced by its own lease. A cancelled ctx
+// refuses the whole batch, as a store whose commit failed would.
+func (s *Store) RecordBatch(ctx context.Context, writes []hookrelay.LedgerWrite) ([]error, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	errs := make([]error, len(writes))
+	for i, w := range writes {
+		switch {
+		case w.Delivered != nil:
+			errs[i] = s.markDelivered(*w.Delivered)
+		case w.Retry != nil:
+			errs[i] = s.recordRetry(*w.Retry)
+		case w.DeadLetter != nil:
+			errs[i] = s.recordDeadLetter(*w.DeadLetter)
+		default:
+			errs[i] = fmt.Errorf("%w: ledger write %d sets no field", hookrelay.ErrInvalidDelivery, i)
+		}
+	}
+	return errs, nil
+}
+
+var _ hookrelay.ClaimsByDestinationRoom = (*Store)(nil)
+
+// ClaimsHonourDestinationRoom implements hookrelay.ClaimsByDestinationRoom.
+func (s *Store) ClaimsHonourDestinationRoom() {}
+
+// Claim implements hookrelay.Queue and honours per-destination rooms.
 func (s *Store) Claim(_ context.Context, p hookrelay.ClaimParams) ([]hookrelay.Claim, error) {
 	if p.Limit <= 0 {
 		return nil, nil
@@ -226,13 +270,18 @@ func (s *Store) Claim(_ context.Context, p hookrelay.ClaimParams) ([]hookrelay.C
 	s.expireLeases(p.Now)
 	var skipped []*destQueue
 	var out []hookrelay.Claim
+	var taken map[string]int // per destination, when rooms apply
 	for len(out) < p.Limit && s.ready.Len() > 0 {
 		q := s.ready[0]
 		r := q.records[0]
 		if r.d.NextAttemptAt.After(p.Now) {
 			break
 		}
-		if slices.Contains(p.SkipDestinations, q.destination) {
+		room, limited := p.DestinationRoom[q.destination]
+		if !limited && p.DefaultDestinationRoom > 0 {
+			room, limited = p.DefaultDestinationRoom, true
+		}
+		if slices.Contains(p.SkipDestinations, q.destination) || (limited && taken[q.destination] >= room) {
 			heap.Pop(&s.ready)
 			skipped = append(skipped, q)
 			continue
@@ -240,6 +289,12 @@ func (s *Store) Claim(_ context.Context, p hookrelay.ClaimParams) ([]hookrelay.C
 		heap.Pop(&q.records)
 		s.fixQueue(q)
 		out = append(out, s.lease(r, p.Holder, p.Now, p.LeaseFor))
+		if limited {
+			if taken == nil {
+				taken = map[string]int{}
+			}
+			taken[q.destination]++
+		}
 	}
 	for _, q := range skipped {
 		heap.Push(&s.ready, q)

@@ -92,8 +92,15 @@ func (s *Store) Disable(ctx context.Context, p hookrelay.DisableParams) error {
 // SetPaused pauses or resumes a destination. A paused destination's
 // deliveries are not sent and spend no attempts.
 func (s *Store) SetPaused(ctx context.Context, id string, paused bool) error {
-	return s.updateDestination(ctx, "pause destination", id,
-		"UPDATE {dst} SET paused = ? WHERE id = ?", boolInt(paused), id)
+	if err := s.updateDestination(ctx, "pause destination", id,
+		"UPDATE {dst} SET paused = ? WHERE id = ?", boolInt(paused), id); err != nil {
+		return err
+	}
+	if !paused {
+		// Its waiting deliveries are claimable again: wake the workers.
+		return s.notifyDue(ctx, s.db, time.Time{})
+	}
+	return nil
 }
 
 // updateDestination runs update; when it changed nothing, the destination

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hookrelay/hookrelay"
 )
@@ -23,17 +24,36 @@ func (s *Store) Create(ctx context.Context, deliveries []hookrelay.Delivery) ([]
 	}
 	var created []bool
 	err = s.inTx(ctx, "create", func(q querier) error {
-		created, err = s.insertDeliveries(ctx, q, deliveries, rows)
-		return err
+		if created, err = s.insertDeliveries(ctx, q, deliveries, rows); err != nil {
+			return err
+		}
+		return s.announceCreated(ctx, q, deliveries, created)
 	})
 	return created, err
+}
+
+// announceCreated tells listening workers (PostgreSQL) when the earliest
+// created delivery is due, at the commit of q's transaction.
+func (s *Store) announceCreated(ctx context.Context, q querier, deliveries []hookrelay.Delivery, created []bool) error {
+	var at time.Time
+	any := false
+	for i, d := range deliveries {
+		if created[i] && (!any || d.NextAttemptAt.Before(at)) {
+			at, any = d.NextAttemptAt, true
+		}
+	}
+	if !any {
+		return nil
+	}
+	return s.notifyDue(ctx, q, at)
 }
 
 // EnqueueTx stores deliveries (built by hookrelay.Client.Prepare) in the
 // caller's transaction: the business write and the delivery records commit
 // or roll back together (the outbox pattern). After commit they are
-// claimable by any worker on this Store's tables; a worker that sleeps
-// until its next poll picks them up then. It reports, per input, whether a
+// claimable by any worker on this Store's tables: on PostgreSQL the commit
+// wakes listening workers in every process (ListenDue); elsewhere a worker
+// picks them up at its next poll. It reports, per input, whether a
 // record was created (false: the delivery ID already existed, so a repeated
 // enqueue is a no-op). tx must belong to the Store's database. With
 // SQLite, begin tx on Store.DB(); a BEGIN IMMEDIATE transaction (the
@@ -47,7 +67,14 @@ func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, deliveries []hookrela
 	if err != nil {
 		return nil, err
 	}
-	return s.insertDeliveries(ctx, tx, deliveries, rows)
+	created, err := s.insertDeliveries(ctx, tx, deliveries, rows)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.announceCreated(ctx, tx, deliveries, created); err != nil {
+		return nil, err
+	}
+	return created, nil
 }
 
 func (s *Store) encodeAll(deliveries []hookrelay.Delivery) ([]deliveryRow, error) {
@@ -320,78 +347,95 @@ func (f fence) check(op, state string, token int64, attempt int) error {
 
 const insertAttemptCols = "delivery_id, number, started_at, finished_at, kind, outcome, reason, status_code, detail, next_attempt_at"
 
-// fencedWrite runs a ledger write: check the fence, update the record (set
-// is the SET clause, args its values) and store the attempt, atomically.
-func (s *Store) fencedWrite(ctx context.Context, op string, f fence, attempt *hookrelay.Attempt, set string, args ...any) error {
-	var attemptArgs []any
-	if attempt != nil {
-		var err error
-		if attemptArgs, err = encodeAttempt(f.id, *attempt); err != nil {
-			return fmt.Errorf("hooksql: %s %q: %w", op, f.id, err)
-		}
-	}
-	if s.dialect == Postgres {
-		return s.fencedWritePostgres(ctx, op, f, attemptArgs, set, args)
-	}
-	return s.inTx(ctx, op, func(q querier) error {
-		if err := s.checkFence(ctx, q, op, f); err == errNoop {
-			return nil
-		} else if err != nil {
-			return err
-		}
-		if _, err := q.ExecContext(ctx, s.q("UPDATE {d} SET "+set+" WHERE id = ?"), append(args, f.id)...); err != nil {
-			return s.dbErr(op+" "+f.id, err)
-		}
-		if attemptArgs != nil {
-			if _, err := q.ExecContext(ctx, s.q("INSERT INTO {a} ("+insertAttemptCols+") VALUES (?,?,?,?,?,?,?,?,?,?)"), attemptArgs...); err != nil {
-				return s.dbErr(op+" "+f.id+": attempt", err)
-			}
-		}
-		return nil
-	})
+// fencedOp is one ledger write: the fence it must pass, the record's SET
+// clause with its values, and the attempt row to store (nil: none).
+type fencedOp struct {
+	op          string
+	f           fence
+	attemptArgs []any
+	set         string
+	args        []any
 }
 
-// fencedWritePostgres is fencedWrite in one statement, so one round trip
-// instead of five: cur locks the row and yields its values as they were,
-// upd writes only if the fence holds, ins stores the attempt only if upd
-// wrote. The fence is then judged on cur's values.
-func (s *Store) fencedWritePostgres(ctx context.Context, op string, f fence, attemptArgs []any, set string, setArgs []any) error {
-	args := append([]any{f.id}, setArgs...)
+// fencedWrite runs one ledger write in a transaction of its own.
+func (s *Store) fencedWrite(ctx context.Context, o fencedOp) error {
+	if s.dialect == Postgres {
+		query, args := s.fencedQueryPostgres(o)
+		var r fenceRead
+		err := s.db.QueryRowContext(ctx, query, args...).Scan(&r.state, &r.token, &r.attempt, &r.written)
+		return s.judgePostgres(o, r, err)
+	}
+	return s.inTx(ctx, o.op, func(q querier) error { return s.applyFenced(ctx, q, o) })
+}
+
+// applyFenced checks the fence, updates the record and stores the attempt
+// inside the caller's transaction.
+func (s *Store) applyFenced(ctx context.Context, q querier, o fencedOp) error {
+	if err := s.checkFence(ctx, q, o.op, o.f); err == errNoop {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if _, err := q.ExecContext(ctx, s.q("UPDATE {d} SET "+o.set+" WHERE id = ?"), append(slices.Clone(o.args), o.f.id)...); err != nil {
+		return s.dbErr(o.op+" "+o.f.id, err)
+	}
+	if o.attemptArgs != nil {
+		if _, err := q.ExecContext(ctx, s.q("INSERT INTO {a} ("+insertAttemptCols+") VALUES (?,?,?,?,?,?,?,?,?,?)"), o.attemptArgs...); err != nil {
+			return s.dbErr(o.op+" "+o.f.id+": attempt", err)
+		}
+	}
+	return nil
+}
+
+// fencedQueryPostgres is a ledger write in one statement, so one round
+// trip instead of five: cur locks the row and yields its values as they
+// were, upd writes only if the fence holds, ins stores the attempt only if
+// upd wrote. The fence is then judged on cur's values (judgePostgres).
+func (s *Store) fencedQueryPostgres(o fencedOp) (string, []any) {
+	f := o.f
+	args := append([]any{f.id}, o.args...)
 	args = append(args, f.lease.Token, f.attempt, f.attempt)
 	query := "WITH cur AS (SELECT id, state, lease_token, attempt FROM {d} WHERE id = ? FOR UPDATE)," +
-		" upd AS (UPDATE {d} SET " + set + " WHERE id = (SELECT id FROM cur WHERE lease_token = CAST(? AS BIGINT)" +
+		" upd AS (UPDATE {d} SET " + o.set + " WHERE id = (SELECT id FROM cur WHERE lease_token = CAST(? AS BIGINT)" +
 		" AND lease_token <> 0 AND state = 'pending' AND (CAST(? AS INTEGER) = 0 OR attempt = CAST(? AS INTEGER))) RETURNING id)"
-	if attemptArgs != nil {
+	if o.attemptArgs != nil {
 		// Parameters in a SELECT list have no type to infer: cast each.
 		query += ", ins AS (INSERT INTO {a} (" + insertAttemptCols + ") SELECT CAST(? AS TEXT), CAST(? AS INTEGER)," +
 			" CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS INTEGER)," +
 			" CAST(? AS TEXT), CAST(? AS BIGINT) FROM upd)"
-		args = append(args, attemptArgs...)
+		args = append(args, o.attemptArgs...)
 	}
 	query += " SELECT state, lease_token, attempt, (SELECT COUNT(*) FROM upd) FROM cur"
-	var (
-		state   string
-		token   int64
-		attempt int
-		written int64
-	)
-	err := s.db.QueryRowContext(ctx, s.q(query), args...).Scan(&state, &token, &attempt, &written)
+	return s.q(query), args
+}
+
+// fenceRead is what fencedQueryPostgres returns.
+type fenceRead struct {
+	state   string
+	token   int64
+	attempt int
+	written int64
+}
+
+// judgePostgres turns fencedQueryPostgres's answer (or its scan error)
+// into the write's result.
+func (s *Store) judgePostgres(o fencedOp, r fenceRead, err error) error {
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("hooksql: %s %q: %w", op, f.id, hookrelay.ErrNotFound)
+		return fmt.Errorf("hooksql: %s %q: %w", o.op, o.f.id, hookrelay.ErrNotFound)
 	}
 	if err != nil {
-		return s.dbErr(op+" "+f.id, err)
+		return s.dbErr(o.op+" "+o.f.id, err)
 	}
-	if written == 1 {
+	if r.written == 1 {
 		return nil
 	}
-	switch err := f.check(op, state, token, attempt); err {
+	switch err := o.f.check(o.op, r.state, r.token, r.attempt); err {
 	case errNoop:
 		return nil
 	case nil:
 		// The fence held on cur's values yet nothing was written: cannot
 		// happen while cur holds the row lock.
-		return fmt.Errorf("%w: %s %q: fenced update wrote nothing", ErrDatabase, op, f.id)
+		return fmt.Errorf("%w: %s %q: fenced update wrote nothing", ErrDatabase, o.op, o.f.id)
 	default:
 		return err
 	}
@@ -417,13 +461,33 @@ func encodeAttempt(id string, a hookrelay.Attempt) ([]any, error) {
 // MarkDelivered implements hookrelay.Ledger. Marking a delivered record
 // again (with its lease) is a no-op.
 func (s *Store) MarkDelivered(ctx context.Context, p hookrelay.MarkDeliveredParams) error {
-	now, err := encTime("Now", p.Now)
+	o, err := markDeliveredOp(p)
 	if err != nil {
 		return err
 	}
-	return s.fencedWrite(ctx, "mark delivered", fence{id: p.ID, lease: p.Lease, attempt: p.Attempt.Number, deliveredOK: true}, &p.Attempt,
+	return s.fencedWrite(ctx, o)
+}
+
+func markDeliveredOp(p hookrelay.MarkDeliveredParams) (fencedOp, error) {
+	now, err := encTime("Now", p.Now)
+	if err != nil {
+		return fencedOp{}, err
+	}
+	return attemptOp("mark delivered", fence{id: p.ID, lease: p.Lease, attempt: p.Attempt.Number, deliveredOK: true}, &p.Attempt,
 		"state = 'delivered', last_outcome = ?, last_reason = ?, updated_at = ?, lease_expires_at = NULL",
 		cleanText(string(p.Attempt.Outcome)), cleanText(p.Attempt.Reason), now)
+}
+
+// attemptOp builds a fencedOp that stores attempt (when not nil).
+func attemptOp(op string, f fence, attempt *hookrelay.Attempt, set string, args ...any) (fencedOp, error) {
+	o := fencedOp{op: op, f: f, set: set, args: args}
+	if attempt != nil {
+		var err error
+		if o.attemptArgs, err = encodeAttempt(f.id, *attempt); err != nil {
+			return fencedOp{}, fmt.Errorf("hooksql: %s %q: %w", op, f.id, err)
+		}
+	}
+	return o, nil
 }
 
 // RecordRetry implements hookrelay.Ledger. Like MarkDelivered and
@@ -432,33 +496,49 @@ func (s *Store) MarkDelivered(ctx context.Context, p hookrelay.MarkDeliveredPara
 // process dies before RetryAt, and the queue transition that follows is a
 // read rather than a second commit.
 func (s *Store) RecordRetry(ctx context.Context, p hookrelay.RecordRetryParams) error {
-	now, err := encTime("Now", p.Now)
+	o, err := recordRetryOp(p)
 	if err != nil {
 		return err
+	}
+	return s.fencedWrite(ctx, o)
+}
+
+func recordRetryOp(p hookrelay.RecordRetryParams) (fencedOp, error) {
+	now, err := encTime("Now", p.Now)
+	if err != nil {
+		return fencedOp{}, err
 	}
 	at, err := encTime("NextAttemptAt", p.NextAttemptAt)
 	if err != nil {
-		return err
+		return fencedOp{}, err
 	}
-	return s.fencedWrite(ctx, "record retry", fence{id: p.ID, lease: p.Lease, attempt: p.Attempt.Number}, &p.Attempt,
+	return attemptOp("record retry", fence{id: p.ID, lease: p.Lease, attempt: p.Attempt.Number}, &p.Attempt,
 		"attempt = ?, next_attempt_at = ?, last_outcome = ?, last_reason = ?, updated_at = ?, lease_expires_at = NULL",
 		p.NextAttempt, at, cleanText(string(p.Attempt.Outcome)), cleanText(p.Attempt.Reason), now)
 }
 
 // RecordDeadLetter implements hookrelay.Ledger.
 func (s *Store) RecordDeadLetter(ctx context.Context, p hookrelay.RecordDeadLetterParams) error {
-	now, err := encTime("Now", p.Now)
+	o, err := recordDeadLetterOp(p)
 	if err != nil {
 		return err
 	}
+	return s.fencedWrite(ctx, o)
+}
+
+func recordDeadLetterOp(p hookrelay.RecordDeadLetterParams) (fencedOp, error) {
+	now, err := encTime("Now", p.Now)
+	if err != nil {
+		return fencedOp{}, err
+	}
 	f := fence{id: p.ID, lease: p.Lease}
 	if p.Attempt == nil {
-		return s.fencedWrite(ctx, "record dead letter", f, nil,
+		return attemptOp("record dead letter", f, nil,
 			"state = 'dead', last_reason = ?, updated_at = ?, dead_lettered_at = ?, lease_expires_at = NULL",
 			cleanText(p.Reason), now, now)
 	}
 	f.attempt = p.Attempt.Number
-	return s.fencedWrite(ctx, "record dead letter", f, p.Attempt,
+	return attemptOp("record dead letter", f, p.Attempt,
 		"state = 'dead', last_outcome = ?, last_reason = ?, updated_at = ?, dead_lettered_at = ?, lease_expires_at = NULL",
 		cleanText(string(p.Attempt.Outcome)), cleanText(p.Reason), now, now)
 }

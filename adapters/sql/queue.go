@@ -45,12 +45,27 @@ func (s *Store) Enqueue(ctx context.Context, deliveries []hookrelay.Delivery) er
 	return nil
 }
 
+var _ hookrelay.ClaimsByDestinationRoom = (*Store)(nil)
+
+// ClaimsHonourDestinationRoom implements hookrelay.ClaimsByDestinationRoom.
+func (s *Store) ClaimsHonourDestinationRoom() {}
+
+// claimCandidates bounds how many due rows a claim with per-destination
+// rooms looks at: this many times its limit (up to maxClaimCandidates more),
+// so that a destination with a long backlog at the head of the queue cannot
+// hide the others' due work from one claim. A claim never reads more.
+const (
+	claimCandidates    = 4
+	maxClaimCandidates = 1000
+)
+
 // Claim implements hookrelay.Queue. Due pending deliveries are chosen in
-// NextAttemptAt order (then enqueue order) and leased in one transaction:
-// with FOR UPDATE SKIP LOCKED on PostgreSQL and MySQL, so concurrent
-// claimers in many processes take disjoint rows without waiting on each
-// other; under SQLite's single writer otherwise. Each claim's fencing token
-// is the delivery's previous token plus one.
+// NextAttemptAt order (then enqueue order), at most each destination's room
+// (ClaimsByDestinationRoom), and leased in one transaction: with FOR UPDATE
+// SKIP LOCKED on PostgreSQL and MySQL, so concurrent claimers in many
+// processes take disjoint rows without waiting on each other; under
+// SQLite's single writer otherwise. Each claim's fencing token is the
+// delivery's previous token plus one.
 func (s *Store) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay.Claim, error) {
 	if p.Limit <= 0 {
 		return nil, nil
@@ -70,7 +85,7 @@ func (s *Store) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay
 	// Deliveries to a destination this store knows as paused or disabled
 	// are not claimed at all, in any process: they wait without a claim,
 	// a release or an attempt until it is resumed.
-	b.WriteString("SELECT " + selectDeliveryCols + " FROM {d} WHERE state = 'pending' AND next_attempt_at <= ?" +
+	b.WriteString(" FROM {d} WHERE state = 'pending' AND next_attempt_at <= ?" +
 		" AND (lease_expires_at IS NULL OR lease_expires_at <= ?) AND envelope_version <= ?" +
 		" AND destination_id NOT IN (SELECT id FROM {dst} WHERE paused <> 0 OR disabled <> 0)")
 	args := []any{now, now, hookrelay.EnvelopeVersion}
@@ -81,15 +96,39 @@ func (s *Store) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay
 		}
 	}
 	b.WriteString(" ORDER BY next_attempt_at, {seq} LIMIT ?" + s.lockSuffix(true))
-	args = append(args, p.Limit)
-	query := s.q(b.String())
+	byRoom := p.DefaultDestinationRoom > 0 || len(p.DestinationRoom) > 0
+	limit := p.Limit
+	if byRoom {
+		limit = min(p.Limit*claimCandidates, p.Limit+maxClaimCandidates)
+	}
+	args = append(args, limit)
+	candidates := s.q("SELECT id, destination_id" + b.String())
+	full := s.q("SELECT " + selectDeliveryCols + b.String())
 
 	var claims []hookrelay.Claim
 	err = s.inTx(ctx, "claim", func(q querier) error {
 		claims = claims[:0]
-		rows, err := q.QueryContext(ctx, query, args...)
-		if err != nil {
-			return s.dbErr("claim", err)
+		var rows *sql.Rows
+		if byRoom {
+			ids, err := s.pickByRoom(ctx, q, candidates, args, p)
+			if err != nil || len(ids) == 0 {
+				return err
+			}
+			// The picked rows are locked by this transaction already.
+			idArgs := make([]any, len(ids))
+			for i, id := range ids {
+				idArgs[i] = id
+			}
+			rows, err = q.QueryContext(ctx, s.q("SELECT "+selectDeliveryCols+" FROM {d} WHERE id IN ("+placeholders(len(ids))+")"+
+				" ORDER BY next_attempt_at, {seq}"), idArgs...)
+			if err != nil {
+				return s.dbErr("claim", err)
+			}
+		} else {
+			var err error
+			if rows, err = q.QueryContext(ctx, full, args...); err != nil {
+				return s.dbErr("claim", err)
+			}
 		}
 		var bad []string
 		for rows.Next() {
@@ -137,6 +176,40 @@ func (s *Store) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay
 		return nil, err
 	}
 	return claims, nil
+}
+
+// pickByRoom reads the due candidates (IDs and destinations, oldest first)
+// and keeps, in order, at most each destination's room and p.Limit in all.
+func (s *Store) pickByRoom(ctx context.Context, q querier, query string, args []any, p hookrelay.ClaimParams) ([]string, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, s.dbErr("claim", err)
+	}
+	defer rows.Close()
+	var ids []string
+	taken := map[string]int{}
+	for rows.Next() {
+		var id, dest string
+		if err := rows.Scan(&id, &dest); err != nil {
+			return nil, s.dbErr("claim", err)
+		}
+		if len(ids) == p.Limit {
+			break
+		}
+		room, ok := p.DestinationRoom[dest]
+		if !ok {
+			room = p.DefaultDestinationRoom
+		}
+		if room > 0 && taken[dest] >= room || (ok && room == 0) {
+			continue
+		}
+		taken[dest]++
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.dbErr("claim", err)
+	}
+	return ids, nil
 }
 
 // endLease runs a queue transition: update (which must end the lease) the

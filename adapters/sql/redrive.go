@@ -182,6 +182,9 @@ func (s *Store) RedriveDelivery(ctx context.Context, p hookrelay.RedriveDelivery
 			return s.dbErr("redrive "+p.ID, err)
 		}
 		moved = n == 1
+		if moved {
+			return s.notifyDue(ctx, q, p.Now)
+		}
 		return nil
 	})
 	if err != nil {

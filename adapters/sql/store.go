@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hookrelay/hookrelay"
 
@@ -64,7 +65,29 @@ type Options struct {
 	// should be at least the Client's MaxPayloadBytes. Defaults to
 	// DefaultMaxPayloadBytes (8 MiB).
 	MaxPayloadBytes int
+	// MaxOpenConns caps the connection pool that Open and OpenSQLite
+	// create, and as many connections are kept open between uses, so a busy
+	// worker never pays for a new connection per query (database/sql keeps
+	// only 2 idle by default, and opening a PostgreSQL connection costs far
+	// more than the query). The worker needs few: its claims and batched
+	// ledger writes each take one connection at a time, and the PostgreSQL
+	// wake-up listener holds one; the rest serve your enqueues and operator
+	// reads. Defaults to DefaultMaxOpenConns. Ignored by New: a caller-owned
+	// pool keeps its own settings (see New).
+	MaxOpenConns int
+	// ConnMaxLifetime closes pooled connections after this age, so a
+	// failover or a load balancer's rebalancing is picked up. Defaults to
+	// DefaultConnMaxLifetime. Ignored by New.
+	ConnMaxLifetime time.Duration
 }
+
+// DefaultMaxOpenConns is the pool size Open and OpenSQLite use when
+// Options.MaxOpenConns is zero. All of them are kept idle between uses.
+const DefaultMaxOpenConns = 16
+
+// DefaultConnMaxLifetime is the pooled connections' lifetime when
+// Options.ConnMaxLifetime is zero.
+const DefaultConnMaxLifetime = 30 * time.Minute
 
 var prefixPattern = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 
@@ -105,6 +128,14 @@ var (
 // opts.Dialect. The caller keeps ownership of db: Close does not close it.
 // New does not touch the database; call Migrate before first use.
 //
+// New leaves db's pool settings alone. A pool shared with a running worker
+// needs idle connections: set db.SetMaxIdleConns to the same value as
+// db.SetMaxOpenConns (at least 4, plus what the rest of your service uses
+// at once), or every query beyond database/sql's default of 2 idle
+// connections opens and closes a connection of its own — on PostgreSQL
+// that alone cuts throughput several-fold. Open and OpenSQLite do this for
+// you (Options.MaxOpenConns).
+//
 // With SQLite, every write transaction of the Store is BEGIN IMMEDIATE with
 // a busy timeout on its connection, whatever the DSN says. Prefer
 // OpenSQLite; otherwise open the file in WAL mode with a busy timeout
@@ -129,6 +160,12 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 	}
 	if opts.MaxPayloadBytes < 0 {
 		return nil, errors.New("hooksql: Options.MaxPayloadBytes must not be negative")
+	}
+	if opts.MaxOpenConns < 0 {
+		return nil, errors.New("hooksql: Options.MaxOpenConns must not be negative")
+	}
+	if opts.ConnMaxLifetime < 0 {
+		return nil, errors.New("hooksql: Options.ConnMaxLifetime must not be negative")
 	}
 	if opts.MaxPayloadBytes == 0 {
 		opts.MaxPayloadBytes = DefaultMaxPayloadBytes
@@ -161,6 +198,17 @@ func Open(ctx context.Context, dialect Dialect, dsn string, opts Options) (*Stor
 		return nil, err
 	}
 	s.ownDB, s.secrets = true, secrets
+	conns := opts.MaxOpenConns
+	if conns <= 0 {
+		conns = DefaultMaxOpenConns
+	}
+	lifetime := opts.ConnMaxLifetime
+	if lifetime <= 0 {
+		lifetime = DefaultConnMaxLifetime
+	}
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
+	db.SetConnMaxLifetime(lifetime)
 	if err := db.PingContext(ctx); err != nil {
 		_ = db.Close()
 		return nil, s.dbErr("open", err)

@@ -1,0 +1,88 @@
+package hooksql
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookrelay/hookrelay"
+)
+
+var _ hookrelay.DueNotifier = (*Store)(nil)
+
+// dueChannel is the PostgreSQL notification channel of the Store's tables.
+func (s *Store) dueChannel() string { return s.prefix + "due" }
+
+// notifyDue announces, inside q's transaction (so at its commit), that work
+// becomes due at at (zero: now, in the listener's own clock). Only
+// PostgreSQL has announcements; elsewhere it does nothing.
+func (s *Store) notifyDue(ctx context.Context, q querier, at time.Time) error {
+	if s.dialect != Postgres {
+		return nil
+	}
+	if _, err := q.ExecContext(ctx, "SELECT pg_notify($1, $2)", s.dueChannel(), duePayload(at)); err != nil {
+		return s.dbErr("notify workers", err)
+	}
+	return nil
+}
+
+// duePayload encodes a due time as an announcement's payload: unix
+// nanoseconds, or empty for "now".
+func duePayload(at time.Time) string {
+	if at.IsZero() {
+		return ""
+	}
+	return strconv.FormatInt(at.UnixNano(), 10)
+}
+
+// minListenPool is the smallest pool the PostgreSQL listener takes a
+// connection from: with fewer, holding one for the listener could starve
+// the worker's own claims, and the worker polls instead.
+const minListenPool = 4
+
+// ListenDue implements hookrelay.DueNotifier. On PostgreSQL it holds one
+// pooled connection LISTENing on the tables' channel (prefix + "due") and
+// calls due for every announcement: deliveries created (Create, EnqueueTx),
+// retries recorded in a batch, redriven deliveries, a resumed destination —
+// from any process sharing the tables. On SQLite and MySQL, which have no
+// announcements, it waits for ctx and the worker polls. It returns nil when
+// ctx ends, or the connection's error.
+func (s *Store) ListenDue(ctx context.Context, due func(at time.Time)) error {
+	if s.dialect != Postgres {
+		<-ctx.Done()
+		return nil
+	}
+	if max := s.db.Stats().MaxOpenConnections; max > 0 && max < minListenPool {
+		<-ctx.Done()
+		return nil
+	}
+	err := s.withPgxConn(ctx, "listen", func(c *pgx.Conn) error {
+		if _, err := c.Exec(ctx, "LISTEN "+pgx.Identifier{s.dueChannel()}.Sanitize()); err != nil {
+			return err
+		}
+		for {
+			n, err := c.WaitForNotification(ctx)
+			if err != nil {
+				// The connection holds a LISTEN; it must not go back to the
+				// pool. Closing it ends the LISTEN with it.
+				_ = c.Close(context.WithoutCancel(ctx))
+				return err
+			}
+			at := time.Time{}
+			if ns, err := strconv.ParseInt(n.Payload, 10, 64); err == nil {
+				at = time.Unix(0, ns)
+			}
+			due(at)
+		}
+	})
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err == errNotPgx {
+		<-ctx.Done()
+		return nil
+	}
+	return s.dbErr("listen", err)
+}
