@@ -1,10 +1,12 @@
 package hooksql
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -102,6 +104,9 @@ func (s *Store) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay
 		limit = min(p.Limit*claimCandidates, p.Limit+maxClaimCandidates)
 	}
 	args = append(args, limit)
+	if s.dialect != MySQL {
+		return s.claimInOneStatement(ctx, b.String(), args, p, now, expires)
+	}
 	candidates := s.q("SELECT id, destination_id" + b.String())
 	full := s.q("SELECT " + selectDeliveryCols + b.String())
 
@@ -161,14 +166,7 @@ func (s *Store) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay
 			}
 		}
 		if len(bad) > 0 {
-			args := []any{ReasonUndecodable, now, now}
-			for _, id := range bad {
-				args = append(args, id)
-			}
-			if _, err := q.ExecContext(ctx, s.q("UPDATE {d} SET state = 'dead', last_reason = ?, updated_at = ?, dead_lettered_at = ?,"+
-				" lease_token = lease_token + 1, lease_expires_at = NULL WHERE id IN ("+placeholders(len(bad))+")"), args...); err != nil {
-				return s.dbErr("claim: dead-letter undecodable", err)
-			}
+			return s.deadLetterUndecodable(ctx, q, bad, now)
 		}
 		return nil
 	})
@@ -176,6 +174,110 @@ func (s *Store) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay
 		return nil, err
 	}
 	return claims, nil
+}
+
+// claimInOneStatement is Claim on PostgreSQL and SQLite: one UPDATE …
+// RETURNING whose CTEs pick the due candidates (locked, skipping rows other
+// claimers hold, on PostgreSQL), rank them per destination and keep each
+// destination's room — one round trip and one commit, where a claim is the
+// worker's only serial step. from is the candidates' FROM … LIMIT ? clause
+// and args its values.
+func (s *Store) claimInOneStatement(ctx context.Context, from string, args []any, p hookrelay.ClaimParams, now, expires int64) ([]hookrelay.Claim, error) {
+	var b strings.Builder
+	b.WriteString("WITH cand AS (SELECT id, destination_id, next_attempt_at, {seq} AS cseq" + from + ")")
+	if p.DefaultDestinationRoom > 0 || len(p.DestinationRoom) > 0 {
+		b.WriteString(", ranked AS (SELECT id, next_attempt_at, cseq, destination_id," +
+			" ROW_NUMBER() OVER (PARTITION BY destination_id ORDER BY next_attempt_at, cseq) AS rn FROM cand)" +
+			", pick AS (SELECT id FROM ranked WHERE rn <= ")
+		if len(p.DestinationRoom) > 0 {
+			b.WriteString("CASE")
+			for id, room := range p.DestinationRoom {
+				b.WriteString(" WHEN destination_id = ? THEN CAST(? AS BIGINT)")
+				args = append(args, id, room)
+			}
+			b.WriteString(" ELSE ")
+		}
+		room := p.DefaultDestinationRoom
+		if room <= 0 {
+			room = math.MaxInt32
+		}
+		b.WriteString("CAST(? AS BIGINT)")
+		if len(p.DestinationRoom) > 0 {
+			b.WriteString(" END")
+		}
+		b.WriteString(" ORDER BY next_attempt_at, cseq LIMIT ?)")
+		args = append(args, room, p.Limit)
+	} else {
+		b.WriteString(", pick AS (SELECT id FROM cand)")
+	}
+	b.WriteString(" UPDATE {d} SET lease_token = lease_token + 1, lease_holder = ?, lease_expires_at = ?" +
+		" WHERE id IN (SELECT id FROM pick) RETURNING " + selectDeliveryCols + ", {seq}")
+	args = append(args, p.Holder, expires)
+	query := s.q(b.String())
+
+	type claimed struct {
+		c   hookrelay.Claim
+		seq int64
+	}
+	var got []claimed
+	var bad []string
+	err := s.inTx(ctx, "claim", func(q querier) error {
+		got, bad = got[:0], bad[:0]
+		rows, err := q.QueryContext(ctx, query, args...)
+		if err != nil {
+			return s.dbErr("claim", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var seq int64
+			d, token, err := scanDelivery(rows, &seq)
+			var de *DecodeError
+			if errors.As(err, &de) {
+				bad = append(bad, de.DeliveryID)
+				continue
+			}
+			if err != nil {
+				return s.dbErr("claim", err)
+			}
+			// RETURNING shows the row after the update: token is the new one.
+			got = append(got, claimed{seq: seq, c: hookrelay.Claim{Delivery: d, Lease: hookrelay.Lease{
+				Token: token, Holder: p.Holder, ExpiresAt: decTime(expires),
+			}}})
+		}
+		if err := rows.Err(); err != nil {
+			return s.dbErr("claim", err)
+		}
+		rows.Close()
+		if len(bad) > 0 {
+			return s.deadLetterUndecodable(ctx, q, bad, now)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(got, func(x, y claimed) int {
+		return cmp.Or(x.c.Delivery.NextAttemptAt.Compare(y.c.Delivery.NextAttemptAt), cmp.Compare(x.seq, y.seq))
+	})
+	claims := make([]hookrelay.Claim, len(got))
+	for i, g := range got {
+		claims[i] = g.c
+	}
+	return claims, nil
+}
+
+// deadLetterUndecodable moves claimed rows that could not be decoded to
+// the dead-letter path, for an operator.
+func (s *Store) deadLetterUndecodable(ctx context.Context, q querier, ids []string, now int64) error {
+	args := []any{ReasonUndecodable, now, now}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	if _, err := q.ExecContext(ctx, s.q("UPDATE {d} SET state = 'dead', last_reason = ?, updated_at = ?, dead_lettered_at = ?,"+
+		" lease_token = lease_token + 1, lease_expires_at = NULL WHERE id IN ("+placeholders(len(ids))+")"), args...); err != nil {
+		return s.dbErr("claim: dead-letter undecodable", err)
+	}
+	return nil
 }
 
 // pickByRoom reads the due candidates (IDs and destinations, oldest first)
