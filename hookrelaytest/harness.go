@@ -65,5 +65,7 @@ func Run(t *testing.T, newHarness NewHarness) {
 	t.Run("Engine", func(t *testing.T) { RunEngine(t, newHarness) })
 	t.Run("Stats", func(t *testing.T) { RunStats(t, newHarness) })
 	t.Run("LeaseLedger", func(t *testing.T) { RunLeaseLedger(t, newHarness) })
+	t.Run("BatchLedger", func(t *testing.T) { RunBatchLedger(t, newHarness) })
+	t.Run("ClaimsByDestinationRoom", func(t *testing.T) { RunClaimsByDestinationRoom(t, newHarness) })
 	t.Run("Redrive", func(t *testing.T) { RunRedrive(t, newHarness) })
 }

@@ -1,0 +1,378 @@
+package hookrelaytest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay"
+)
+
+// RunBatchLedger runs the tests of the optional hookrelay.BatchLedger
+// ability (group commit of finished attempts), store-level and through a
+// running worker. It skips when the harness's Ledger does not implement it.
+func RunBatchLedger(t *testing.T, newHarness NewHarness) {
+	ctx := context.Background()
+	batchLedger := func(t *testing.T) (Harness, hookrelay.BatchLedger) {
+		h := newHarness(t)
+		bl, ok := h.Ledger.(hookrelay.BatchLedger)
+		if !ok {
+			t.Skipf("%T does not implement hookrelay.BatchLedger", h.Ledger)
+		}
+		return h, bl
+	}
+
+	t.Run("EachWriteIsFencedByItsOwnLease", func(t *testing.T) {
+		h, bl := batchLedger(t)
+		a, b, c := newDelivery("evt_a", "dest_1", base), newDelivery("evt_b", "dest_1", base), newDelivery("evt_c", "dest_1", base)
+		seed(t, h, c)
+		first := claimDue(t, h, base, 1)
+		require.Len(t, first, 1)
+		stale := first[0]
+		// c's lease expires and another worker takes it over, with a and b:
+		// the first holder of c is stale.
+		seed(t, h, a, b)
+		later := base.Add(leaseFor)
+		claims := claimDue(t, h, later, 3)
+		require.Len(t, claims, 3)
+		byID := map[string]hookrelay.Claim{}
+		for _, cl := range claims {
+			byID[cl.Delivery.ID] = cl
+		}
+		ca, cb, fresh := byID[a.ID], byID[b.ID], byID[c.ID]
+		require.Equal(t, c.ID, fresh.Delivery.ID, "the expired lease is claimed again")
+
+		at := later.Add(time.Second)
+		next := at.Add(time.Minute)
+		attB := attemptFor(cb, hookrelay.KindRetryable, at)
+		attB.NextAttemptAt = next
+		errs, err := bl.RecordBatch(ctx, []hookrelay.LedgerWrite{
+			{Delivered: &hookrelay.MarkDeliveredParams{ID: a.ID, Lease: ca.Lease, Attempt: attemptFor(ca, hookrelay.KindDelivered, at), Now: at}},
+			{Retry: &hookrelay.RecordRetryParams{ID: b.ID, Lease: cb.Lease, Attempt: attB, NextAttempt: 2, NextAttemptAt: next, Now: at}},
+			{Delivered: &hookrelay.MarkDeliveredParams{ID: c.ID, Lease: stale.Lease, Attempt: attemptFor(stale, hookrelay.KindDelivered, at), Now: at}},
+		})
+		require.NoError(t, err, "the batch commits")
+		require.Len(t, errs, 3, "one result per write")
+		assert.NoError(t, errs[0])
+		assert.NoError(t, errs[1])
+		assert.ErrorIs(t, errs[2], hookrelay.ErrLeaseLost, "the stale holder's write is refused, the rest commit")
+
+		got, err := h.Ledger.Get(ctx, a.ID)
+		require.NoError(t, err)
+		assert.Equal(t, hookrelay.StateDelivered, got.State)
+		got, err = h.Ledger.Get(ctx, b.ID)
+		require.NoError(t, err)
+		assert.Equal(t, hookrelay.StatePending, got.State)
+		assert.Equal(t, 2, got.Attempt)
+		assert.True(t, got.NextAttemptAt.Equal(next))
+		got, err = h.Ledger.Get(ctx, c.ID)
+		require.NoError(t, err)
+		assert.Equal(t, hookrelay.StatePending, got.State, "the newer attempt is untouched")
+		atts, err := h.Ledger.Attempts(ctx, c.ID)
+		require.NoError(t, err)
+		assert.Empty(t, atts, "no attempt row from the stale holder")
+		atts, err = h.Ledger.Attempts(ctx, a.ID)
+		require.NoError(t, err)
+		assert.Len(t, atts, 1)
+
+		// The batch ended a's and b's leases like the single writes do: b
+		// is claimable at its retry time, and fresh's holder still writes.
+		require.NoError(t, deliver(t, h, fresh, at))
+		assert.Equal(t, []string{b.ID}, ids(claimDue(t, h, next, 10)))
+	})
+
+	t.Run("DeadLettersAndRepeatsBehaveAsSingleWrites", func(t *testing.T) {
+		h, bl := batchLedger(t)
+		a, b := newDelivery("evt_a", "dest_1", base), newDelivery("evt_b", "dest_1", base)
+		seed(t, h, a, b)
+		claims := claimDue(t, h, base, 2)
+		require.Len(t, claims, 2)
+		at := base.Add(time.Second)
+		ca, cb := claims[0], claims[1]
+		require.NoError(t, deliver(t, h, ca, at))
+		errs, err := bl.RecordBatch(ctx, []hookrelay.LedgerWrite{
+			{Delivered: &hookrelay.MarkDeliveredParams{ID: ca.Delivery.ID, Lease: ca.Lease, Attempt: attemptFor(ca, hookrelay.KindDelivered, at), Now: at}},
+			{DeadLetter: &hookrelay.RecordDeadLetterParams{ID: cb.Delivery.ID, Lease: cb.Lease, Reason: hookrelay.ReasonWindowExpired, Now: at}},
+		})
+		require.NoError(t, err)
+		require.Len(t, errs, 2)
+		assert.NoError(t, errs[0], "marking a delivered record again is a no-op, as MarkDelivered is")
+		assert.NoError(t, errs[1])
+		got, err := h.Ledger.Get(ctx, cb.Delivery.ID)
+		require.NoError(t, err)
+		assert.Equal(t, hookrelay.StateDead, got.State)
+		assert.Equal(t, hookrelay.ReasonWindowExpired, got.LastReason)
+		atts, err := h.Ledger.Attempts(ctx, ca.Delivery.ID)
+		require.NoError(t, err)
+		assert.Len(t, atts, 1, "the repeated write stored no second attempt")
+	})
+
+	t.Run("AFailedBatchWritesNothingAndEveryDeliveryComesBack", func(t *testing.T) {
+		h, bl := batchLedger(t)
+		a, b := newDelivery("evt_a", "dest_1", base), newDelivery("evt_b", "dest_1", base)
+		seed(t, h, a, b)
+		claims := claimDue(t, h, base, 2)
+		require.Len(t, claims, 2)
+		at := base.Add(time.Second)
+		// A batch that cannot commit (here: its context is gone, as when
+		// the process dies mid-batch) leaves no trace.
+		cancelled, cancel := context.WithCancel(ctx)
+		cancel()
+		errs, err := bl.RecordBatch(cancelled, []hookrelay.LedgerWrite{
+			{Delivered: &hookrelay.MarkDeliveredParams{ID: claims[0].Delivery.ID, Lease: claims[0].Lease, Attempt: attemptFor(claims[0], hookrelay.KindDelivered, at), Now: at}},
+			{Delivered: &hookrelay.MarkDeliveredParams{ID: claims[1].Delivery.ID, Lease: claims[1].Lease, Attempt: attemptFor(claims[1], hookrelay.KindDelivered, at), Now: at}},
+		})
+		require.Error(t, err)
+		assert.Nil(t, errs, "no per-write results when nothing committed")
+		for _, cl := range claims {
+			got, err := h.Ledger.Get(ctx, cl.Delivery.ID)
+			require.NoError(t, err)
+			assert.Equal(t, hookrelay.StatePending, got.State)
+			atts, err := h.Ledger.Attempts(ctx, cl.Delivery.ID)
+			require.NoError(t, err)
+			assert.Empty(t, atts)
+		}
+		assert.ElementsMatch(t, []string{a.ID, b.ID}, ids(claimDue(t, h, base.Add(leaseFor), 10)),
+			"both are claimable again once their leases expire")
+	})
+
+	t.Run("WorkerReportsDeliveredOnlyAfterItsBatchCommitted", func(t *testing.T) {
+		h, bl := batchLedger(t)
+		gate := &gatedBatch{BatchLedger: bl, open: make(chan struct{}), entered: make(chan struct{}, 16)}
+		events := &eventLog{}
+		rec := &Recipient{}
+		clk := clock.NewMock()
+		clk.Set(base)
+		require.NoError(t, h.Destinations.Put(ctx, hookrelay.Destination{ID: "dest_1", TenantID: "tenant_a", URL: "https://accounting.example/webhooks"}))
+		c, err := hookrelay.New(hookrelay.Config{
+			Queue: h.Queue, Ledger: gate, Destinations: h.Destinations, Sender: rec, Clock: clk,
+			Random: FixedRandom(0.5), LeaseFor: leaseFor, Observer: events,
+		})
+		require.NoError(t, err)
+		var want []string
+		for i := range 3 {
+			r, err := c.Enqueue(ctx, hookrelay.EnqueueParams{EventID: fmt.Sprintf("evt_%d", i), TenantID: "tenant_a",
+				DestinationID: "dest_1", EventType: "lease.payment_recorded", Payload: []byte(`{}`)})
+			require.NoError(t, err)
+			want = append(want, r.ID)
+		}
+		require.NoError(t, c.Start(ctx))
+		waitFor(t, gate.entered, "a batch reached the ledger")
+		assert.NotEmpty(t, rec.Requests(), "sent")
+		assert.Empty(t, events.of(hookrelay.EventDelivered), "nothing is reported delivered while its batch has not committed")
+		for _, id := range want {
+			got, err := h.Ledger.Get(ctx, id)
+			require.NoError(t, err)
+			assert.Equal(t, hookrelay.StatePending, got.State)
+		}
+		close(gate.open)
+		require.Eventually(t, func() bool { return len(events.of(hookrelay.EventDelivered)) == 3 }, 10*time.Second, time.Millisecond)
+		require.NoError(t, c.Stop(ctx))
+		for _, id := range want {
+			got, err := h.Ledger.Get(ctx, id)
+			require.NoError(t, err)
+			assert.Equal(t, hookrelay.StateDelivered, got.State)
+		}
+	})
+
+	t.Run("ACrashBeforeTheBatchCommitsLeavesEveryDeliveryClaimable", func(t *testing.T) {
+		h, bl := batchLedger(t)
+		crash := &crashingBatch{BatchLedger: bl}
+		events := &eventLog{}
+		rec := &Recipient{}
+		clk := clock.NewMock()
+		clk.Set(base)
+		require.NoError(t, h.Destinations.Put(ctx, hookrelay.Destination{ID: "dest_1", TenantID: "tenant_a", URL: "https://accounting.example/webhooks"}))
+		c, err := hookrelay.New(hookrelay.Config{
+			Queue: h.Queue, Ledger: crash, Destinations: h.Destinations, Sender: rec, Clock: clk,
+			Random: FixedRandom(0.5), LeaseFor: leaseFor, Observer: events,
+		})
+		require.NoError(t, err)
+		var want []string
+		for i := range 4 {
+			r, err := c.Enqueue(ctx, hookrelay.EnqueueParams{EventID: fmt.Sprintf("evt_%d", i), TenantID: "tenant_a",
+				DestinationID: "dest_1", EventType: "lease.payment_recorded", Payload: []byte(`{}`)})
+			require.NoError(t, err)
+			want = append(want, r.ID)
+		}
+		require.NoError(t, c.Start(ctx))
+		require.Eventually(t, func() bool { return len(events.of(hookrelay.EventWorkerError)) >= 4 }, 10*time.Second, time.Millisecond,
+			"every attempt reports its failed write")
+		require.NoError(t, c.StopAndCancel(ctx))
+		assert.Empty(t, events.of(hookrelay.EventDelivered), "nothing was reported delivered")
+		assert.Len(t, rec.Requests(), 4, "each was sent once")
+		got := claimDue(t, h, base.Add(leaseFor), 10)
+		assert.ElementsMatch(t, want, ids(got), "every delivery is claimable again once its lease expires")
+		for _, cl := range got {
+			atts, err := h.Ledger.Attempts(ctx, cl.Delivery.ID)
+			require.NoError(t, err)
+			assert.Empty(t, atts, "no attempt of the failed batch was stored")
+		}
+	})
+
+	t.Run("StopAndCancelFlushesFinishedAttemptsAndReleasesTheRest", func(t *testing.T) {
+		h, _ := batchLedger(t)
+		events := &eventLog{}
+		clk := clock.NewMock()
+		clk.Set(base)
+		require.NoError(t, h.Destinations.Put(ctx, hookrelay.Destination{ID: "fast", TenantID: "tenant_a", URL: "https://fast.example/webhooks"}))
+		require.NoError(t, h.Destinations.Put(ctx, hookrelay.Destination{ID: "slow", TenantID: "tenant_a", URL: "https://slow.example/webhooks"}))
+		started := make(chan struct{}, 8)
+		sender := hookrelay.SenderFunc(func(ctx context.Context, p hookrelay.SendParams) hookrelay.Result {
+			if p.Destination.ID == "fast" {
+				return hookrelay.Delivered(204)
+			}
+			started <- struct{}{}
+			<-ctx.Done() // the slow recipient answers only when we give up
+			return hookrelay.Unknown(hookrelay.ReasonTimeout)
+		})
+		c, err := hookrelay.New(hookrelay.Config{
+			Queue: h.Queue, Ledger: h.Ledger, Destinations: h.Destinations, Sender: sender, Clock: clk,
+			Random: FixedRandom(0.5), LeaseFor: leaseFor, Observer: events,
+		})
+		require.NoError(t, err)
+		ids := map[string]string{}
+		for _, dest := range []string{"fast", "fast", "slow", "slow"} {
+			ev := fmt.Sprintf("evt_%d", len(ids))
+			r, err := c.Enqueue(ctx, hookrelay.EnqueueParams{EventID: ev, TenantID: "tenant_a", DestinationID: dest,
+				EventType: "lease.payment_recorded", Payload: []byte(`{}`)})
+			require.NoError(t, err)
+			ids[r.ID] = dest
+		}
+		require.NoError(t, c.Start(ctx))
+		waitFor(t, started, "a slow send started")
+		waitFor(t, started, "both slow sends started")
+		require.Eventually(t, func() bool { return len(events.of(hookrelay.EventDelivered)) == 2 }, 10*time.Second, time.Millisecond)
+		require.NoError(t, c.StopAndCancel(ctx))
+		for id, dest := range ids {
+			got, err := h.Ledger.Get(ctx, id)
+			require.NoError(t, err)
+			if dest == "fast" {
+				assert.Equal(t, hookrelay.StateDelivered, got.State, "a finished attempt's write is flushed")
+				continue
+			}
+			assert.Equal(t, hookrelay.StatePending, got.State)
+			assert.Equal(t, 1, got.Attempt, "a cancelled attempt spends nothing")
+		}
+		assert.Len(t, claimDue(t, h, clk.Now(), 10), 2, "the cancelled ones are claimable again at once")
+	})
+}
+
+// RunClaimsByDestinationRoom runs the tests of the optional
+// hookrelay.ClaimsByDestinationRoom ability. It skips when the harness's
+// Queue does not implement it.
+func RunClaimsByDestinationRoom(t *testing.T, newHarness NewHarness) {
+	roomQueue := func(t *testing.T) Harness {
+		h := newHarness(t)
+		if _, ok := h.Queue.(hookrelay.ClaimsByDestinationRoom); !ok {
+			t.Skipf("%T does not implement hookrelay.ClaimsByDestinationRoom", h.Queue)
+		}
+		return h
+	}
+	claimRooms := func(t *testing.T, h Harness, limit, def int, rooms map[string]int) []hookrelay.Claim {
+		t.Helper()
+		cs, err := h.Queue.Claim(context.Background(), hookrelay.ClaimParams{
+			Now: base.Add(time.Hour), Limit: limit, LeaseFor: leaseFor, Holder: "test",
+			DestinationRoom: rooms, DefaultDestinationRoom: def,
+		})
+		require.NoError(t, err)
+		return cs
+	}
+	// seedBacklog makes n due deliveries to each destination, the oldest
+	// all to the first one, so a claim that ignored rooms would take only
+	// the first destination's.
+	seedBacklog := func(t *testing.T, h Harness, n int, dests ...string) {
+		t.Helper()
+		var ds []hookrelay.Delivery
+		for i, dest := range dests {
+			for k := range n {
+				ds = append(ds, newDelivery(fmt.Sprintf("evt_%s_%d", dest, k), dest, base.Add(time.Duration(i*n+k)*time.Millisecond)))
+			}
+		}
+		seed(t, h, ds...)
+	}
+	perDest := func(cs []hookrelay.Claim) map[string]int {
+		out := map[string]int{}
+		for _, c := range cs {
+			out[c.Delivery.DestinationID]++
+		}
+		return out
+	}
+
+	t.Run("OneClaimFillsEveryDestinationsRoom", func(t *testing.T) {
+		h := roomQueue(t)
+		seedBacklog(t, h, 10, "dest_a", "dest_b", "dest_c")
+		cs := claimRooms(t, h, 50, 2, map[string]int{"dest_b": 5})
+		assert.Equal(t, map[string]int{"dest_a": 2, "dest_b": 5, "dest_c": 2}, perDest(cs))
+		for i := 1; i < len(cs); i++ {
+			assert.False(t, cs[i].Delivery.NextAttemptAt.Before(cs[i-1].Delivery.NextAttemptAt), "oldest first")
+		}
+		// Each destination gave its oldest.
+		for _, c := range cs {
+			assert.Contains(t, []string{"evt_dest_a_0", "evt_dest_a_1", "evt_dest_b_0", "evt_dest_b_1", "evt_dest_b_2",
+				"evt_dest_b_3", "evt_dest_b_4", "evt_dest_c_0", "evt_dest_c_1"}, c.Delivery.EventID)
+		}
+	})
+
+	t.Run("ARoomOfZeroClaimsNothingAndTheLimitStillHolds", func(t *testing.T) {
+		h := roomQueue(t)
+		seedBacklog(t, h, 5, "dest_a", "dest_b", "dest_c")
+		cs := claimRooms(t, h, 4, 3, map[string]int{"dest_a": 0})
+		assert.Len(t, cs, 4)
+		assert.Zero(t, perDest(cs)["dest_a"], "a destination with no room gives nothing")
+		assert.LessOrEqual(t, perDest(cs)["dest_b"], 3)
+	})
+
+	t.Run("NoDefaultRoomLeavesOtherDestinationsUncapped", func(t *testing.T) {
+		h := roomQueue(t)
+		seedBacklog(t, h, 6, "dest_a", "dest_b")
+		cs := claimRooms(t, h, 20, 0, map[string]int{"dest_a": 1})
+		assert.Equal(t, map[string]int{"dest_a": 1, "dest_b": 6}, perDest(cs))
+	})
+}
+
+// gatedBatch holds every RecordBatch until open is closed.
+type gatedBatch struct {
+	hookrelay.BatchLedger
+	open    chan struct{}
+	entered chan struct{}
+}
+
+func (g *gatedBatch) RecordBatch(ctx context.Context, w []hookrelay.LedgerWrite) ([]error, error) {
+	select {
+	case g.entered <- struct{}{}:
+	default:
+	}
+	<-g.open
+	return g.BatchLedger.RecordBatch(ctx, w)
+}
+
+// crashingBatch fails every batch before it reaches the store, as a process
+// that dies before its batch commits.
+type crashingBatch struct {
+	hookrelay.BatchLedger
+	mu    sync.Mutex
+	calls int
+}
+
+func (c *crashingBatch) RecordBatch(context.Context, []hookrelay.LedgerWrite) ([]error, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls++
+	return nil, fmt.Errorf("%w before the batch committed", errCrash)
+}
+
+func waitFor(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second): // a hang, not a speed check
+		t.Fatalf("timed out waiting until %s", what)
+	}
+}
