@@ -1,0 +1,148 @@
+package hookrelay_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/mock/gomock"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/adapters/memory"
+	"github.com/hookrelay/hookrelay/hookrelaymock"
+	"github.com/hookrelay/hookrelay/hookrelaytest"
+)
+
+// With a BatchLedger the worker still records before it acknowledges, and
+// reports the delivery only after both: batching groups the ledger writes,
+// it never moves an acknowledgement before one.
+func TestWorkerRecordsTheBatchBeforeAcknowledging(t *testing.T) {
+	ctrl := gomock.NewController(t)
+	queue := hookrelaymock.NewMockQueue(ctrl)
+	ledger := hookrelaymock.NewMockBatchLedger(ctrl)
+	dests := hookrelaymock.NewMockDestinations(ctrl)
+	clk := clock.NewMock()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk.Set(now)
+	claim := hookrelay.Claim{
+		Delivery: hookrelay.Delivery{ID: hookrelay.DeliveryID("evt_1", "dest_1"), EventID: "evt_1", TenantID: "t",
+			DestinationID: "dest_1", Attempt: 1, PolicyVersion: "default", State: hookrelay.StatePending, FirstQueuedAt: now, NextAttemptAt: now},
+		Lease: hookrelay.Lease{Token: 7, ExpiresAt: now.Add(time.Minute)},
+	}
+	var (
+		mu    sync.Mutex
+		order []string
+	)
+	note := func(s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, s)
+	}
+	delivered := make(chan struct{})
+	first := queue.EXPECT().Claim(gomock.Any(), gomock.Any()).Return([]hookrelay.Claim{claim}, nil)
+	queue.EXPECT().Claim(gomock.Any(), gomock.Any()).Return(nil, nil).AnyTimes().After(first)
+	gomock.InOrder(
+		ledger.EXPECT().WasDelivered(gomock.Any(), claim.Delivery.ID).Return(false, nil),
+		dests.EXPECT().Destination(gomock.Any(), "dest_1").Return(hookrelay.Destination{ID: "dest_1"}, nil),
+		ledger.EXPECT().RecordBatch(gomock.Any(), gomock.Any()).DoAndReturn(func(_ context.Context, ws []hookrelay.LedgerWrite) ([]error, error) {
+			note("ledger")
+			require.Len(t, ws, 1)
+			require.NotNil(t, ws[0].Delivered)
+			assert.Equal(t, claim.Delivery.ID, ws[0].Delivered.ID)
+			assert.Equal(t, claim.Lease, ws[0].Delivered.Lease, "fenced by the claim's own lease")
+			return []error{nil}, nil
+		}),
+		queue.EXPECT().Acknowledge(gomock.Any(), gomock.Any()).DoAndReturn(func(context.Context, hookrelay.AckParams) error {
+			note("ack")
+			return nil
+		}),
+	)
+	c, err := hookrelay.New(hookrelay.Config{
+		Queue: queue, Ledger: ledger, Destinations: dests, Clock: clk, Random: hookrelaytest.FixedRandom(0.5),
+		DestinationCacheTTL: -1,
+		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result {
+			note("send")
+			return hookrelay.Delivered(204)
+		}),
+		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
+			if e.Kind == hookrelay.EventDelivered {
+				note("observed")
+				close(delivered)
+			}
+		}),
+	})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(context.Background()))
+	select {
+	case <-delivered:
+	case <-time.After(10 * time.Second): // a hang, not a speed check
+		t.Fatal("not delivered")
+	}
+	require.NoError(t, c.Stop(context.Background()))
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"send", "ledger", "ack", "observed"}, order)
+}
+
+// claimCountingStore counts Claim calls and what they return; embedding keeps
+// the memory store's abilities (LedgerQueue, BatchLedger, rooms).
+type claimCountingStore struct {
+	*memory.Store
+	mu     sync.Mutex
+	claims []int
+}
+
+func (s *claimCountingStore) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay.Claim, error) {
+	cs, err := s.Store.Claim(ctx, p)
+	s.mu.Lock()
+	s.claims = append(s.claims, len(cs))
+	s.mu.Unlock()
+	return cs, err
+}
+
+// Ten busy destinations with a limit of 5 each fill a worker of 50 in one
+// claim, not in claims held to one destination's room.
+func TestOneClaimFillsTheWorkerAcrossDestinations(t *testing.T) {
+	store := &claimCountingStore{Store: memory.NewStore()}
+	dests := memory.NewDestinations()
+	for i := range 10 {
+		require.NoError(t, dests.Put(context.Background(), hookrelay.Destination{ID: fmt.Sprintf("d%d", i), URL: "https://example.com/hook"}))
+	}
+	release := make(chan struct{})
+	started := make(chan struct{}, 100)
+	c, err := hookrelay.New(hookrelay.Config{
+		Queue: store, Ledger: store, Destinations: dests, Clock: clock.NewMock(),
+		Concurrency: 50, PerDestinationConcurrency: 5,
+		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result {
+			started <- struct{}{}
+			<-release
+			return hookrelay.Delivered(204)
+		}),
+	})
+	require.NoError(t, err)
+	var params []hookrelay.EnqueueParams
+	for i := range 200 {
+		params = append(params, hookrelay.EnqueueParams{EventID: fmt.Sprintf("e%d", i), TenantID: "t",
+			DestinationID: fmt.Sprintf("d%d", i%10), EventType: "x", Payload: []byte("{}")})
+	}
+	_, err = c.EnqueueMany(context.Background(), params)
+	require.NoError(t, err)
+	require.NoError(t, c.Start(context.Background()))
+	for range 50 {
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second): // a hang, not a speed check
+			t.Fatal("the worker did not fill its 50 slots")
+		}
+	}
+	store.mu.Lock()
+	assert.Equal(t, 50, store.claims[0], "the first claim took 5 for each of the 10 destinations")
+	store.mu.Unlock()
+	close(release)
+	require.NoError(t, c.Stop(context.Background()))
+}
