@@ -146,3 +146,86 @@ func TestOneClaimFillsTheWorkerAcrossDestinations(t *testing.T) {
 	close(release)
 	require.NoError(t, c.Stop(context.Background()))
 }
+
+// countingDestinations counts lookups.
+type countingDestinations struct {
+	*memory.Destinations
+	mu    sync.Mutex
+	reads int
+}
+
+func (d *countingDestinations) Destination(ctx context.Context, id string) (hookrelay.Destination, error) {
+	d.mu.Lock()
+	d.reads++
+	d.mu.Unlock()
+	return d.Destinations.Destination(ctx, id)
+}
+
+func (d *countingDestinations) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.reads
+}
+
+// The worker reads a destination once per DestinationCacheTTL, not once
+// per delivery; a redrive (usually after a fix to the destination) reads it
+// afresh.
+func TestWorkerReusesWhatItReadOfADestination(t *testing.T) {
+	ctx := context.Background()
+	store := memory.NewStore()
+	dests := &countingDestinations{Destinations: memory.NewDestinations(hookrelay.Destination{ID: "acct", TenantID: "t", URL: "https://old.example/hook"})}
+	var (
+		mu   sync.Mutex
+		urls = map[string]int{}
+	)
+	done := make(chan struct{}, 64)
+	c, err := hookrelay.New(hookrelay.Config{
+		Queue: store, Ledger: store, Destinations: dests, DestinationCacheTTL: time.Hour, // never runs out in this test
+		Sender: hookrelay.SenderFunc(func(_ context.Context, p hookrelay.SendParams) hookrelay.Result {
+			mu.Lock()
+			urls[p.Destination.URL]++
+			mu.Unlock()
+			if p.Destination.URL == "https://old.example/hook" {
+				return hookrelay.Permanent(hookrelay.ReasonNotFound).WithStatus(404)
+			}
+			return hookrelay.Delivered(204)
+		}),
+		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
+			if e.Kind == hookrelay.EventDelivered || e.Kind == hookrelay.EventDeadLettered {
+				done <- struct{}{}
+			}
+		}),
+	})
+	require.NoError(t, err)
+	wait := func(n int) {
+		t.Helper()
+		for range n {
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second): // a hang, not a speed check
+				t.Fatal("deliveries did not finish")
+			}
+		}
+	}
+	var params []hookrelay.EnqueueParams
+	for i := range 20 {
+		params = append(params, hookrelay.EnqueueParams{EventID: fmt.Sprintf("e%d", i), TenantID: "t", DestinationID: "acct", EventType: "x", Payload: []byte("{}")})
+	}
+	_, err = c.EnqueueMany(ctx, params)
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	defer func() { require.NoError(t, c.Stop(ctx)) }()
+	wait(20)
+	assert.LessOrEqual(t, dests.count(), 4, "at most one read per concurrent first use, not one per delivery")
+
+	// The operator fixes the URL and redrives: the redriven deliveries go
+	// to the new URL although the cached entry has not expired.
+	require.NoError(t, dests.Put(ctx, hookrelay.Destination{ID: "acct", TenantID: "t", URL: "https://new.example/hook"}))
+	_, err = c.Redrive(ctx, hookrelay.RedriveParams{Filter: hookrelay.DeadLetterFilter{DestinationIDs: []string{"acct"}},
+		Actor: "ops", Reason: "url fixed", RatePerSecond: 1e6})
+	require.NoError(t, err)
+	wait(20)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, 20, urls["https://new.example/hook"], "every redriven delivery read the corrected destination")
+}
