@@ -137,9 +137,7 @@ func New(cfg Config) (*Client, error) {
 		c.policies[p.Version] = p
 	}
 	c.policies[c.policy.Version] = c.policy
-	if lq, ok := cfg.Queue.(LedgerQueue); ok && any(lq) == any(cfg.Ledger) {
-		c.ledgerQueue = true
-	}
+	c.ledgerQueue = sameLedgerQueue(cfg.Queue, cfg.Ledger)
 	if c.clock == nil {
 		c.clock = clock.New()
 	}

@@ -309,11 +309,11 @@ func (c *Client) RedriveStatus(ctx context.Context, id string) (RedriveAudit, er
 }
 
 func (c *Client) redriveStores() (DeadLetterLedger, RedriveAuditLog, error) {
-	dl, ok := c.ledger.(DeadLetterLedger)
+	dl, ok := As[DeadLetterLedger](c.ledger)
 	if !ok {
 		return nil, nil, fmt.Errorf("redrive: %w (the Ledger is not a DeadLetterLedger)", ErrUnsupported)
 	}
-	log, ok := c.ledger.(RedriveAuditLog)
+	log, ok := As[RedriveAuditLog](c.ledger)
 	if !ok {
 		return nil, nil, fmt.Errorf("redrive: %w (the Ledger is not a RedriveAuditLog)", ErrUnsupported)
 	}
@@ -530,7 +530,7 @@ func (c *Client) ResumeDestination(ctx context.Context, id string) error {
 }
 
 func (c *Client) setPaused(ctx context.Context, id string, paused bool) error {
-	dp, ok := c.destinations.(DestinationPauser)
+	dp, ok := As[DestinationPauser](c.destinations)
 	if !ok {
 		return fmt.Errorf("pause destination: %w (Destinations is not a DestinationPauser)", ErrUnsupported)
 	}
