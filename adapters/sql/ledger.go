@@ -287,24 +287,27 @@ func (s *Store) checkFence(ctx context.Context, q querier, op string, f fence) e
 		state   string
 		token   int64
 		attempt int
+		expires sql.NullInt64
 	)
-	err := q.QueryRowContext(ctx, s.q("SELECT state, lease_token, attempt FROM {d} WHERE id = ?"+s.lockSuffix(false)), f.id).
-		Scan(&state, &token, &attempt)
+	err := q.QueryRowContext(ctx, s.q("SELECT state, lease_token, attempt, lease_expires_at FROM {d} WHERE id = ?"+s.lockSuffix(false)), f.id).
+		Scan(&state, &token, &attempt, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("hooksql: %s %q: %w", op, f.id, hookrelay.ErrNotFound)
 	}
 	if err != nil {
 		return s.dbErr(op+" "+f.id, err)
 	}
-	return f.check(op, state, token, attempt)
+	return f.check(op, state, token, attempt, !expires.Valid)
 }
 
-// check applies the fence to the record's current values, with the memory
-// store's rules: a lease that is not the current one (or a zero token) is
-// ErrLeaseLost; a record that is no longer pending is ErrInvalidState
-// (errNoop for a delivered record when deliveredOK); an attempt number that
-// moved on is ErrLeaseLost.
-func (f fence) check(op, state string, token int64, attempt int) error {
+// check applies the fence to the record's current values, with the rules
+// of the contract table (docs/adapters.md) the memory store shares: a lease
+// that is not the current one (or a zero token) is ErrLeaseLost; a record
+// that is no longer pending is ErrInvalidState (errNoop for a delivered
+// record when deliveredOK); a lease already ended (by Release or an
+// earlier write: ended) or an attempt number that moved on is ErrLeaseLost.
+// A lease that expired but was not claimed again still holds.
+func (f fence) check(op, state string, token int64, attempt int, ended bool) error {
 	switch {
 	case token != f.lease.Token || f.lease.Token == 0:
 		return fmt.Errorf("hooksql: %s %q: lease token %d is not the current one: %w", op, f.id, f.lease.Token, hookrelay.ErrLeaseLost)
@@ -312,6 +315,8 @@ func (f fence) check(op, state string, token int64, attempt int) error {
 		return errNoop
 	case state != string(hookrelay.StatePending):
 		return fmt.Errorf("hooksql: %s %q: record is %s: %w", op, f.id, state, hookrelay.ErrInvalidState)
+	case ended:
+		return fmt.Errorf("hooksql: %s %q: lease token %d was already ended: %w", op, f.id, f.lease.Token, hookrelay.ErrLeaseLost)
 	case f.attempt != 0 && attempt != f.attempt:
 		return fmt.Errorf("hooksql: %s %q: attempt %d is not the current attempt %d: %w", op, f.id, f.attempt, attempt, hookrelay.ErrLeaseLost)
 	}
@@ -358,9 +363,10 @@ func (s *Store) fencedWrite(ctx context.Context, op string, f fence, attempt *ho
 func (s *Store) fencedWritePostgres(ctx context.Context, op string, f fence, attemptArgs []any, set string, setArgs []any) error {
 	args := append([]any{f.id}, setArgs...)
 	args = append(args, f.lease.Token, f.attempt, f.attempt)
-	query := "WITH cur AS (SELECT id, state, lease_token, attempt FROM {d} WHERE id = ? FOR UPDATE)," +
+	query := "WITH cur AS (SELECT id, state, lease_token, attempt, lease_expires_at FROM {d} WHERE id = ? FOR UPDATE)," +
 		" upd AS (UPDATE {d} SET " + set + " WHERE id = (SELECT id FROM cur WHERE lease_token = CAST(? AS BIGINT)" +
-		" AND lease_token <> 0 AND state = 'pending' AND (CAST(? AS INTEGER) = 0 OR attempt = CAST(? AS INTEGER))) RETURNING id)"
+		" AND lease_token <> 0 AND state = 'pending' AND lease_expires_at IS NOT NULL" +
+		" AND (CAST(? AS INTEGER) = 0 OR attempt = CAST(? AS INTEGER))) RETURNING id)"
 	if attemptArgs != nil {
 		// Parameters in a SELECT list have no type to infer: cast each.
 		query += ", ins AS (INSERT INTO {a} (" + insertAttemptCols + ") SELECT CAST(? AS TEXT), CAST(? AS INTEGER)," +
@@ -368,14 +374,15 @@ func (s *Store) fencedWritePostgres(ctx context.Context, op string, f fence, att
 			" CAST(? AS TEXT), CAST(? AS BIGINT) FROM upd)"
 		args = append(args, attemptArgs...)
 	}
-	query += " SELECT state, lease_token, attempt, (SELECT COUNT(*) FROM upd) FROM cur"
+	query += " SELECT state, lease_token, attempt, lease_expires_at IS NULL, (SELECT COUNT(*) FROM upd) FROM cur"
 	var (
 		state   string
 		token   int64
 		attempt int
+		ended   bool
 		written int64
 	)
-	err := s.db.QueryRowContext(ctx, s.q(query), args...).Scan(&state, &token, &attempt, &written)
+	err := s.db.QueryRowContext(ctx, s.q(query), args...).Scan(&state, &token, &attempt, &ended, &written)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("hooksql: %s %q: %w", op, f.id, hookrelay.ErrNotFound)
 	}
@@ -385,7 +392,7 @@ func (s *Store) fencedWritePostgres(ctx context.Context, op string, f fence, att
 	if written == 1 {
 		return nil
 	}
-	switch err := f.check(op, state, token, attempt); err {
+	switch err := f.check(op, state, token, attempt, ended); err {
 	case errNoop:
 		return nil
 	case nil:
