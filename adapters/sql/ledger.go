@@ -55,7 +55,11 @@ func (s *Store) encodeAll(deliveries []hookrelay.Delivery) ([]deliveryRow, error
 	for i, d := range deliveries {
 		r, err := s.encodeDelivery(d)
 		if err != nil {
-			return nil, fmt.Errorf("hooksql: create deliveries[%d] (id %q): %w", i, d.ID, err)
+			id := d.ID // quote a prefix only: the ID may be what was refused
+			if len(id) > 40 {
+				id = id[:40] + "…"
+			}
+			return nil, fmt.Errorf("hooksql: create deliveries[%d] (id %q): %w", i, id, err)
 		}
 		rows[i] = r
 	}
