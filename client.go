@@ -320,6 +320,11 @@ func (c *Client) Enqueue(ctx context.Context, params EnqueueParams) (EnqueueResu
 
 // EnqueueMany is Enqueue for several events. Validation happens before
 // anything is stored: one invalid event refuses the whole call.
+// Every delivery of the call goes to Queue.Enqueue, created now or not: a
+// broker queue publishes its message again, which recovers a delivery
+// whose first publish was lost after its record was stored. The Queue
+// contract makes that safe: it never revives a dead delivery, resends a
+// delivered one or hands out a leased one twice.
 func (c *Client) EnqueueMany(ctx context.Context, params []EnqueueParams) ([]EnqueueResult, error) {
 	ds, err := c.Prepare(ctx, params)
 	if err != nil {

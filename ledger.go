@@ -11,19 +11,37 @@ import (
 
 // Ledger is the durable record of every delivery and attempt (the seeds'
 // DeliveryLedger). It decides what work is allowed to do and keeps the
-// evidence. Each write takes the caller's lease and is refused with
-// ErrLeaseLost when the lease is no longer current, so a stale holder cannot
-// overwrite a newer attempt. Each write stores the finished attempt together
-// with the state change, atomically, and ends the caller's lease: the
-// delivery is done, dead, or claimable again at its next time even if the
-// queue transition that follows never happens (a crash between the two).
-// Where the ledger's records are the queue's entries (memory, SQL), that
-// makes the transition itself a cheap check rather than a second write. Implementations must be safe for
-// concurrent use and translate backend errors to the core's sentinel errors.
+// evidence. Each write takes the caller's lease (see Queue for what the
+// current lease is) and checks, in this order: a token that is not the
+// delivery's current one (older, or zero) is ErrLeaseLost, so a stale
+// holder cannot overwrite a newer attempt; a record no longer pending is
+// ErrInvalidState (MarkDelivered on a delivered record is a no-op instead);
+// a lease already ended — by Release or by an earlier write — or an attempt
+// number that is not the record's is ErrLeaseLost. A lease that expired but
+// was not claimed again still writes: fencing is by token, not by clock.
+// Each write stores the finished attempt together with the state change,
+// atomically, and ends the caller's lease: the delivery is done, dead, or
+// claimable again at its next time even if the queue transition that
+// follows never happens (a crash between the two). Where the ledger's
+// records are the queue's entries (memory, SQL), that makes the transition
+// itself a cheap check rather than a second write.
+//
+// A Ledger must be durable: a write that returned nil survives a crash and
+// a power loss (commits reach stable storage), records are never evicted,
+// and a failover never lands on a replica that may lack acknowledged
+// writes. A lost record is a webhook never sent; a lost write or a token
+// that goes backwards lets a stale holder overwrite a newer attempt. Times
+// are the caller's, stored exactly to the nanosecond (CheckStorable gives
+// the range). Implementations must be safe for concurrent use, return an
+// error wrapping ctx's error when ctx is done, and translate backend errors
+// to the core's sentinel errors. docs/adapters.md has the whole contract.
 type Ledger interface {
-	// Create stores new pending deliveries. A delivery whose ID already
-	// exists is left untouched (enqueue is idempotent by delivery ID); the
-	// returned slice says, per input, whether a record was created.
+	// Create stores new pending deliveries: State is pending whatever the
+	// input says, every other field is stored as given. A delivery whose ID
+	// already exists is left untouched (enqueue is idempotent by delivery
+	// ID); the returned slice says, per input, whether a record was
+	// created. A delivery CheckStorable refuses refuses the whole call with
+	// its *ValidationError, and nothing is stored.
 	Create(ctx context.Context, deliveries []Delivery) ([]bool, error)
 	// Get returns the record, or an error wrapping ErrNotFound.
 	Get(ctx context.Context, id string) (Delivery, error)

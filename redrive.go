@@ -111,8 +111,8 @@ func (u RedriveAuditUpdate) Apply(a *RedriveAudit) {
 	a.UpdatedAt = u.Now
 }
 
-// RedriveAuditLog is an optional ability of a Ledger, found by type
-// assertion: durable redrive audit entries, which also carry the stop
+// RedriveAuditLog is an optional ability of a Ledger, found with As
+// (through wrappers that Unwrap): durable redrive audit entries, which also carry the stop
 // control, so any process sharing the store can stop a redrive. Entries are
 // never deleted by hookrelay. Implementations must be safe for concurrent
 // use.
@@ -128,8 +128,8 @@ type RedriveAuditLog interface {
 	UpdateRedriveAudit(ctx context.Context, update RedriveAuditUpdate) (RedriveAudit, error)
 }
 
-// DestinationPauser is an optional ability of a Destinations port, found by
-// type assertion: pausing and resuming a destination. A paused
+// DestinationPauser is an optional ability of a Destinations port, found
+// with As (through wrappers that Unwrap): pausing and resuming a destination. A paused
 // destination's deliveries are not sent and spend no attempts; they wait
 // until it is resumed.
 type DestinationPauser interface {

@@ -43,8 +43,8 @@ type record struct {
 	// or a release. It may have expired: expiry lets a claim take the
 	// record over, but until one does, the holder's token still writes.
 	leased bool
-	index    int // position in its destination's queue, -1 when not there
-	seq      uint64
+	index  int // position in its destination's queue, -1 when not there
+	seq    uint64
 }
 
 var (
