@@ -141,8 +141,8 @@ type RedriveDeliveryParams struct {
 }
 
 // DeadLetterLedger is an optional ability of a Ledger, found with As
-// (through wrappers that Unwrap): inspecting dead-lettered deliveries and moving them back to
-// pending. Client.DeadLetters, Client.PlanRedrive and Client.Redrive need
+// (through wrappers that Unwrap): inspecting dead-lettered deliveries and
+// moving them back to pending. Client.DeadLetters, Client.PlanRedrive and Client.Redrive need
 // it. Implementations must be safe for concurrent use, also across
 // processes sharing one store.
 type DeadLetterLedger interface {

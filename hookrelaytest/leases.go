@@ -367,7 +367,23 @@ func RunLeases(t *testing.T, newHarness NewHarness) {
 		got, err := h.Ledger.Get(ctx, d.ID)
 		require.NoError(t, err)
 		assert.Equal(t, hookrelay.StatePending, got.State, "no stale holder marked it delivered")
-		c.Delivery.Attempt = got.Attempt
+
+		dl, ok := hookrelay.As[hookrelay.DeadLetterLedger](h.Ledger)
+		if !ok {
+			require.NoError(t, h.Ledger.MarkDelivered(ctx, markDelivered(c, c.Lease, now)), "the live holder writes")
+			return
+		}
+		// 5: dead-lettered, then redriven: the redrive moves to a new token,
+		// and the next claim's is greater still.
+		require.NoError(t, h.Ledger.RecordDeadLetter(ctx, recordDeadLetter(c, c.Lease, now)))
+		_, moved, err := dl.RedriveDelivery(ctx, hookrelay.RedriveDeliveryParams{ID: d.ID, AuditID: "rdr_tokens", Now: now})
+		require.NoError(t, err)
+		require.True(t, moved)
+		c = take(now) // 6: after the redrive
+		for _, stale := range held[:len(held)-1] {
+			assert.ErrorIs(t, h.Ledger.RecordRetry(ctx, recordRetry(stale, stale.Lease, now)), hookrelay.ErrLeaseLost,
+				"token %d after the redrive", stale.Lease.Token)
+		}
 		require.NoError(t, h.Ledger.MarkDelivered(ctx, markDelivered(c, c.Lease, now)), "the live holder writes")
 	})
 }

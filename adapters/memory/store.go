@@ -1,6 +1,8 @@
 // Package memory provides in-memory implementations of hookrelay's Queue,
 // Ledger and Destinations ports. They pass the same conformance suite as the
-// SQL adapter, so they are a fake users can trust in their own tests, and
+// SQL adapter and refuse what it refuses (invalid text, over-long IDs,
+// oversize scope, cancelled contexts, writes with an ended lease), so they
+// are a fake users can trust in their own tests, and
 // they are fast enough to run the engine in-process when durability across
 // restarts is not needed. Everything is lost when the process exits.
 package memory
@@ -64,6 +66,8 @@ func cloneDelivery(d hookrelay.Delivery) hookrelay.Delivery {
 }
 
 // Create implements hookrelay.Ledger. New records are claimable at once.
+// Like the SQL store, it refuses what hookrelay.CheckStorable refuses, so a
+// record the fake accepts is one production accepts.
 func (s *Store) Create(ctx context.Context, deliveries []hookrelay.Delivery) ([]bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("hookrelay/memory: create: %w", err)
