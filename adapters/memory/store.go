@@ -98,8 +98,10 @@ func (s *Store) Create(ctx context.Context, deliveries []hookrelay.Delivery) ([]
 	return created, nil
 }
 
-// Enqueue implements hookrelay.Queue. Created records are already claimable,
-// so this only restores a pending, unleased record that is somehow not.
+// Enqueue implements hookrelay.Queue. The record Create stored is the
+// queue entry, claimable at the due time the record holds, so this only
+// checks that every delivery exists: a repeated enqueue never revives,
+// resends or re-times a record.
 func (s *Store) Enqueue(ctx context.Context, deliveries []hookrelay.Delivery) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("hookrelay/memory: enqueue: %w", err)
@@ -107,12 +109,8 @@ func (s *Store) Enqueue(ctx context.Context, deliveries []hookrelay.Delivery) er
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, d := range deliveries {
-		r, ok := s.records[d.ID]
-		if !ok {
+		if _, ok := s.records[d.ID]; !ok {
 			return fmt.Errorf("%w: enqueue before create", hookrelay.ErrNotFound)
-		}
-		if r.d.State == hookrelay.StatePending && !r.leased && r.index < 0 {
-			s.pushReady(r)
 		}
 	}
 	return nil
