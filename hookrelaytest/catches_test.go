@@ -2,6 +2,7 @@ package hookrelaytest_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"slices"
@@ -75,14 +76,41 @@ var brokenStores = []brokenStore{
 		},
 	},
 	{
-		name:    "TransitionsIgnoreTheToken",
+		name:    "IgnoresTheToken",
 		harness: func() hookrelaytest.Harness { return storeHarness(newTokenBlind()) },
 		caughtBy: []string{
+			"Leases/MarkDelivered/Superseded",
+			"Leases/RecordRetry/Superseded",
+			"Leases/RecordDeadLetter/Superseded",
 			"Leases/Acknowledge/Superseded",
 			"Leases/RetryAt/Superseded",
 			"Leases/DeadLetter/Superseded",
 			"Leases/Release/Superseded",
 			"Leases/ReleaseLease/Superseded",
+		},
+	},
+	{
+		name:    "TransitionsRetimeAnEndedLease",
+		harness: func() hookrelaytest.Harness { return storeHarness(newRetimes()) },
+		caughtBy: []string{
+			"Leases/RetryAt/EndedByRecordRetry",
+			"Leases/Release/EndedByRecordRetry",
+			"Leases/Release/EndedByRelease",
+		},
+	},
+	{
+		name:     "MarkDeliveredTwiceIsRefused",
+		harness:  func() hookrelaytest.Harness { return storeHarness(&markOnce{Store: memory.NewStore()}) },
+		caughtBy: []string{"Leases/MarkDelivered/EndedByMarkDelivered"},
+	},
+	{
+		name:    "EveryRefusalIsLeaseLost",
+		harness: func() hookrelaytest.Harness { return storeHarness(&allLeaseLost{Store: memory.NewStore()}) },
+		caughtBy: []string{
+			"Leases/MarkDelivered/EndedByRecordDeadLetter",
+			"Leases/RecordRetry/EndedByRecordDeadLetter",
+			"Leases/RecordRetry/EndedByMarkDelivered",
+			"Leases/RecordDeadLetter/EndedByMarkDelivered",
 		},
 	},
 	{
@@ -433,8 +461,8 @@ func (s *timeFenced) RecordDeadLetter(ctx context.Context, p hookrelay.RecordDea
 	return s.Store.RecordDeadLetter(ctx, p)
 }
 
-// tokenBlind ends whatever lease a delivery has on any queue transition,
-// whichever token the caller presents.
+// tokenBlind writes and ends whatever lease a delivery has, whichever token
+// the caller presents.
 type tokenBlind struct {
 	*memory.Store
 	mu      sync.Mutex
@@ -460,6 +488,21 @@ func (s *tokenBlind) lease(id string, l hookrelay.Lease) hookrelay.Lease {
 	defer s.mu.Unlock()
 	l.Token = s.current[id]
 	return l
+}
+
+func (s *tokenBlind) MarkDelivered(ctx context.Context, p hookrelay.MarkDeliveredParams) error {
+	p.Lease = s.lease(p.ID, p.Lease)
+	return s.Store.MarkDelivered(ctx, p)
+}
+
+func (s *tokenBlind) RecordRetry(ctx context.Context, p hookrelay.RecordRetryParams) error {
+	p.Lease = s.lease(p.ID, p.Lease)
+	return s.Store.RecordRetry(ctx, p)
+}
+
+func (s *tokenBlind) RecordDeadLetter(ctx context.Context, p hookrelay.RecordDeadLetterParams) error {
+	p.Lease = s.lease(p.ID, p.Lease)
+	return s.Store.RecordDeadLetter(ctx, p)
 }
 
 func (s *tokenBlind) Acknowledge(ctx context.Context, p hookrelay.AckParams) error {
@@ -659,4 +702,87 @@ type dropsPolicy struct{ *memory.Destinations }
 func (s *dropsPolicy) Put(ctx context.Context, d hookrelay.Destination) error {
 	d.Policy = nil
 	return s.Destinations.Put(ctx, d)
+}
+
+// retimes lets RetryAt and Release set the due time of a pending delivery
+// whose lease already ended, as the memory store once did: the write or
+// release that ended the lease no longer decides when it runs.
+type retimes struct {
+	*memory.Store
+	mu  sync.Mutex
+	due map[string]time.Time
+}
+
+func newRetimes() *retimes { return &retimes{Store: memory.NewStore(), due: map[string]time.Time{}} }
+
+func (s *retimes) retime(ctx context.Context, id string, at time.Time, err error) error {
+	if err == nil {
+		if d, gerr := s.Store.Get(ctx, id); gerr == nil && d.State == hookrelay.StatePending {
+			s.mu.Lock()
+			s.due[id] = at
+			s.mu.Unlock()
+		}
+	}
+	return err
+}
+
+func (s *retimes) RetryAt(ctx context.Context, p hookrelay.RetryAtParams) error {
+	return s.retime(ctx, p.Delivery.ID, p.At, s.Store.RetryAt(ctx, p))
+}
+
+func (s *retimes) Release(ctx context.Context, p hookrelay.ReleaseParams) error {
+	return s.retime(ctx, p.ID, p.At, s.Store.Release(ctx, p))
+}
+
+func (s *retimes) Get(ctx context.Context, id string) (hookrelay.Delivery, error) {
+	d, err := s.Store.Get(ctx, id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if at, ok := s.due[id]; ok && err == nil && d.State == hookrelay.StatePending {
+		d.NextAttemptAt = at
+	}
+	return d, err
+}
+
+func (s *retimes) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay.Claim, error) {
+	cs, err := s.Store.Claim(ctx, p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range cs {
+		delete(s.due, c.Delivery.ID)
+	}
+	return cs, err
+}
+
+// markOnce refuses to mark a delivered record delivered again.
+type markOnce struct{ *memory.Store }
+
+func (s *markOnce) MarkDelivered(ctx context.Context, p hookrelay.MarkDeliveredParams) error {
+	if d, err := s.Store.Get(ctx, p.ID); err == nil && d.State == hookrelay.StateDelivered {
+		return hookrelay.ErrInvalidState
+	}
+	return s.Store.MarkDelivered(ctx, p)
+}
+
+// allLeaseLost answers every refused write with ErrLeaseLost, so a broker
+// queue redelivers, forever, a message it should drop (ErrInvalidState).
+type allLeaseLost struct{ *memory.Store }
+
+func leaseLost(err error) error {
+	if errors.Is(err, hookrelay.ErrInvalidState) {
+		return hookrelay.ErrLeaseLost
+	}
+	return err
+}
+
+func (s *allLeaseLost) MarkDelivered(ctx context.Context, p hookrelay.MarkDeliveredParams) error {
+	return leaseLost(s.Store.MarkDelivered(ctx, p))
+}
+
+func (s *allLeaseLost) RecordRetry(ctx context.Context, p hookrelay.RecordRetryParams) error {
+	return leaseLost(s.Store.RecordRetry(ctx, p))
+}
+
+func (s *allLeaseLost) RecordDeadLetter(ctx context.Context, p hookrelay.RecordDeadLetterParams) error {
+	return leaseLost(s.Store.RecordDeadLetter(ctx, p))
 }
