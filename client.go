@@ -164,12 +164,13 @@ func New(cfg Config) (*Client, error) {
 		c.policies[p.Version] = p
 	}
 	c.policies[c.policy.Version] = c.policy
-	if lq, ok := cfg.Queue.(LedgerQueue); ok && any(lq) == any(cfg.Ledger) {
-		c.ledgerQueue = true
-	}
-	_, c.roomClaims = cfg.Queue.(ClaimsByDestinationRoom)
+	c.ledgerQueue = sameLedgerQueue(cfg.Queue, cfg.Ledger)
+	_, c.roomClaims = As[ClaimsByDestinationRoom](cfg.Queue)
+	c.dueNotifier, _ = As[DueNotifier](cfg.Queue)
+	// Not through Unwrap: a batch replaces the ledger's write methods, so a
+	// wrapper that intercepts them (metrics, fault injection) would be
+	// bypassed. A wrapper batches only if it implements BatchLedger itself.
 	c.batchLedger, _ = cfg.Ledger.(BatchLedger)
-	c.dueNotifier, _ = cfg.Queue.(DueNotifier)
 	if c.clock == nil {
 		c.clock = clock.New()
 	}
@@ -353,6 +354,11 @@ func (c *Client) Enqueue(ctx context.Context, params EnqueueParams) (EnqueueResu
 
 // EnqueueMany is Enqueue for several events. Validation happens before
 // anything is stored: one invalid event refuses the whole call.
+// Every delivery of the call goes to Queue.Enqueue, created now or not: a
+// broker queue publishes its message again, which recovers a delivery
+// whose first publish was lost after its record was stored. The Queue
+// contract makes that safe: it never revives a dead delivery, resends a
+// delivered one or hands out a leased one twice.
 func (c *Client) EnqueueMany(ctx context.Context, params []EnqueueParams) ([]EnqueueResult, error) {
 	ds, err := c.Prepare(ctx, params)
 	if err != nil {

@@ -140,9 +140,9 @@ type RedriveDeliveryParams struct {
 	Now     time.Time
 }
 
-// DeadLetterLedger is an optional ability of a Ledger, found by type
-// assertion: inspecting dead-lettered deliveries and moving them back to
-// pending. Client.DeadLetters, Client.PlanRedrive and Client.Redrive need
+// DeadLetterLedger is an optional ability of a Ledger, found with As
+// (through wrappers that Unwrap): inspecting dead-lettered deliveries and
+// moving them back to pending. Client.DeadLetters, Client.PlanRedrive and Client.Redrive need
 // it. Implementations must be safe for concurrent use, also across
 // processes sharing one store.
 type DeadLetterLedger interface {
@@ -209,7 +209,7 @@ type DeadLettersPage struct {
 // dead-letter first, one page at a time. It returns ErrUnsupported when the
 // Ledger is not a DeadLetterLedger.
 func (c *Client) DeadLetters(ctx context.Context, params DeadLettersParams) (DeadLettersPage, error) {
-	dl, ok := c.ledger.(DeadLetterLedger)
+	dl, ok := As[DeadLetterLedger](c.ledger)
 	if !ok {
 		return DeadLettersPage{}, fmt.Errorf("dead letters: %w (the Ledger is not a DeadLetterLedger)", ErrUnsupported)
 	}
@@ -256,7 +256,7 @@ type RedrivePlan struct {
 // PlanRedrive counts the dead-lettered deliveries matching filter, grouped
 // by tenant, destination and failure reason, without changing anything.
 func (c *Client) PlanRedrive(ctx context.Context, filter DeadLetterFilter) (RedrivePlan, error) {
-	dl, ok := c.ledger.(DeadLetterLedger)
+	dl, ok := As[DeadLetterLedger](c.ledger)
 	if !ok {
 		return RedrivePlan{}, fmt.Errorf("plan redrive: %w (the Ledger is not a DeadLetterLedger)", ErrUnsupported)
 	}

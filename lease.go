@@ -31,12 +31,14 @@ func (e *NotDueError) Unwrap() error { return ErrNotDue }
 // AcquireLease and uses the returned Claim — the ledger's record, which is
 // authoritative over whatever the message carried, under a lease whose
 // fencing token every later ledger write is checked against. The memory and
-// SQL ledgers implement it.
+// SQL ledgers implement it. Its leases are the Queue's leases (see Queue):
+// one token sequence per delivery, shared with Claim, and the Ledger's
+// writes end them.
 type LeaseLedger interface {
 	// AcquireLease leases one delivery, exactly as Queue.Claim would: the
 	// delivery must be pending, due at params.Now and not under a live
-	// lease, and the new token is greater than any earlier one. Otherwise
-	// it returns an error wrapping ErrNotFound (no such delivery),
+	// lease (an expired or ended one may be taken over), and the new token
+	// is greater than any earlier one. Otherwise it returns an error wrapping ErrNotFound (no such delivery),
 	// ErrInvalidState (delivered or dead: drop the message), ErrLeaseLost
 	// (another holder's lease is live: try again after it expires) or
 	// ErrNotDue (a *NotDueError with the due time: redeliver then).
@@ -46,9 +48,10 @@ type LeaseLedger interface {
 	// becomes due at At (Queue.Release's time). A broker queue calls it in
 	// RetryAt and Release, after the ledger write: a lease that outlived
 	// its attempt would otherwise hold the retry back until the lease
-	// expired. Releasing an ended lease again is a no-op; a lease that is
-	// no longer current returns an error wrapping ErrLeaseLost, and an
-	// unknown ID one wrapping ErrNotFound.
+	// expired. It follows Queue.Release's rules: releasing a lease already
+	// ended (by a ledger write or a release) is a no-op that keeps the due
+	// time; a lease that is no longer current returns an error wrapping
+	// ErrLeaseLost, and an unknown ID one wrapping ErrNotFound.
 	ReleaseLease(ctx context.Context, params ReleaseLeaseParams) error
 }
 

@@ -2,24 +2,46 @@ package hookrelay
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Ledger is the durable record of every delivery and attempt (the seeds'
 // DeliveryLedger). It decides what work is allowed to do and keeps the
-// evidence. Each write takes the caller's lease and is refused with
-// ErrLeaseLost when the lease is no longer current, so a stale holder cannot
-// overwrite a newer attempt. Each write stores the finished attempt together
-// with the state change, atomically, and ends the caller's lease: the
-// delivery is done, dead, or claimable again at its next time even if the
-// queue transition that follows never happens (a crash between the two).
-// Where the ledger's records are the queue's entries (memory, SQL), that
-// makes the transition itself a cheap check rather than a second write. Implementations must be safe for
-// concurrent use and translate backend errors to the core's sentinel errors.
+// evidence. Each write takes the caller's lease (see Queue for what the
+// current lease is) and checks, in this order: a token that is not the
+// delivery's current one (older, or zero) is ErrLeaseLost, so a stale
+// holder cannot overwrite a newer attempt; a record no longer pending is
+// ErrInvalidState (MarkDelivered on a delivered record is a no-op instead);
+// a lease already ended — by Release or by an earlier write — or an attempt
+// number that is not the record's is ErrLeaseLost. A lease that expired but
+// was not claimed again still writes: fencing is by token, not by clock.
+// Each write stores the finished attempt together with the state change,
+// atomically, and ends the caller's lease: the delivery is done, dead, or
+// claimable again at its next time even if the queue transition that
+// follows never happens (a crash between the two). Where the ledger's
+// records are the queue's entries (memory, SQL), that makes the transition
+// itself a cheap check rather than a second write.
+//
+// A Ledger must be durable: a write that returned nil survives a crash and
+// a power loss (commits reach stable storage), records are never evicted,
+// and a failover never lands on a replica that may lack acknowledged
+// writes. A lost record is a webhook never sent; a lost write or a token
+// that goes backwards lets a stale holder overwrite a newer attempt. Times
+// are the caller's, stored exactly to the nanosecond (CheckStorable gives
+// the range). Implementations must be safe for concurrent use, return an
+// error wrapping ctx's error when ctx is done, and translate backend errors
+// to the core's sentinel errors. docs/adapters.md has the whole contract.
 type Ledger interface {
-	// Create stores new pending deliveries. A delivery whose ID already
-	// exists is left untouched (enqueue is idempotent by delivery ID); the
-	// returned slice says, per input, whether a record was created.
+	// Create stores new pending deliveries: State is pending whatever the
+	// input says, every other field is stored as given. A delivery whose ID
+	// already exists is left untouched (enqueue is idempotent by delivery
+	// ID); the returned slice says, per input, whether a record was
+	// created. A delivery CheckStorable refuses refuses the whole call with
+	// its *ValidationError, and nothing is stored.
 	Create(ctx context.Context, deliveries []Delivery) ([]bool, error)
 	// Get returns the record, or an error wrapping ErrNotFound.
 	Get(ctx context.Context, id string) (Delivery, error)
@@ -115,4 +137,87 @@ func (w LedgerWrite) deliveryID() string {
 type BatchLedger interface {
 	Ledger
 	RecordBatch(ctx context.Context, writes []LedgerWrite) ([]error, error)
+}
+
+// Storage limits every Ledger enforces at Create (see CheckStorable), so a
+// record the memory fake accepts is one the SQL store accepts too.
+const (
+	// MaxStoredStringBytes bounds the ID, EventID, TenantID,
+	// DestinationID, EventType and PolicyVersion of a stored record.
+	MaxStoredStringBytes = 255
+	// MaxStoredScopeBytes bounds a record's Scope: the bytes of all its
+	// keys and values together.
+	MaxStoredScopeBytes = 64 << 10
+)
+
+// storableTimes is the range of times every Ledger stores exactly: what
+// int64 nanoseconds since 1970 hold.
+var (
+	minStorableTime = time.Unix(0, math.MinInt64+1)
+	maxStorableTime = time.Unix(0, math.MaxInt64)
+)
+
+// CheckStorable returns a *ValidationError (wrapping ErrInvalidDelivery)
+// naming the first field of d that a Ledger must refuse at Create: an
+// empty ID; an ID, EventID, TenantID, DestinationID, EventType or
+// PolicyVersion over MaxStoredStringBytes, not valid UTF-8 or holding a NUL
+// byte; a Scope key or value that is not valid UTF-8, or a Scope over
+// MaxStoredScopeBytes; an EnvelopeVersion this library does not know; a
+// FirstQueuedAt, NextAttemptAt or UpdatedAt outside the years 1678 to 2262
+// (zero is allowed). These are what a TEXT column of every SQL dialect and
+// int64 nanoseconds hold exactly. Every Ledger, the memory fake included,
+// calls it (or applies the same rules) so that tests passing on one store
+// do not fail on another. Client.Prepare already refuses most of these;
+// records written by EnqueueTx or by hand reach the store unchecked.
+func CheckStorable(d Delivery) error {
+	bad := func(field, problem string) error {
+		return &ValidationError{Kind: ErrInvalidDelivery, Field: field, Problem: problem}
+	}
+	for _, f := range []struct {
+		name, v string
+	}{
+		{"ID", d.ID}, {"EventID", d.EventID}, {"TenantID", d.TenantID},
+		{"DestinationID", d.DestinationID}, {"EventType", d.EventType}, {"PolicyVersion", d.PolicyVersion},
+	} {
+		switch {
+		case f.name == "ID" && f.v == "":
+			return bad(f.name, "must not be empty")
+		case len(f.v) > MaxStoredStringBytes:
+			return bad(f.name, fmt.Sprintf("is %d bytes, over the %d-byte limit", len(f.v), MaxStoredStringBytes))
+		case !utf8.ValidString(f.v):
+			return bad(f.name, "is not valid UTF-8")
+		case strings.IndexByte(f.v, 0) >= 0:
+			return bad(f.name, "contains a NUL byte")
+		}
+	}
+	size := 0
+	for k, v := range d.Scope {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return bad("Scope", fmt.Sprintf("label %q is not valid UTF-8", shortPrefix(k)))
+		}
+		size += len(k) + len(v)
+	}
+	if size > MaxStoredScopeBytes {
+		return bad("Scope", fmt.Sprintf("is %d bytes, over the %d-byte limit", size, MaxStoredScopeBytes))
+	}
+	if d.EnvelopeVersion < 0 || d.EnvelopeVersion > EnvelopeVersion {
+		return bad("EnvelopeVersion", fmt.Sprintf("%d is unknown (this library writes versions 1 to %d)", d.EnvelopeVersion, EnvelopeVersion))
+	}
+	for _, t := range []struct {
+		name string
+		t    time.Time
+	}{{"FirstQueuedAt", d.FirstQueuedAt}, {"NextAttemptAt", d.NextAttemptAt}, {"UpdatedAt", d.UpdatedAt}} {
+		if !t.t.IsZero() && (t.t.Before(minStorableTime) || t.t.After(maxStorableTime)) {
+			return bad(t.name, t.t.Format(time.RFC3339)+" is outside the storable range (years 1678 to 2262)")
+		}
+	}
+	return nil
+}
+
+// shortPrefix is at most the first 32 bytes of s, for error messages.
+func shortPrefix(s string) string {
+	if len(s) <= 32 {
+		return s
+	}
+	return s[:32] + "…"
 }

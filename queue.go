@@ -9,34 +9,73 @@ import (
 // deliveries under a lease and takes them back with a transition that
 // carries the original record: retry-at and dead-letter never create an
 // unrelated message. A queue acknowledgement is never business success; the
-// Ledger is written first. Implementations must be safe for concurrent use.
+// Ledger is written first. Implementations must be safe for concurrent use,
+// take every time from the caller (the params' Now, never their own clock)
+// and return an error wrapping ctx's error when ctx is done.
 //
 // Where the queue and the ledger share one store (memory, SQL), the ledger
 // row is the queue entry: Enqueue only has to make created records
 // claimable, and the transitions release the lease.
+//
+// Leases. A delivery's current lease is the one its latest claim (Claim,
+// LeaseLedger.AcquireLease) handed out; its token is the greatest the
+// delivery ever had. The current lease is live until its ExpiresAt, then
+// expired: a claim may take the delivery over (a new current lease), but
+// until one does, the expired lease still writes. A ledger write, a queue
+// transition or a release with the current token ends the lease; a redrive
+// ends it too and moves to a new token. A lease that is not the current one
+// is superseded. Every transition below checks the caller's token first:
+// any token but the current one (older, or zero) returns ErrLeaseLost and
+// changes nothing. With the current token, a transition ends a lease that
+// has not ended (a pending delivery becomes claimable again at its due
+// time) and is a no-op returning nil on a lease already ended, whatever
+// ended it: the write or release that ended it decided the due time. The
+// full table, with the Ledger's writes, is in docs/adapters.md, and the
+// hookrelaytest suite checks every cell (RunLeases).
 type Queue interface {
 	// Enqueue makes deliveries already created in the Ledger claimable at
-	// their NextAttemptAt. Enqueueing a delivery twice is harmless.
+	// the due time the Ledger holds. Client.Enqueue calls it for every
+	// delivery of a call, new or not, with the record Client.Prepare built
+	// (pending, attempt 1, due now) rather than the stored one; a broker
+	// queue relies on that to publish again a message whose first publish
+	// was lost. So Enqueue sees records in any state and must never make a
+	// leased, delivered or dead record claimable, nor move a record's due
+	// time: it takes NextAttemptAt from the Ledger, not from its argument.
+	// Enqueueing a delivery twice is harmless. A delivery the Ledger does
+	// not hold returns an error wrapping ErrNotFound (a store that cannot
+	// tell, such as a broker, may publish it and let the ledger refuse it).
 	Enqueue(ctx context.Context, deliveries []Delivery) error
 	// Claim hands out up to params.Limit pending deliveries due at
-	// params.Now, oldest NextAttemptAt first, each under a new lease with a
-	// fencing token greater than any earlier lease of that delivery. A
-	// delivery whose lease expired is due again. Two concurrent claims never
-	// return the same delivery under live leases.
+	// params.Now (NextAttemptAt <= Now), oldest NextAttemptAt first, each
+	// under a new lease expiring at Now+LeaseFor with a fencing token
+	// greater than any earlier lease of that delivery — across expiry,
+	// release, every write and redrive: tokens never restart. A delivery
+	// whose lease expired (ExpiresAt <= Now) is due again. Two concurrent
+	// claims never return the same delivery under live leases. The claim
+	// carries the record as the Ledger holds it.
 	Claim(ctx context.Context, params ClaimParams) ([]Claim, error)
-	// Acknowledge ends the lease of a delivery that is done. Acknowledging
-	// twice is a no-op; acknowledging with a lease that is no longer current
-	// returns ErrLeaseLost.
+	// Acknowledge ends the lease of a delivery that is done (after
+	// MarkDelivered). With a lease that has not ended, a delivery the
+	// Ledger still holds as pending becomes claimable again: the queue
+	// never loses pending work. Acknowledging twice is a no-op; a lease
+	// that is no longer current returns ErrLeaseLost.
 	Acknowledge(ctx context.Context, params AckParams) error
 	// RetryAt ends the lease and makes the delivery (same ID, next attempt)
-	// due again at params.At.
+	// due again at params.At. On a lease already ended (by RecordRetry) it
+	// changes nothing; a lease that is no longer current returns
+	// ErrLeaseLost.
 	RetryAt(ctx context.Context, params RetryAtParams) error
 	// DeadLetter ends the lease and moves the delivery to the dead-letter
-	// path with its reason.
+	// path with its reason (after RecordDeadLetter). As with Acknowledge, a
+	// delivery the Ledger still holds as pending stays claimable; a lease
+	// that is no longer current returns ErrLeaseLost.
 	DeadLetter(ctx context.Context, params DeadLetterParams) error
 	// Release ends the lease without spending an attempt and makes the
 	// delivery due again at params.At (used for paused or saturated
-	// destinations and for work cancelled by shutdown).
+	// destinations and for work cancelled by shutdown). A later ledger
+	// write with the released lease returns ErrLeaseLost. Releasing a lease
+	// already ended changes nothing; a lease that is no longer current
+	// returns ErrLeaseLost.
 	Release(ctx context.Context, params ReleaseParams) error
 }
 
@@ -107,7 +146,8 @@ type ReleaseParams struct {
 
 // LedgerQueue is an optional ability of a store that is both the Queue and
 // the Ledger (the memory and SQL stores): its ledger records are its queue
-// entries. Two things follow, and a store that declares the ability
+// entries. The client finds it through wrappers (see As): Config.Queue and
+// Config.Ledger must unwrap to the same LedgerQueue. Two things follow, and a store that declares the ability
 // promises both: a claim reads the ledger record under the new lease, so a
 // freshly claimed delivery is pending; and each ledger write ends the
 // writer's lease, so the queue transition after it has nothing left to do.

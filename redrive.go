@@ -111,8 +111,8 @@ func (u RedriveAuditUpdate) Apply(a *RedriveAudit) {
 	a.UpdatedAt = u.Now
 }
 
-// RedriveAuditLog is an optional ability of a Ledger, found by type
-// assertion: durable redrive audit entries, which also carry the stop
+// RedriveAuditLog is an optional ability of a Ledger, found with As
+// (through wrappers that Unwrap): durable redrive audit entries, which also carry the stop
 // control, so any process sharing the store can stop a redrive. Entries are
 // never deleted by hookrelay. Implementations must be safe for concurrent
 // use.
@@ -128,8 +128,8 @@ type RedriveAuditLog interface {
 	UpdateRedriveAudit(ctx context.Context, update RedriveAuditUpdate) (RedriveAudit, error)
 }
 
-// DestinationPauser is an optional ability of a Destinations port, found by
-// type assertion: pausing and resuming a destination. A paused
+// DestinationPauser is an optional ability of a Destinations port, found
+// with As (through wrappers that Unwrap): pausing and resuming a destination. A paused
 // destination's deliveries are not sent and spend no attempts; they wait
 // until it is resumed.
 type DestinationPauser interface {
@@ -309,11 +309,11 @@ func (c *Client) RedriveStatus(ctx context.Context, id string) (RedriveAudit, er
 }
 
 func (c *Client) redriveStores() (DeadLetterLedger, RedriveAuditLog, error) {
-	dl, ok := c.ledger.(DeadLetterLedger)
+	dl, ok := As[DeadLetterLedger](c.ledger)
 	if !ok {
 		return nil, nil, fmt.Errorf("redrive: %w (the Ledger is not a DeadLetterLedger)", ErrUnsupported)
 	}
-	log, ok := c.ledger.(RedriveAuditLog)
+	log, ok := As[RedriveAuditLog](c.ledger)
 	if !ok {
 		return nil, nil, fmt.Errorf("redrive: %w (the Ledger is not a RedriveAuditLog)", ErrUnsupported)
 	}
@@ -533,7 +533,7 @@ func (c *Client) ResumeDestination(ctx context.Context, id string) error {
 }
 
 func (c *Client) setPaused(ctx context.Context, id string, paused bool) error {
-	dp, ok := c.destinations.(DestinationPauser)
+	dp, ok := As[DestinationPauser](c.destinations)
 	if !ok {
 		return fmt.Errorf("pause destination: %w (Destinations is not a DestinationPauser)", ErrUnsupported)
 	}

@@ -31,7 +31,7 @@ type StatsParams struct {
 }
 
 // LedgerStats is an optional ability of a Ledger (the memory and SQL
-// ledgers have it): per-destination counts and ages for dashboards, alerts
+// ledgers have it; found with As, through wrappers that Unwrap): per-destination counts and ages for dashboards, alerts
 // and the CLI's stats command. Destinations with no pending or dead
 // deliveries may be omitted. Results are ordered by DestinationID.
 type LedgerStats interface {

@@ -3,80 +3,16 @@ package hookrelaytest_test
 import (
 	"context"
 	"errors"
-	"os"
-	"os/exec"
-	"strings"
-	"testing"
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/adapters/memory"
-	"github.com/hookrelay/hookrelay/hookrelaytest"
 )
 
-// brokenEnv selects, in a child run of this test binary, which deliberately
-// wrong store the suite's cases run against.
-const brokenEnv = "HOOKRELAYTEST_BROKEN_STORE"
+// Broken implementations of the batch and room abilities, listed in
+// brokenStores with the cases that reject them.
 
-// brokenStores are wrong implementations of the batch and room abilities,
-// each with the conformance case that must reject it.
-var brokenStores = map[string]struct {
-	newStore func() any
-	caseName string
-}{
-	// Writes every row of a batch whatever its lease: a stale holder
-	// overwrites a newer attempt.
-	"batch-ignores-fencing": {func() any { return &unfencedBatch{Store: memory.NewStore()} },
-		"BatchLedger/EachWriteIsFencedByItsOwnLease"},
-	// One refused row fails the whole batch: the others' results are lost.
-	"batch-fails-whole-on-one-row": {func() any { return &allOrNothingBatch{Store: memory.NewStore()} },
-		"BatchLedger/EachWriteIsFencedByItsOwnLease"},
-	// Applies the writes, then reports that the batch failed.
-	"batch-half-written-on-failure": {func() any { return &halfWrittenBatch{Store: memory.NewStore()} },
-		"BatchLedger/AFailedBatchWritesNothingAndEveryDeliveryComesBack"},
-	// Declares the room ability but claims oldest first whatever the rooms.
-	"claim-ignores-rooms": {func() any { return &roomBlindQueue{Store: memory.NewStore()} },
-		"ClaimsByDestinationRoom/OneClaimFillsEveryDestinationsRoom"},
-}
-
-// TestSuiteRejectsBrokenBatchAndRoomStores runs each broken store through
-// the suite in a child process and checks that the case meant to catch it
-// fails there (and that a correct store passes the same cases).
-func TestSuiteRejectsBrokenBatchAndRoomStores(t *testing.T) {
-	if name := os.Getenv(brokenEnv); name != "" {
-		b := brokenStores[name]
-		hookrelaytest.Run(t, func(t *testing.T) hookrelaytest.Harness {
-			s := b.newStore()
-			return hookrelaytest.Harness{Queue: s.(hookrelay.Queue), Ledger: s.(hookrelay.Ledger), Destinations: memory.NewDestinations()}
-		})
-		return
-	}
-	if testing.Short() {
-		t.Skip("runs the suite in child processes")
-	}
-	for name, b := range brokenStores {
-		t.Run(name, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestSuiteRejectsBrokenBatchAndRoomStores$", "-test.v")
-			cmd.Env = append(os.Environ(), brokenEnv+"="+name)
-			out, err := cmd.CombinedOutput()
-			var exit *exec.ExitError
-			if !errors.As(err, &exit) {
-				t.Fatalf("the suite passed a broken store (%s): %v\n%s", name, err, tail(out))
-			}
-			if !strings.Contains(string(out), "--- FAIL: TestSuiteRejectsBrokenBatchAndRoomStores/"+b.caseName) {
-				t.Errorf("case %s did not reject %s:\n%s", b.caseName, name, tail(out))
-			}
-		})
-	}
-}
-
-func tail(b []byte) string {
-	s := string(b)
-	if len(s) > 4000 {
-		s = "…" + s[len(s)-4000:]
-	}
-	return s
-}
-
+// unfencedBatch writes every row of a batch whatever its lease: a stale
+// holder overwrites a newer attempt.
 type unfencedBatch struct{ *memory.Store }
 
 // RecordBatch writes a stale row by first taking the lease over, as a store
@@ -96,6 +32,8 @@ func (u *unfencedBatch) RecordBatch(ctx context.Context, ws []hookrelay.LedgerWr
 	return errs, err
 }
 
+// allOrNothingBatch fails the whole batch when one row is refused: the
+// others' results are lost.
 type allOrNothingBatch struct{ *memory.Store }
 
 func (a *allOrNothingBatch) RecordBatch(ctx context.Context, ws []hookrelay.LedgerWrite) ([]error, error) {
@@ -108,6 +46,7 @@ func (a *allOrNothingBatch) RecordBatch(ctx context.Context, ws []hookrelay.Ledg
 	return errs, err
 }
 
+// halfWrittenBatch applies the writes, then reports that the batch failed.
 type halfWrittenBatch struct{ *memory.Store }
 
 func (h *halfWrittenBatch) RecordBatch(ctx context.Context, ws []hookrelay.LedgerWrite) ([]error, error) {
@@ -118,6 +57,8 @@ func (h *halfWrittenBatch) RecordBatch(ctx context.Context, ws []hookrelay.Ledge
 	return errs, err
 }
 
+// roomBlindQueue declares the room ability but claims oldest first
+// whatever the rooms.
 type roomBlindQueue struct{ *memory.Store }
 
 func (r *roomBlindQueue) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay.Claim, error) {

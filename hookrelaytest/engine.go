@@ -182,10 +182,52 @@ func failTimes(n int, res hookrelay.Result) func(hookrelay.Delivery, int) Recipi
 // ambiguous outcome, duplicate message, crash injection at every boundary,
 // expired lease) and the worker's pause, concurrency and shutdown rules.
 func RunEngine(t *testing.T, newHarness NewHarness) {
+	engineScenarios(t, newHarness, true)
+}
+
+// RunEngineLedgerQueue runs RunEngine's scenarios (but for crash
+// injection, which needs the suite's wrappers) with the harness's Queue and
+// Ledger handed to the client as they are. A store that declares
+// hookrelay.LedgerQueue is then run on the worker's fast path — no ledger
+// check of a fresh claim, no queue transition after a ledger write — which
+// RunEngine's fault-injecting wrappers hide. It skips when the harness's
+// Queue and Ledger are not one LedgerQueue.
+func RunEngineLedgerQueue(t *testing.T, newHarness NewHarness) {
+	engineScenarios(t, newHarness, false)
+}
+
+// isLedgerQueue reports whether h's Queue and Ledger are one LedgerQueue.
+func isLedgerQueue(h Harness) bool {
+	lq, ok := h.Queue.(hookrelay.LedgerQueue)
+	return ok && any(lq) == any(h.Ledger)
+}
+
+// direct hands the harness's ports to the client without the suite's
+// fault-injecting wrappers.
+func direct(c *hookrelay.Config) {
+	c.Queue = c.Queue.(faultyQueue).Queue
+	c.Ledger = c.Ledger.(faultyLedger).Ledger
+	c.Destinations = c.Destinations.(faultyDestinations).DestinationStore
+}
+
+// engineScenarios runs the engine scenarios through the fault-injecting
+// wrappers (wrapped) or on the harness's ports as they are.
+func engineScenarios(t *testing.T, newHarness NewHarness, wrapped bool) {
 	ctx := context.Background()
+	ne := func(t *testing.T, opts ...engineOption) *engine {
+		t.Helper()
+		h := newHarness(t)
+		if !wrapped {
+			if !isLedgerQueue(h) {
+				t.Skipf("the harness's Queue (%T) and Ledger (%T) are not one hookrelay.LedgerQueue", h.Queue, h.Ledger)
+			}
+			opts = append(opts, direct)
+		}
+		return newEngine(t, h, opts...)
+	}
 
 	t.Run("FullJitterAtHalfGives500msThen1s", func(t *testing.T) {
-		e := newEngine(t, newHarness(t))
+		e := ne(t)
 		e.rec.Script = failTimes(2, hookrelay.Retryable(hookrelay.ReasonServiceUnavailable).WithStatus(503))
 		id := e.enqueue("evt_1", "dest_1")
 		e.step()
@@ -203,7 +245,7 @@ func RunEngine(t *testing.T, newHarness NewHarness) {
 	})
 
 	t.Run("SeventhAttemptIsTheLast", func(t *testing.T) {
-		e := newEngine(t, newHarness(t))
+		e := ne(t)
 		e.rec.Script = failTimes(100, hookrelay.Retryable(hookrelay.ReasonServerError).WithStatus(500))
 		id := e.enqueue("evt_1", "dest_1")
 		d := e.run(id)
@@ -218,7 +260,7 @@ func RunEngine(t *testing.T, newHarness NewHarness) {
 	})
 
 	t.Run("SeventhAttemptCanStillSucceed", func(t *testing.T) {
-		e := newEngine(t, newHarness(t))
+		e := ne(t)
 		e.rec.Script = failTimes(6, hookrelay.Retryable(hookrelay.ReasonServerError).WithStatus(500))
 		id := e.enqueue("evt_1", "dest_1")
 		d := e.run(id)
@@ -227,7 +269,7 @@ func RunEngine(t *testing.T, newHarness NewHarness) {
 	})
 
 	t.Run("PermanentRejectionSchedulesNoRetry", func(t *testing.T) {
-		e := newEngine(t, newHarness(t))
+		e := ne(t)
 		e.rec.Script = failTimes(100, hookrelay.Permanent(hookrelay.ReasonUnprocessable).WithStatus(422))
 		id := e.enqueue("evt_1", "dest_1")
 		e.step()
@@ -242,7 +284,7 @@ func RunEngine(t *testing.T, newHarness NewHarness) {
 	})
 
 	t.Run("AmbiguousTimeoutKeepsTheIDAndEndsDelivered", func(t *testing.T) {
-		e := newEngine(t, newHarness(t))
+		e := ne(t)
 		e.rec.Script = func(_ hookrelay.Delivery, n int) RecipientAnswer {
 			if n == 1 {
 				return ApplyThenTimeout() // the payment was applied; the response was lost
@@ -263,7 +305,7 @@ func RunEngine(t *testing.T, newHarness NewHarness) {
 	})
 
 	t.Run("DuplicateMessageIsHarmless", func(t *testing.T) {
-		e := newEngine(t, newHarness(t))
+		e := ne(t)
 		id := e.enqueue("evt_1", "dest_1")
 		cs, err := e.h.Queue.Claim(ctx, hookrelay.ClaimParams{Now: e.clock.Now(), Limit: 1, LeaseFor: leaseFor})
 		require.NoError(t, err)
@@ -276,7 +318,7 @@ func RunEngine(t *testing.T, newHarness NewHarness) {
 	})
 
 	t.Run("EnqueueTwiceYieldsOneRecord", func(t *testing.T) {
-		e := newEngine(t, newHarness(t))
+		e := ne(t)
 		first, err := e.client.Enqueue(ctx, hookrelay.EnqueueParams{EventID: "evt_1", TenantID: "tenant_a", DestinationID: "dest_1", EventType: "t", Payload: []byte("a")})
 		require.NoError(t, err)
 		second, err := e.client.Enqueue(ctx, hookrelay.EnqueueParams{EventID: "evt_1", TenantID: "tenant_a", DestinationID: "dest_1", EventType: "t", Payload: []byte("b")})
@@ -310,7 +352,10 @@ func RunEngine(t *testing.T, newHarness NewHarness) {
 	}
 	for _, tc := range crashes {
 		t.Run("Crash"+tc.name, func(t *testing.T) {
-			e := newEngine(t, newHarness(t))
+			if !wrapped {
+				t.Skip("crash injection needs the suite's wrappers")
+			}
+			e := ne(t)
 			e.rec.Script = tc.script
 			id := e.enqueue("evt_1", "dest_1")
 			e.f.failOn[tc.op] = 1
@@ -334,7 +379,7 @@ func RunEngine(t *testing.T, newHarness NewHarness) {
 	}
 
 	t.Run("ExpiredLeaseHolderLosesToTheNewHolder", func(t *testing.T) {
-		e := newEngine(t, newHarness(t))
+		e := ne(t)
 		id := e.enqueue("evt_1", "dest_1")
 		slow, err := e.h.Queue.Claim(ctx, hookrelay.ClaimParams{Now: e.clock.Now(), Limit: 1, LeaseFor: leaseFor, Holder: "slow"})
 		require.NoError(t, err)
@@ -351,7 +396,7 @@ func RunEngine(t *testing.T, newHarness NewHarness) {
 	})
 
 	t.Run("StaleHolderMidSendCannotOverwrite", func(t *testing.T) {
-		e := newEngine(t, newHarness(t))
+		e := ne(t)
 		id := e.enqueue("evt_1", "dest_1")
 		slow, err := e.h.Queue.Claim(ctx, hookrelay.ClaimParams{Now: e.clock.Now(), Limit: 1, LeaseFor: leaseFor, Holder: "slow"})
 		require.NoError(t, err)
@@ -374,7 +419,7 @@ func RunEngine(t *testing.T, newHarness NewHarness) {
 	})
 
 	t.Run("RetryAfterIsHonouredButCapped", func(t *testing.T) {
-		e := newEngine(t, newHarness(t))
+		e := ne(t)
 		e.rec.Script = func(_ hookrelay.Delivery, n int) RecipientAnswer {
 			switch n {
 			case 1:
@@ -393,7 +438,7 @@ func RunEngine(t *testing.T, newHarness NewHarness) {
 	})
 
 	t.Run("DeliveryWindowExpires", func(t *testing.T) {
-		e := newEngine(t, newHarness(t))
+		e := ne(t)
 		require.NoError(t, e.h.Destinations.Put(ctx, hookrelay.Destination{
 			ID: "dest_short", TenantID: "tenant_a", URL: "https://door.example/",
 			Policy: &hookrelay.Policy{Version: "door-v1", MaxAttempts: 10, BaseDelay: time.Second, MaxDelay: time.Minute, MaxAge: 10 * time.Second},
@@ -411,7 +456,7 @@ func RunEngine(t *testing.T, newHarness NewHarness) {
 	})
 
 	t.Run("UnknownDestinationIsDeadLettered", func(t *testing.T) {
-		e := newEngine(t, newHarness(t))
+		e := ne(t)
 		id := e.enqueue("evt_1", "dest_1")
 		// The destination is replaced by one with another ID: the record's
 		// destination no longer resolves at send time.
@@ -427,7 +472,7 @@ func RunEngine(t *testing.T, newHarness NewHarness) {
 	})
 
 	t.Run("PausedDestinationSpendsNoAttempts", func(t *testing.T) {
-		e := newEngine(t, newHarness(t))
+		e := ne(t)
 		require.NoError(t, e.h.Destinations.Put(ctx, hookrelay.Destination{ID: "dest_2", TenantID: "tenant_a", URL: "https://other.example/"}))
 		require.NoError(t, e.h.Destinations.SetPaused(ctx, "dest_1", true))
 		paused := e.enqueue("evt_1", "dest_1")
@@ -449,7 +494,7 @@ func RunEngine(t *testing.T, newHarness NewHarness) {
 	})
 
 	t.Run("GoneDestinationIsDisabled", func(t *testing.T) {
-		e := newEngine(t, newHarness(t))
+		e := ne(t)
 		e.rec.Script = func(hookrelay.Delivery, int) RecipientAnswer { return Reject(hookrelay.ClassifyStatus(410, 0)) }
 		first := e.enqueue("evt_1", "dest_1")
 		e.step()
@@ -466,7 +511,7 @@ func RunEngine(t *testing.T, newHarness NewHarness) {
 	})
 
 	t.Run("WorkerDeliversAndDrains", func(t *testing.T) {
-		e := newEngine(t, newHarness(t), func(c *hookrelay.Config) { c.Concurrency = 4 })
+		e := ne(t, func(c *hookrelay.Config) { c.Concurrency = 4 })
 		var want []string
 		for i := range 20 {
 			want = append(want, e.enqueue(fmt.Sprintf("evt_%d", i), "dest_1"))
@@ -483,7 +528,7 @@ func RunEngine(t *testing.T, newHarness NewHarness) {
 	})
 
 	t.Run("WorkerRetriesOnTheMockClock", func(t *testing.T) {
-		e := newEngine(t, newHarness(t), func(c *hookrelay.Config) { c.PollInterval = time.Second })
+		e := ne(t, func(c *hookrelay.Config) { c.PollInterval = time.Second })
 		e.rec.Script = failTimes(2, hookrelay.Retryable(hookrelay.ReasonServiceUnavailable))
 		id := e.enqueue("evt_1", "dest_1")
 		require.NoError(t, e.client.Start(ctx))
@@ -500,7 +545,7 @@ func RunEngine(t *testing.T, newHarness NewHarness) {
 
 	t.Run("SlowDestinationCannotTakeThePool", func(t *testing.T) {
 		block := make(chan struct{})
-		e := newEngine(t, newHarness(t), func(c *hookrelay.Config) {
+		e := ne(t, func(c *hookrelay.Config) {
 			c.Concurrency, c.PerDestinationConcurrency = 4, 2
 		})
 		require.NoError(t, e.h.Destinations.Put(ctx, hookrelay.Destination{ID: "dest_slow", TenantID: "tenant_a", URL: "https://slow.example/"}))
@@ -541,7 +586,7 @@ func RunEngine(t *testing.T, newHarness NewHarness) {
 	t.Run("StopAndCancelReleasesWithoutSpendingAttempts", func(t *testing.T) {
 		block := make(chan struct{})
 		defer close(block)
-		e := newEngine(t, newHarness(t))
+		e := ne(t)
 		e.rec.Script = func(hookrelay.Delivery, int) RecipientAnswer { a := Accept(); a.Block = block; return a }
 		id := e.enqueue("evt_1", "dest_1")
 		require.NoError(t, e.client.Start(ctx))
@@ -554,4 +599,6 @@ func RunEngine(t *testing.T, newHarness NewHarness) {
 		cs := claimDue(t, e.h, e.clock.Now(), 10)
 		assert.Len(t, cs, 1, "released at once, not left to its lease")
 	})
+
+	enqueueScenarios(t, ne)
 }

@@ -11,9 +11,15 @@
 //	}
 //
 // The suite covers the queue contract (claims, leases, fencing, idempotent
-// transitions), the ledger contract (records, attempt history, idempotent
-// create) and whole-engine scenarios driven by a mock clock, including crash
-// injection at every boundary of the state machine.
+// transitions, re-enqueue of records in any state), the ledger contract
+// (records round-trip, attempt history, idempotent create, the refusals
+// every store shares), the lease table of docs/adapters.md (every write and
+// transition in every lease state), the Destinations contract, the
+// LedgerQueue promises and whole-engine scenarios driven by a mock clock,
+// including crash injection at every boundary of the state machine — once
+// through fault-injecting wrappers and once on the store as it is, so a
+// LedgerQueue runs on the worker's fast path. docs/adapters.md states the
+// contract the suite checks.
 package hookrelaytest
 
 import (
@@ -63,6 +69,10 @@ func Run(t *testing.T, newHarness NewHarness) {
 	t.Run("Queue", func(t *testing.T) { RunQueue(t, newHarness) })
 	t.Run("Ledger", func(t *testing.T) { RunLedger(t, newHarness) })
 	t.Run("Engine", func(t *testing.T) { RunEngine(t, newHarness) })
+	t.Run("EngineLedgerQueue", func(t *testing.T) { RunEngineLedgerQueue(t, newHarness) })
+	t.Run("LedgerQueue", func(t *testing.T) { RunLedgerQueue(t, newHarness) })
+	t.Run("Leases", func(t *testing.T) { RunLeases(t, newHarness) })
+	t.Run("Destinations", func(t *testing.T) { RunDestinations(t, newHarness) })
 	t.Run("Stats", func(t *testing.T) { RunStats(t, newHarness) })
 	t.Run("LeaseLedger", func(t *testing.T) { RunLeaseLedger(t, newHarness) })
 	t.Run("BatchLedger", func(t *testing.T) { RunBatchLedger(t, newHarness) })

@@ -18,7 +18,7 @@ func RunLeaseLedger(t *testing.T, newHarness NewHarness) {
 	ctx := context.Background()
 	leaseLedger := func(t *testing.T) (Harness, hookrelay.LeaseLedger) {
 		h := newHarness(t)
-		ll, ok := h.Ledger.(hookrelay.LeaseLedger)
+		ll, ok := hookrelay.As[hookrelay.LeaseLedger](h.Ledger)
 		if !ok {
 			t.Skipf("%T does not implement hookrelay.LeaseLedger", h.Ledger)
 		}

@@ -163,4 +163,6 @@ func RunLedger(t *testing.T, newHarness NewHarness) {
 		assert.True(t, got.FinishedAt.Equal(a.FinishedAt))
 		assert.True(t, got.NextAttemptAt.Equal(a.NextAttemptAt))
 	})
+
+	runRecordContract(t, newHarness)
 }

@@ -314,6 +314,8 @@ func RunQueue(t *testing.T, newHarness NewHarness) {
 		seed(t, h, d)
 		assert.Len(t, claim(t, h.Queue, base, 10), 1, "one record, one claim")
 	})
+
+	runEnqueueContract(t, newHarness)
 }
 
 func assertSameDelivery(t *testing.T, want, got hookrelay.Delivery) {

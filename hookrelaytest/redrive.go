@@ -64,10 +64,10 @@ const (
 // sender is g.
 func redriveEngine(t *testing.T, h Harness, g *configGate, opts ...engineOption) *engine {
 	t.Helper()
-	if _, ok := h.Ledger.(hookrelay.DeadLetterLedger); !ok {
+	if _, ok := hookrelay.As[hookrelay.DeadLetterLedger](h.Ledger); !ok {
 		t.Skip("the Ledger does not implement hookrelay.DeadLetterLedger (an optional ability)")
 	}
-	if _, ok := h.Ledger.(hookrelay.RedriveAuditLog); !ok {
+	if _, ok := hookrelay.As[hookrelay.RedriveAuditLog](h.Ledger); !ok {
 		t.Skip("the Ledger does not implement hookrelay.RedriveAuditLog (an optional ability)")
 	}
 	opts = append([]engineOption{func(c *hookrelay.Config) {
@@ -360,7 +360,7 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 
 	t.Run("RedriveDeliveryIsACompareAndSet", func(t *testing.T) {
 		e := redriveEngine(t, newHarness(t), nil)
-		dl := e.h.Ledger.(hookrelay.DeadLetterLedger)
+		dl, _ := hookrelay.As[hookrelay.DeadLetterLedger](e.h.Ledger)
 		e.rec.Script = func(d hookrelay.Delivery, _ int) RecipientAnswer {
 			if d.EventID == "evt_dead" {
 				return Reject(hookrelay.Permanent(hookrelay.ReasonBadRequest))
@@ -395,7 +395,7 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 
 	t.Run("StaleDeadLetterHolderCannotTouchTheRedrivenDelivery", func(t *testing.T) {
 		e := redriveEngine(t, newHarness(t), nil)
-		dl := e.h.Ledger.(hookrelay.DeadLetterLedger)
+		dl, _ := hookrelay.As[hookrelay.DeadLetterLedger](e.h.Ledger)
 		id := e.enqueue("evt_1", "dest_1")
 		cs, err := e.h.Queue.Claim(ctx, hookrelay.ClaimParams{Now: e.clock.Now(), Limit: 1, LeaseFor: leaseFor, Holder: "slow"})
 		require.NoError(t, err)
@@ -775,7 +775,7 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 
 		// Page by two; a delivery redriven between pages neither shifts
 		// nor repeats the rest.
-		dl := e.h.Ledger.(hookrelay.DeadLetterLedger)
+		dl, _ := hookrelay.As[hookrelay.DeadLetterLedger](e.h.Ledger)
 		var got []string
 		cursor := ""
 		for range 10 {

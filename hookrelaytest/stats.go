@@ -109,7 +109,7 @@ var statsT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func ledgerStats(t *testing.T, h Harness) hookrelay.LedgerStats {
 	t.Helper()
-	s, ok := h.Ledger.(hookrelay.LedgerStats)
+	s, ok := hookrelay.As[hookrelay.LedgerStats](h.Ledger)
 	if !ok {
 		t.Skipf("the Ledger (%T) does not implement hookrelay.LedgerStats", h.Ledger)
 	}

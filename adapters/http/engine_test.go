@@ -66,7 +66,10 @@ type engine struct {
 func newEngine(t *testing.T, sender hookrelay.Sender, maxAttempts int, dests ...hookrelay.Destination) *engine {
 	t.Helper()
 	e := &engine{store: memory.NewStore(), dests: memory.NewDestinations(dests...), mock: clock.NewMock()}
-	e.mock.Set(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
+	// A mock time ahead of the wall clock: the send's context carries the
+	// lease deadline in mock time, and a deadline that is already past in
+	// real time would hide the sender's own (real) timeout behind it.
+	e.mock.Set(time.Date(2036, 3, 4, 5, 6, 7, 0, time.UTC))
 	policy := hookrelay.Policy{Version: "test", MaxAttempts: maxAttempts, BaseDelay: time.Second, MaxDelay: 2 * time.Second}
 	c, err := hookrelay.New(hookrelay.Config{
 		Queue: e.store, Ledger: e.store, Destinations: e.dests, Sender: sender,

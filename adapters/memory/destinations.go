@@ -43,7 +43,10 @@ func cloneDestination(d hookrelay.Destination) hookrelay.Destination {
 }
 
 // Put adds or replaces a destination; the next attempt to it sees the change.
-func (s *Destinations) Put(_ context.Context, d hookrelay.Destination) error {
+func (s *Destinations) Put(ctx context.Context, d hookrelay.Destination) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("hookrelay/memory: put: %w", err)
+	}
 	if d.ID == "" {
 		return fmt.Errorf("hookrelay/memory: destination ID must not be empty")
 	}
@@ -59,7 +62,10 @@ func (s *Destinations) Put(_ context.Context, d hookrelay.Destination) error {
 }
 
 // Destination implements hookrelay.Destinations.
-func (s *Destinations) Destination(_ context.Context, id string) (hookrelay.Destination, error) {
+func (s *Destinations) Destination(ctx context.Context, id string) (hookrelay.Destination, error) {
+	if err := ctx.Err(); err != nil {
+		return hookrelay.Destination{}, fmt.Errorf("hookrelay/memory: destination: %w", err)
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	d, ok := s.m[id]
@@ -70,7 +76,10 @@ func (s *Destinations) Destination(_ context.Context, id string) (hookrelay.Dest
 }
 
 // Disable implements hookrelay.Destinations.
-func (s *Destinations) Disable(_ context.Context, p hookrelay.DisableParams) error {
+func (s *Destinations) Disable(ctx context.Context, p hookrelay.DisableParams) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("hookrelay/memory: disable: %w", err)
+	}
 	return s.update(p.ID, func(d *hookrelay.Destination) {
 		if !d.Disabled {
 			d.Disabled, d.DisabledReason = true, p.Reason
@@ -80,7 +89,10 @@ func (s *Destinations) Disable(_ context.Context, p hookrelay.DisableParams) err
 
 // SetPaused pauses or resumes a destination. A paused destination's
 // deliveries are not sent and spend no attempts.
-func (s *Destinations) SetPaused(_ context.Context, id string, paused bool) error {
+func (s *Destinations) SetPaused(ctx context.Context, id string, paused bool) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("hookrelay/memory: set paused: %w", err)
+	}
 	return s.update(id, func(d *hookrelay.Destination) { d.Paused = paused })
 }
 

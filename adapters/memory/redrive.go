@@ -18,7 +18,10 @@ var (
 
 // ListDead implements hookrelay.DeadLetterLedger. It scans every record
 // under the store's lock, which is fine at in-memory sizes.
-func (s *Store) ListDead(_ context.Context, p hookrelay.ListDeadParams) (hookrelay.DeadLetterPage, error) {
+func (s *Store) ListDead(ctx context.Context, p hookrelay.ListDeadParams) (hookrelay.DeadLetterPage, error) {
+	if err := ctx.Err(); err != nil {
+		return hookrelay.DeadLetterPage{}, fmt.Errorf("hookrelay/memory: list dead: %w", err)
+	}
 	limit := max(p.Limit, 1)
 	s.mu.Lock()
 	var out []hookrelay.Delivery
@@ -44,7 +47,10 @@ func (s *Store) ListDead(_ context.Context, p hookrelay.ListDeadParams) (hookrel
 }
 
 // PlanRedrive implements hookrelay.DeadLetterLedger.
-func (s *Store) PlanRedrive(_ context.Context, f hookrelay.DeadLetterFilter) ([]hookrelay.PlanRow, error) {
+func (s *Store) PlanRedrive(ctx context.Context, f hookrelay.DeadLetterFilter) ([]hookrelay.PlanRow, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("hookrelay/memory: plan redrive: %w", err)
+	}
 	type key struct{ tenant, dest, reason string }
 	counts := map[key]int64{}
 	s.mu.Lock()
@@ -66,7 +72,10 @@ func (s *Store) PlanRedrive(_ context.Context, f hookrelay.DeadLetterFilter) ([]
 
 // RedriveDelivery implements hookrelay.DeadLetterLedger: a compare-and-set
 // from dead to pending under the store's lock.
-func (s *Store) RedriveDelivery(_ context.Context, p hookrelay.RedriveDeliveryParams) (hookrelay.Delivery, bool, error) {
+func (s *Store) RedriveDelivery(ctx context.Context, p hookrelay.RedriveDeliveryParams) (hookrelay.Delivery, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return hookrelay.Delivery{}, false, fmt.Errorf("hookrelay/memory: redrive delivery: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.records[p.ID]
@@ -101,7 +110,10 @@ func cloneAudit(a hookrelay.RedriveAudit) hookrelay.RedriveAudit {
 }
 
 // CreateRedriveAudit implements hookrelay.RedriveAuditLog.
-func (s *Store) CreateRedriveAudit(_ context.Context, a hookrelay.RedriveAudit) error {
+func (s *Store) CreateRedriveAudit(ctx context.Context, a hookrelay.RedriveAudit) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("hookrelay/memory: create redrive audit: %w", err)
+	}
 	if a.ID == "" {
 		return fmt.Errorf("hookrelay/memory: redrive audit ID must not be empty")
 	}
@@ -119,7 +131,10 @@ func (s *Store) CreateRedriveAudit(_ context.Context, a hookrelay.RedriveAudit) 
 }
 
 // RedriveAudit implements hookrelay.RedriveAuditLog.
-func (s *Store) RedriveAudit(_ context.Context, id string) (hookrelay.RedriveAudit, error) {
+func (s *Store) RedriveAudit(ctx context.Context, id string) (hookrelay.RedriveAudit, error) {
+	if err := ctx.Err(); err != nil {
+		return hookrelay.RedriveAudit{}, fmt.Errorf("hookrelay/memory: redrive audit: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a, ok := s.audits[id]
@@ -130,7 +145,10 @@ func (s *Store) RedriveAudit(_ context.Context, id string) (hookrelay.RedriveAud
 }
 
 // UpdateRedriveAudit implements hookrelay.RedriveAuditLog.
-func (s *Store) UpdateRedriveAudit(_ context.Context, u hookrelay.RedriveAuditUpdate) (hookrelay.RedriveAudit, error) {
+func (s *Store) UpdateRedriveAudit(ctx context.Context, u hookrelay.RedriveAuditUpdate) (hookrelay.RedriveAudit, error) {
+	if err := ctx.Err(); err != nil {
+		return hookrelay.RedriveAudit{}, fmt.Errorf("hookrelay/memory: update redrive audit: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a, ok := s.audits[u.ID]

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -15,7 +16,10 @@ var _ hookrelay.LedgerStats = (*Store)(nil)
 // under a live lease) and the ages of the oldest eligible and oldest dead
 // delivery. Destinations with nothing pending or dead are omitted. It scans
 // every record under the store's lock, which is fine at in-memory sizes.
-func (s *Store) Stats(_ context.Context, params hookrelay.StatsParams) ([]hookrelay.DestinationStats, error) {
+func (s *Store) Stats(ctx context.Context, params hookrelay.StatsParams) ([]hookrelay.DestinationStats, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("hookrelay/memory: stats: %w", err)
+	}
 	now := params.Now
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -1,6 +1,8 @@
 // Package memory provides in-memory implementations of hookrelay's Queue,
 // Ledger and Destinations ports. They pass the same conformance suite as the
-// SQL adapter, so they are a fake users can trust in their own tests, and
+// SQL adapter and refuse what it refuses (invalid text, over-long IDs,
+// oversize scope, cancelled contexts, writes with an ended lease), so they
+// are a fake users can trust in their own tests, and
 // they are fast enough to run the engine in-process when durability across
 // restarts is not needed. Everything is lost when the process exits.
 package memory
@@ -39,9 +41,12 @@ type record struct {
 	d        hookrelay.Delivery
 	attempts []hookrelay.Attempt
 	lease    hookrelay.Lease // Token 0: never claimed
-	leased   bool
-	index    int // position in its destination's queue, -1 when not there
-	seq      uint64
+	// leased: the lease has not been ended by a write, an acknowledgement
+	// or a release. It may have expired: expiry lets a claim take the
+	// record over, but until one does, the holder's token still writes.
+	leased bool
+	index  int // position in its destination's queue, -1 when not there
+	seq    uint64
 }
 
 var (
@@ -61,10 +66,15 @@ func cloneDelivery(d hookrelay.Delivery) hookrelay.Delivery {
 }
 
 // Create implements hookrelay.Ledger. New records are claimable at once.
-func (s *Store) Create(_ context.Context, deliveries []hookrelay.Delivery) ([]bool, error) {
-	for _, d := range deliveries {
-		if d.ID == "" {
-			return nil, fmt.Errorf("%w: empty delivery ID", hookrelay.ErrInvalidDelivery)
+// Like the SQL store, it refuses what hookrelay.CheckStorable refuses, so a
+// record the fake accepts is one production accepts.
+func (s *Store) Create(ctx context.Context, deliveries []hookrelay.Delivery) ([]bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("hookrelay/memory: create: %w", err)
+	}
+	for i, d := range deliveries {
+		if err := hookrelay.CheckStorable(d); err != nil {
+			return nil, fmt.Errorf("hookrelay/memory: create deliveries[%d]: %w", i, err)
 		}
 	}
 	s.mu.Lock()
@@ -88,25 +98,29 @@ func (s *Store) Create(_ context.Context, deliveries []hookrelay.Delivery) ([]bo
 	return created, nil
 }
 
-// Enqueue implements hookrelay.Queue. Created records are already claimable,
-// so this only restores a pending, unleased record that is somehow not.
-func (s *Store) Enqueue(_ context.Context, deliveries []hookrelay.Delivery) error {
+// Enqueue implements hookrelay.Queue. The record Create stored is the
+// queue entry, claimable at the due time the record holds, so this only
+// checks that every delivery exists: a repeated enqueue never revives,
+// resends or re-times a record.
+func (s *Store) Enqueue(ctx context.Context, deliveries []hookrelay.Delivery) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("hookrelay/memory: enqueue: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, d := range deliveries {
-		r, ok := s.records[d.ID]
-		if !ok {
+		if _, ok := s.records[d.ID]; !ok {
 			return fmt.Errorf("%w: enqueue before create", hookrelay.ErrNotFound)
-		}
-		if r.d.State == hookrelay.StatePending && !r.leased && r.index < 0 {
-			s.pushReady(r)
 		}
 	}
 	return nil
 }
 
 // Get implements hookrelay.Ledger.
-func (s *Store) Get(_ context.Context, id string) (hookrelay.Delivery, error) {
+func (s *Store) Get(ctx context.Context, id string) (hookrelay.Delivery, error) {
+	if err := ctx.Err(); err != nil {
+		return hookrelay.Delivery{}, fmt.Errorf("hookrelay/memory: get: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.records[id]
@@ -117,7 +131,10 @@ func (s *Store) Get(_ context.Context, id string) (hookrelay.Delivery, error) {
 }
 
 // WasDelivered implements hookrelay.Ledger.
-func (s *Store) WasDelivered(_ context.Context, id string) (bool, error) {
+func (s *Store) WasDelivered(ctx context.Context, id string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("hookrelay/memory: was delivered: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.records[id]
@@ -125,7 +142,10 @@ func (s *Store) WasDelivered(_ context.Context, id string) (bool, error) {
 }
 
 // Attempts implements hookrelay.Ledger.
-func (s *Store) Attempts(_ context.Context, id string) ([]hookrelay.Attempt, error) {
+func (s *Store) Attempts(ctx context.Context, id string) ([]hookrelay.Attempt, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("hookrelay/memory: attempts: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.records[id]
@@ -135,27 +155,32 @@ func (s *Store) Attempts(_ context.Context, id string) ([]hookrelay.Attempt, err
 	return slices.Clone(r.attempts), nil
 }
 
-// fenced returns the record if lease is its current lease and the attempt
-// number matches, so a stale holder cannot overwrite a newer attempt.
+// fenced returns the record if lease is its current lease, not yet ended,
+// and the attempt number matches, so a stale holder cannot overwrite a
+// newer attempt. The checks and their order are the SQL store's (the
+// contract table in docs/adapters.md).
 func (s *Store) fenced(id string, lease hookrelay.Lease, attempt int) (*record, error) {
 	r, ok := s.records[id]
-	if !ok {
+	switch {
+	case !ok:
 		return nil, hookrelay.ErrNotFound
-	}
-	if r.lease.Token != lease.Token || lease.Token == 0 {
+	case r.lease.Token != lease.Token || lease.Token == 0:
 		return nil, hookrelay.ErrLeaseLost
-	}
-	if r.d.State != hookrelay.StatePending {
+	case r.d.State != hookrelay.StatePending:
 		return r, hookrelay.ErrInvalidState
-	}
-	if attempt != 0 && r.d.Attempt != attempt {
+	case !r.leased:
+		return nil, fmt.Errorf("%w: lease token %d was already ended", hookrelay.ErrLeaseLost, lease.Token)
+	case attempt != 0 && r.d.Attempt != attempt:
 		return nil, hookrelay.ErrLeaseLost
 	}
 	return r, nil
 }
 
 // MarkDelivered implements hookrelay.Ledger.
-func (s *Store) MarkDelivered(_ context.Context, p hookrelay.MarkDeliveredParams) error {
+func (s *Store) MarkDelivered(ctx context.Context, p hookrelay.MarkDeliveredParams) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("hookrelay/memory: mark delivered: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.markDelivered(p)
@@ -178,7 +203,10 @@ func (s *Store) markDelivered(p hookrelay.MarkDeliveredParams) error {
 }
 
 // RecordRetry implements hookrelay.Ledger.
-func (s *Store) RecordRetry(_ context.Context, p hookrelay.RecordRetryParams) error {
+func (s *Store) RecordRetry(ctx context.Context, p hookrelay.RecordRetryParams) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("hookrelay/memory: record retry: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.recordRetry(p)
@@ -200,7 +228,10 @@ func (s *Store) recordRetry(p hookrelay.RecordRetryParams) error {
 }
 
 // RecordDeadLetter implements hookrelay.Ledger.
-func (s *Store) RecordDeadLetter(_ context.Context, p hookrelay.RecordDeadLetterParams) error {
+func (s *Store) RecordDeadLetter(ctx context.Context, p hookrelay.RecordDeadLetterParams) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("hookrelay/memory: record dead letter: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.recordDeadLetter(p)
@@ -232,7 +263,7 @@ var _ hookrelay.BatchLedger = (*Store)(nil)
 // refuses the whole batch, as a store whose commit failed would.
 func (s *Store) RecordBatch(ctx context.Context, writes []hookrelay.LedgerWrite) ([]error, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("hookrelay/memory: record batch: %w", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -258,7 +289,10 @@ var _ hookrelay.ClaimsByDestinationRoom = (*Store)(nil)
 func (s *Store) ClaimsHonourDestinationRoom() {}
 
 // Claim implements hookrelay.Queue and honours per-destination rooms.
-func (s *Store) Claim(_ context.Context, p hookrelay.ClaimParams) ([]hookrelay.Claim, error) {
+func (s *Store) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay.Claim, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("hookrelay/memory: claim: %w", err)
+	}
 	if p.Limit <= 0 {
 		return nil, nil
 	}
@@ -313,84 +347,88 @@ func (s *Store) lease(r *record, holder string, now time.Time, leaseFor time.Dur
 }
 
 // expireLeases makes pending deliveries whose lease ran out claimable again.
+// The lease is not ended: until a claim takes the record over, its holder
+// may still write (a lease that expired unclaimed).
 func (s *Store) expireLeases(now time.Time) {
 	for s.leases.Len() > 0 && !s.leases[0].expires.After(now) {
 		e := heap.Pop(&s.leases).(leaseEntry)
 		r, ok := s.records[e.id]
 		if !ok || !r.leased || r.lease.Token != e.token {
-			continue // already released or re-claimed
+			continue // already ended or re-claimed
 		}
-		r.leased = false
 		if r.d.State == hookrelay.StatePending && r.index < 0 {
 			s.pushReady(r)
 		}
 	}
 }
 
-// endLease releases the caller's lease. A repeated call with the same lease
-// is a no-op; another holder's lease is refused.
-func (s *Store) endLease(id string, lease hookrelay.Lease) (*record, bool, error) {
+// endLease ends the caller's lease; a pending record is claimable again at
+// its NextAttemptAt, or at at when at is not zero. A repeated call with the
+// same lease is a no-op; another holder's lease is refused.
+func (s *Store) endLease(id string, lease hookrelay.Lease, at time.Time) (*record, error) {
 	r, ok := s.records[id]
 	if !ok {
-		return nil, false, hookrelay.ErrNotFound
+		return nil, hookrelay.ErrNotFound
 	}
 	if r.lease.Token != lease.Token || lease.Token == 0 {
-		return nil, false, hookrelay.ErrLeaseLost
+		return nil, hookrelay.ErrLeaseLost
 	}
-	was := r.leased
+	if !r.leased {
+		return r, nil // ended already: the write or release that ended it decided the due time
+	}
 	r.leased = false
-	return r, was, nil
+	if r.d.State == hookrelay.StatePending {
+		if !at.IsZero() {
+			r.d.NextAttemptAt = at
+		}
+		s.pushReady(r)
+	}
+	return r, nil
 }
 
 // Acknowledge implements hookrelay.Queue.
-func (s *Store) Acknowledge(_ context.Context, p hookrelay.AckParams) error {
+func (s *Store) Acknowledge(ctx context.Context, p hookrelay.AckParams) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("hookrelay/memory: acknowledge: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, _, err := s.endLease(p.ID, p.Lease)
+	_, err := s.endLease(p.ID, p.Lease, time.Time{})
 	return err
 }
 
 // RetryAt implements hookrelay.Queue.
-func (s *Store) RetryAt(_ context.Context, p hookrelay.RetryAtParams) error {
+func (s *Store) RetryAt(ctx context.Context, p hookrelay.RetryAtParams) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("hookrelay/memory: retry at: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, _, err := s.endLease(p.Delivery.ID, p.Lease)
-	if err != nil {
-		return err
-	}
-	if r.d.State == hookrelay.StatePending {
-		r.d.NextAttemptAt = p.At
-		s.pushReady(r)
-	}
-	return nil
+	_, err := s.endLease(p.Delivery.ID, p.Lease, p.At)
+	return err
 }
 
 // DeadLetter implements hookrelay.Queue. The ledger row already says dead;
 // the dead-letter path is that state.
-func (s *Store) DeadLetter(_ context.Context, p hookrelay.DeadLetterParams) error {
+func (s *Store) DeadLetter(ctx context.Context, p hookrelay.DeadLetterParams) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("hookrelay/memory: dead letter: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, _, err := s.endLease(p.Delivery.ID, p.Lease)
-	if err != nil {
-		return err
-	}
-	s.removeReady(r)
-	return nil
+	_, err := s.endLease(p.Delivery.ID, p.Lease, time.Time{})
+	return err
 }
 
 // Release implements hookrelay.Queue.
-func (s *Store) Release(_ context.Context, p hookrelay.ReleaseParams) error {
+func (s *Store) Release(ctx context.Context, p hookrelay.ReleaseParams) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("hookrelay/memory: release: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, was, err := s.endLease(p.ID, p.Lease)
-	if err != nil {
-		return err
-	}
-	if was && r.d.State == hookrelay.StatePending {
-		r.d.NextAttemptAt = p.At
-		s.pushReady(r)
-	}
-	return nil
+	_, err := s.endLease(p.ID, p.Lease, p.At)
+	return err
 }
 
 // pushReady makes r claimable, or moves it to its place after its
@@ -519,7 +557,10 @@ func (h *leaseHeap) Pop() any {
 var _ hookrelay.LeaseLedger = (*Store)(nil)
 
 // AcquireLease implements hookrelay.LeaseLedger.
-func (s *Store) AcquireLease(_ context.Context, p hookrelay.AcquireLeaseParams) (hookrelay.Claim, error) {
+func (s *Store) AcquireLease(ctx context.Context, p hookrelay.AcquireLeaseParams) (hookrelay.Claim, error) {
+	if err := ctx.Err(); err != nil {
+		return hookrelay.Claim{}, fmt.Errorf("hookrelay/memory: acquire lease: %w", err)
+	}
 	if p.LeaseFor <= 0 {
 		return hookrelay.Claim{}, fmt.Errorf("hookrelay/memory: acquire lease: LeaseFor must be positive")
 	}
@@ -532,7 +573,7 @@ func (s *Store) AcquireLease(_ context.Context, p hookrelay.AcquireLeaseParams) 
 		return hookrelay.Claim{}, hookrelay.ErrNotFound
 	case r.d.State != hookrelay.StatePending:
 		return hookrelay.Claim{}, fmt.Errorf("%w: delivery %s is %s", hookrelay.ErrInvalidState, p.ID, r.d.State)
-	case r.leased:
+	case r.leased && r.lease.ExpiresAt.After(p.Now):
 		return hookrelay.Claim{}, hookrelay.ErrLeaseLost
 	case r.d.NextAttemptAt.After(p.Now):
 		return hookrelay.Claim{}, &hookrelay.NotDueError{ID: p.ID, At: r.d.NextAttemptAt}
@@ -542,20 +583,14 @@ func (s *Store) AcquireLease(_ context.Context, p hookrelay.AcquireLeaseParams) 
 }
 
 // ReleaseLease implements hookrelay.LeaseLedger.
-func (s *Store) ReleaseLease(_ context.Context, p hookrelay.ReleaseLeaseParams) error {
+func (s *Store) ReleaseLease(ctx context.Context, p hookrelay.ReleaseLeaseParams) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("hookrelay/memory: release lease: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, was, err := s.endLease(p.ID, p.Lease)
-	if err != nil {
-		return err
-	}
-	if was && r.d.State == hookrelay.StatePending {
-		if !p.At.IsZero() {
-			r.d.NextAttemptAt = p.At
-		}
-		s.pushReady(r)
-	}
-	return nil
+	_, err := s.endLease(p.ID, p.Lease, p.At)
+	return err
 }
 
 var _ hookrelay.LedgerQueue = (*Store)(nil)

@@ -154,7 +154,7 @@ func (s *Store) recordBatchPipeline(ctx context.Context, ops []*fencedOp, errs [
 				continue
 			}
 			var r fenceRead
-			err := br.QueryRow().Scan(&r.state, &r.token, &r.attempt, &r.written)
+			err := br.QueryRow().Scan(&r.state, &r.token, &r.attempt, &r.ended, &r.written)
 			errs[i] = s.judgePostgres(*o, r, err)
 			if errs[i] != nil && !isFenceErr(errs[i]) {
 				_ = br.Close()
@@ -175,7 +175,7 @@ func (s *Store) recordBatchPipeline(ctx context.Context, ops []*fencedOp, errs [
 				}
 				query, args := s.fencedQueryPostgres(*o)
 				var r fenceRead
-				err := q.QueryRowContext(ctx, query, args...).Scan(&r.state, &r.token, &r.attempt, &r.written)
+				err := q.QueryRowContext(ctx, query, args...).Scan(&r.state, &r.token, &r.attempt, &r.ended, &r.written)
 				errs[i] = s.judgePostgres(*o, r, err)
 				if errs[i] != nil && !isFenceErr(errs[i]) {
 					return errs[i]

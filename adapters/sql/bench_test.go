@@ -162,7 +162,7 @@ func seedPending(b *testing.B, be backend, n int) *Store {
 	start := time.Now()
 	_, err := s.db.ExecContext(ctx, s.q(fmt.Sprintf(`INSERT INTO {d} (`+insertDeliveryCols+`)
 		SELECT CONCAT('bench_', n), CONCAT('evt_', n), 'tenant_1', 'null', CONCAT('dst_', n %% 10), 'bench.event',
-			NULL, 1, 1, %[1]d, %[1]d + n, 'default', 'pending', '', '', %[1]d
+			NULL, 1, 1, %[1]d, %[1]d + n, 'default', 'pending', '', '', %[1]d, 0
 		FROM (SELECT %[2]s AS n FROM %[3]s) nums`, base, strings.Join(num, "+"), strings.Join(from, ", "))))
 	if err != nil {
 		b.Fatal(err)

@@ -104,35 +104,18 @@ func cleanText(s string) string {
 // deliveryRow is a delivery's columns in insert order.
 type deliveryRow []any
 
-const insertDeliveryCols = "id, event_id, tenant_id, scope, destination_id, event_type, payload, envelope_version, attempt, first_queued_at, next_attempt_at, policy_version, state, last_outcome, last_reason, updated_at"
+const insertDeliveryCols = "id, event_id, tenant_id, scope, destination_id, event_type, payload, envelope_version, attempt, first_queued_at, next_attempt_at, policy_version, state, last_outcome, last_reason, updated_at, budget_start"
 
-const deliveryColCount = 16
+const deliveryColCount = 17
 
 // encodeDelivery validates d as a new pending record and returns its
 // column values.
 func (s *Store) encodeDelivery(d hookrelay.Delivery) (deliveryRow, error) {
-	for _, f := range []struct {
-		name, v  string
-		required bool
-	}{
-		{"ID", d.ID, true}, {"EventID", d.EventID, false}, {"TenantID", d.TenantID, false},
-		{"DestinationID", d.DestinationID, false}, {"EventType", d.EventType, false},
-		{"PolicyVersion", d.PolicyVersion, false},
-	} {
-		if err := checkString(f.name, f.v, f.required); err != nil {
-			return nil, err
-		}
+	if err := hookrelay.CheckStorable(d); err != nil {
+		return nil, err
 	}
 	if len(d.Payload) > s.maxPay {
 		return nil, badDelivery("Payload", fmt.Sprintf("is %d bytes, over the %d-byte limit", len(d.Payload), s.maxPay))
-	}
-	if d.EnvelopeVersion < 0 || d.EnvelopeVersion > hookrelay.EnvelopeVersion {
-		return nil, badDelivery("EnvelopeVersion", fmt.Sprintf("%d is unknown (this library writes versions 1 to %d)", d.EnvelopeVersion, hookrelay.EnvelopeVersion))
-	}
-	for k, v := range d.Scope {
-		if !utf8.ValidString(k) || !utf8.ValidString(v) {
-			return nil, badDelivery("Scope", fmt.Sprintf("label %q is not valid UTF-8", k))
-		}
 	}
 	scope, err := json.Marshal(d.Scope) // nil → "null", kept apart from {}
 	if err != nil {
@@ -158,7 +141,7 @@ func (s *Store) encodeDelivery(d hookrelay.Delivery) (deliveryRow, error) {
 	return deliveryRow{
 		d.ID, d.EventID, d.TenantID, string(scope), d.DestinationID, d.EventType, payload,
 		d.EnvelopeVersion, attempt, times[0], times[1], d.PolicyVersion,
-		string(hookrelay.StatePending), string(d.LastOutcome), cleanText(d.LastReason), times[2],
+		string(hookrelay.StatePending), string(d.LastOutcome), cleanText(d.LastReason), times[2], d.BudgetStart,
 	}, nil
 }
 

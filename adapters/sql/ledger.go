@@ -82,7 +82,11 @@ func (s *Store) encodeAll(deliveries []hookrelay.Delivery) ([]deliveryRow, error
 	for i, d := range deliveries {
 		r, err := s.encodeDelivery(d)
 		if err != nil {
-			return nil, fmt.Errorf("hooksql: create deliveries[%d] (id %q): %w", i, d.ID, err)
+			id := d.ID // quote a prefix only: the ID may be what was refused
+			if len(id) > 40 {
+				id = id[:40] + "…"
+			}
+			return nil, fmt.Errorf("hooksql: create deliveries[%d] (id %q): %w", i, id, err)
 		}
 		rows[i] = r
 	}
@@ -314,24 +318,27 @@ func (s *Store) checkFence(ctx context.Context, q querier, op string, f fence) e
 		state   string
 		token   int64
 		attempt int
+		expires sql.NullInt64
 	)
-	err := q.QueryRowContext(ctx, s.q("SELECT state, lease_token, attempt FROM {d} WHERE id = ?"+s.lockSuffix(false)), f.id).
-		Scan(&state, &token, &attempt)
+	err := q.QueryRowContext(ctx, s.q("SELECT state, lease_token, attempt, lease_expires_at FROM {d} WHERE id = ?"+s.lockSuffix(false)), f.id).
+		Scan(&state, &token, &attempt, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("hooksql: %s %q: %w", op, f.id, hookrelay.ErrNotFound)
 	}
 	if err != nil {
 		return s.dbErr(op+" "+f.id, err)
 	}
-	return f.check(op, state, token, attempt)
+	return f.check(op, state, token, attempt, !expires.Valid)
 }
 
-// check applies the fence to the record's current values, with the memory
-// store's rules: a lease that is not the current one (or a zero token) is
-// ErrLeaseLost; a record that is no longer pending is ErrInvalidState
-// (errNoop for a delivered record when deliveredOK); an attempt number that
-// moved on is ErrLeaseLost.
-func (f fence) check(op, state string, token int64, attempt int) error {
+// check applies the fence to the record's current values, with the rules
+// of the contract table (docs/adapters.md) the memory store shares: a lease
+// that is not the current one (or a zero token) is ErrLeaseLost; a record
+// that is no longer pending is ErrInvalidState (errNoop for a delivered
+// record when deliveredOK); a lease already ended (by Release or an
+// earlier write: ended) or an attempt number that moved on is ErrLeaseLost.
+// A lease that expired but was not claimed again still holds.
+func (f fence) check(op, state string, token int64, attempt int, ended bool) error {
 	switch {
 	case token != f.lease.Token || f.lease.Token == 0:
 		return fmt.Errorf("hooksql: %s %q: lease token %d is not the current one: %w", op, f.id, f.lease.Token, hookrelay.ErrLeaseLost)
@@ -339,6 +346,8 @@ func (f fence) check(op, state string, token int64, attempt int) error {
 		return errNoop
 	case state != string(hookrelay.StatePending):
 		return fmt.Errorf("hooksql: %s %q: record is %s: %w", op, f.id, state, hookrelay.ErrInvalidState)
+	case ended:
+		return fmt.Errorf("hooksql: %s %q: lease token %d was already ended: %w", op, f.id, f.lease.Token, hookrelay.ErrLeaseLost)
 	case f.attempt != 0 && attempt != f.attempt:
 		return fmt.Errorf("hooksql: %s %q: attempt %d is not the current attempt %d: %w", op, f.id, f.attempt, attempt, hookrelay.ErrLeaseLost)
 	}
@@ -362,7 +371,7 @@ func (s *Store) fencedWrite(ctx context.Context, o fencedOp) error {
 	if s.dialect == Postgres {
 		query, args := s.fencedQueryPostgres(o)
 		var r fenceRead
-		err := s.db.QueryRowContext(ctx, query, args...).Scan(&r.state, &r.token, &r.attempt, &r.written)
+		err := s.db.QueryRowContext(ctx, query, args...).Scan(&r.state, &r.token, &r.attempt, &r.ended, &r.written)
 		return s.judgePostgres(o, r, err)
 	}
 	return s.inTx(ctx, o.op, func(q querier) error { return s.applyFenced(ctx, q, o) })
@@ -395,9 +404,10 @@ func (s *Store) fencedQueryPostgres(o fencedOp) (string, []any) {
 	f := o.f
 	args := append([]any{f.id}, o.args...)
 	args = append(args, f.lease.Token, f.attempt, f.attempt)
-	query := "WITH cur AS (SELECT id, state, lease_token, attempt FROM {d} WHERE id = ? FOR UPDATE)," +
+	query := "WITH cur AS (SELECT id, state, lease_token, attempt, lease_expires_at FROM {d} WHERE id = ? FOR UPDATE)," +
 		" upd AS (UPDATE {d} SET " + o.set + " WHERE id = (SELECT id FROM cur WHERE lease_token = CAST(? AS BIGINT)" +
-		" AND lease_token <> 0 AND state = 'pending' AND (CAST(? AS INTEGER) = 0 OR attempt = CAST(? AS INTEGER))) RETURNING id)"
+		" AND lease_token <> 0 AND state = 'pending' AND lease_expires_at IS NOT NULL" +
+		" AND (CAST(? AS INTEGER) = 0 OR attempt = CAST(? AS INTEGER))) RETURNING id)"
 	if o.attemptArgs != nil {
 		// Parameters in a SELECT list have no type to infer: cast each.
 		query += ", ins AS (INSERT INTO {a} (" + insertAttemptCols + ") SELECT CAST(? AS TEXT), CAST(? AS INTEGER)," +
@@ -405,7 +415,7 @@ func (s *Store) fencedQueryPostgres(o fencedOp) (string, []any) {
 			" CAST(? AS TEXT), CAST(? AS BIGINT) FROM upd)"
 		args = append(args, o.attemptArgs...)
 	}
-	query += " SELECT state, lease_token, attempt, (SELECT COUNT(*) FROM upd) FROM cur"
+	query += " SELECT state, lease_token, attempt, lease_expires_at IS NULL, (SELECT COUNT(*) FROM upd) FROM cur"
 	return s.q(query), args
 }
 
@@ -414,6 +424,7 @@ type fenceRead struct {
 	state   string
 	token   int64
 	attempt int
+	ended   bool // the lease was already ended
 	written int64
 }
 
@@ -429,7 +440,7 @@ func (s *Store) judgePostgres(o fencedOp, r fenceRead, err error) error {
 	if r.written == 1 {
 		return nil
 	}
-	switch err := o.f.check(o.op, r.state, r.token, r.attempt); err {
+	switch err := o.f.check(o.op, r.state, r.token, r.attempt, r.ended); err {
 	case errNoop:
 		return nil
 	case nil:

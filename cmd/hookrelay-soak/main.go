@@ -438,7 +438,7 @@ func terminateSessions(ctx context.Context, store *benchenv.Store, appName strin
 // waitNoPending polls the ledger's stats until no delivery is pending or
 // the deadline passes; it returns how many are still pending.
 func waitNoPending(ctx context.Context, store *benchenv.Store, deadline time.Time) (int64, error) {
-	stats, ok := store.Ledger.(hookrelay.LedgerStats)
+	stats, ok := hookrelay.As[hookrelay.LedgerStats](store.Ledger)
 	if !ok {
 		return 0, errors.New("the ledger has no LedgerStats")
 	}

@@ -1,0 +1,129 @@
+package hookrelaytest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay"
+)
+
+// RunDestinations runs the Destinations contract tests on the harness's
+// DestinationStore: every field round-trips, unknown IDs wrap
+// ErrDestinationNotFound, Disable keeps its first reason, pausing and
+// resuming is seen by the next read, and a cancelled context is refused.
+func RunDestinations(t *testing.T, newHarness NewHarness) {
+	ctx := context.Background()
+	full := func() hookrelay.Destination {
+		p := hookrelay.DefaultPolicy()
+		p.Version, p.MaxAttempts = "accounting-v2", 3
+		return hookrelay.Destination{
+			ID: "dest_full", TenantID: "tenant_a", URL: "https://hooks.example/in?x=1",
+			Secrets:        []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_b2xkc2VjcmV0"},
+			Headers:        map[string]string{"Authorization": "Bearer t0k3n"},
+			Policy:         &p,
+			MaxConcurrency: 2, Timeout: 7 * time.Second, Paused: true,
+			Disabled: true, DisabledReason: hookrelay.ReasonDestinationGone,
+		}
+	}
+
+	t.Run("EveryFieldRoundTrips", func(t *testing.T) {
+		h := newHarness(t)
+		want := full()
+		require.NoError(t, h.Destinations.Put(ctx, want))
+		got, err := h.Destinations.Destination(ctx, want.ID)
+		require.NoError(t, err)
+		assert.Equal(t, want.ID, got.ID)
+		assert.Equal(t, want.TenantID, got.TenantID)
+		assert.Equal(t, want.URL, got.URL)
+		assert.Equal(t, want.Secrets, got.Secrets)
+		assert.Equal(t, want.Headers, got.Headers)
+		require.NotNil(t, got.Policy)
+		assert.Equal(t, *want.Policy, *got.Policy)
+		assert.Equal(t, want.MaxConcurrency, got.MaxConcurrency)
+		assert.Equal(t, want.Timeout, got.Timeout)
+		assert.Equal(t, want.Paused, got.Paused)
+		assert.Equal(t, want.Disabled, got.Disabled)
+		assert.Equal(t, want.DisabledReason, got.DisabledReason)
+
+		plain := hookrelay.Destination{ID: "dest_plain", URL: "https://hooks.example/plain"}
+		require.NoError(t, h.Destinations.Put(ctx, plain))
+		got, err = h.Destinations.Destination(ctx, plain.ID)
+		require.NoError(t, err)
+		assert.Nil(t, got.Policy, "no override stays no override")
+		assert.False(t, got.Paused || got.Disabled)
+	})
+
+	t.Run("PutReplacesAndTheNextReadSeesIt", func(t *testing.T) {
+		h := newHarness(t)
+		d := full()
+		require.NoError(t, h.Destinations.Put(ctx, d))
+		d.URL, d.Secrets, d.Policy, d.Paused, d.Disabled, d.DisabledReason = "https://hooks.example/v2", []string{"whsec_bmV3"}, nil, false, false, ""
+		require.NoError(t, h.Destinations.Put(ctx, d))
+		got, err := h.Destinations.Destination(ctx, d.ID)
+		require.NoError(t, err)
+		assert.Equal(t, d.URL, got.URL, "a corrected URL takes effect on the next attempt")
+		assert.Equal(t, d.Secrets, got.Secrets)
+		assert.Nil(t, got.Policy)
+		assert.False(t, got.Disabled)
+	})
+
+	t.Run("UnknownDestination", func(t *testing.T) {
+		h := newHarness(t)
+		_, err := h.Destinations.Destination(ctx, "dest_missing")
+		assert.ErrorIs(t, err, hookrelay.ErrDestinationNotFound)
+		assert.ErrorIs(t, h.Destinations.Disable(ctx, hookrelay.DisableParams{ID: "dest_missing", Reason: "gone", Now: base}), hookrelay.ErrDestinationNotFound)
+		assert.ErrorIs(t, h.Destinations.SetPaused(ctx, "dest_missing", true), hookrelay.ErrDestinationNotFound)
+	})
+
+	t.Run("DisableKeepsTheFirstReason", func(t *testing.T) {
+		h := newHarness(t)
+		require.NoError(t, h.Destinations.Put(ctx, hookrelay.Destination{ID: "dest_1", URL: "https://hooks.example/in"}))
+		require.NoError(t, h.Destinations.Disable(ctx, hookrelay.DisableParams{ID: "dest_1", Reason: hookrelay.ReasonDestinationGone, Now: base}))
+		require.NoError(t, h.Destinations.Disable(ctx, hookrelay.DisableParams{ID: "dest_1", Reason: "later", Now: base.Add(time.Hour)}), "disabling twice is a no-op")
+		got, err := h.Destinations.Destination(ctx, "dest_1")
+		require.NoError(t, err)
+		assert.True(t, got.Disabled)
+		assert.Equal(t, hookrelay.ReasonDestinationGone, got.DisabledReason)
+	})
+
+	t.Run("PauseAndResume", func(t *testing.T) {
+		h := newHarness(t)
+		require.NoError(t, h.Destinations.Put(ctx, hookrelay.Destination{ID: "dest_1", URL: "https://hooks.example/in"}))
+		for _, paused := range []bool{true, true, false, false} {
+			require.NoError(t, h.Destinations.SetPaused(ctx, "dest_1", paused))
+			got, err := h.Destinations.Destination(ctx, "dest_1")
+			require.NoError(t, err)
+			assert.Equal(t, paused, got.Paused)
+		}
+	})
+
+	t.Run("ReadsReturnCopies", func(t *testing.T) {
+		h := newHarness(t)
+		require.NoError(t, h.Destinations.Put(ctx, full()))
+		got, err := h.Destinations.Destination(ctx, "dest_full")
+		require.NoError(t, err)
+		got.Secrets[0], got.Headers["Authorization"], got.Policy.MaxAttempts = "whsec_changed", "changed", 99
+		again, err := h.Destinations.Destination(ctx, "dest_full")
+		require.NoError(t, err)
+		assert.Equal(t, full().Secrets, again.Secrets, "a caller cannot edit the stored destination through a read")
+		assert.Equal(t, full().Headers, again.Headers)
+		assert.Equal(t, 3, again.Policy.MaxAttempts)
+	})
+
+	t.Run("CancelledContextIsRefused", func(t *testing.T) {
+		h := newHarness(t)
+		require.NoError(t, h.Destinations.Put(ctx, hookrelay.Destination{ID: "dest_1", URL: "https://hooks.example/in"}))
+		cancelled, cancel := context.WithCancel(ctx)
+		cancel()
+		_, err := h.Destinations.Destination(cancelled, "dest_1")
+		assert.ErrorIs(t, err, context.Canceled, "Destination")
+		assert.ErrorIs(t, h.Destinations.Disable(cancelled, hookrelay.DisableParams{ID: "dest_1", Reason: "gone", Now: base}), context.Canceled, "Disable")
+		got, err := h.Destinations.Destination(ctx, "dest_1")
+		require.NoError(t, err)
+		assert.False(t, got.Disabled, "a refused Disable changed nothing")
+	})
+}
