@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -333,16 +335,44 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 // discards up to drainBytes more so the connection can be reused. A read
 // error (e.g. a reset after the headers) ends the snippet; the status code
 // already decides the result.
+//
+// Redaction must hold wherever a secret falls. A margin as long as the
+// longest secret is read beyond n, so a secret straddling byte n is seen
+// whole; and a trailing start of a secret (cut by the read limit, or by the
+// recipient) is dropped before redaction, because masks are shorter than
+// the secrets they replace and would otherwise pull that partial secret
+// back inside the first n bytes.
 func readSnippet(body io.Reader, n int, secrets []string) string {
-	// Read a margin beyond n so that a secret straddling the cut is still
-	// seen whole by redact.
 	margin := 0
 	for _, s := range secrets {
 		margin = max(margin, len(s))
 	}
-	buf, _ := io.ReadAll(io.LimitReader(body, int64(n+margin)))
+	limit := n + margin
+	buf, _ := io.ReadAll(io.LimitReader(body, int64(limit)))
 	_, _ = io.Copy(io.Discard, io.LimitReader(body, drainBytes))
-	return truncate(redact(string(buf), secrets), n)
+	return truncate(redact(dropPartialSecret(string(buf), secrets), secrets), n)
+}
+
+// dropPartialSecret cuts s before any suffix that is a proper prefix of
+// one of the secrets: text that may be the start of a secret whose end was
+// not read. It repeats until no such suffix is left, since a cut can
+// itself leave a whole secret partial.
+func dropPartialSecret(s string, secrets []string) string {
+	for {
+		cut := len(s)
+		for _, sec := range secrets {
+			for k := min(len(sec)-1, len(s)); k > 0; k-- {
+				if strings.HasSuffix(s, sec[:k]) {
+					cut = min(cut, len(s)-k)
+					break
+				}
+			}
+		}
+		if cut == len(s) {
+			return s
+		}
+		s = s[:cut]
+	}
 }
 
 // truncate cuts s to at most n bytes on a rune boundary and makes it valid
@@ -373,8 +403,11 @@ func errorDetail(err error) string {
 }
 
 // secretsOf lists the strings of a destination that must never appear in
-// a diagnostic: signing secrets (whole and without their prefix), header
-// values (Authorization and the like) and URL credentials.
+// a diagnostic: signing secrets (whole, without their prefix, and their
+// decoded key bytes in raw, base64 and hex forms), header values
+// (Authorization and the like, and the token after an auth scheme), URL
+// credentials (raw, escaped, and as the "Basic base64(user:password)" value
+// Go's client builds from them) and URL query values.
 func secretsOf(d hookrelay.Destination) []string {
 	var out []string
 	add := func(s string) {
@@ -385,6 +418,14 @@ func secretsOf(d hookrelay.Destination) []string {
 	for _, s := range d.Secrets {
 		add(s)
 		add(strings.TrimPrefix(s, signature.SecretPrefix))
+		if key, err := signature.DecodeSecret(s); err == nil {
+			add(string(key))
+			add(base64.StdEncoding.EncodeToString(key))
+			add(base64.RawStdEncoding.EncodeToString(key))
+			add(base64.URLEncoding.EncodeToString(key))
+			add(base64.RawURLEncoding.EncodeToString(key))
+			add(hex.EncodeToString(key))
+		}
 	}
 	for _, v := range d.Headers {
 		add(v)
@@ -394,11 +435,18 @@ func secretsOf(d hookrelay.Destination) []string {
 	}
 	if u, err := url.Parse(d.URL); err == nil && u.User != nil {
 		add(u.User.String())
-		add(u.User.Username())
-		if pw, ok := u.User.Password(); ok {
+		name := u.User.Username()
+		add(name)
+		add(url.QueryEscape(name))
+		pw, ok := u.User.Password()
+		if ok {
 			add(pw)
 			add(url.QueryEscape(pw))
 		}
+		// What net/http sends as Authorization for URL user info.
+		basic := base64.StdEncoding.EncodeToString([]byte(name + ":" + pw))
+		add(basic)
+		add(name + ":" + pw)
 	}
 	if u, err := url.Parse(d.URL); err == nil {
 		for _, vs := range u.Query() { // ?token=… is a credential too
