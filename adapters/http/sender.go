@@ -255,6 +255,16 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 		return hookrelay.Permanent(hookrelay.ReasonUnsupportedScheme).
 			WithDetail(redact(fmt.Sprintf("scheme %q is not http or https", u.Scheme), secrets))
 	}
+	if a, numeric, ok := numericHost(u.Hostname()); numeric {
+		// The resolver would fail on these (a retried dns_failure) while
+		// other software reads them as addresses: refused at once.
+		if ok && !addrAllowed(a, s.cfg.AllowNetworks) {
+			return hookrelay.Permanent(hookrelay.ReasonDestinationBlocked).
+				WithDetail(fmt.Sprintf("host is a numeric spelling of %s, which is not allowed (SSRF guard; see Config.AllowNetworks)", a))
+		}
+		return hookrelay.Permanent(hookrelay.ReasonInvalidURL).
+			WithDetail("host is a numeric address in a form other than a dotted quad; write it as a.b.c.d")
+	}
 	if len(d.Payload) > s.cfg.MaxPayloadBytes {
 		return hookrelay.Permanent(hookrelay.ReasonPayloadTooLarge).
 			WithDetail(fmt.Sprintf("payload is %d bytes, over the sender's %d-byte limit", len(d.Payload), s.cfg.MaxPayloadBytes))
