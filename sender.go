@@ -2,6 +2,7 @@ package hookrelay
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -31,3 +32,28 @@ type SenderFunc func(ctx context.Context, params SendParams) Result
 
 // Send calls f.
 func (f SenderFunc) Send(ctx context.Context, params SendParams) Result { return f(ctx, params) }
+
+// SendTimeouter is an optional interface of a Sender whose attempts are
+// bounded by a timeout (the HTTP sender's is). SendTimeout returns the
+// longest one Send to dest may take. Client.Prepare refuses to enqueue for
+// a destination whose send timeout is not below Config.LeaseFor, since the
+// lease would cut every attempt off (an unknown outcome, every time, until
+// the delivery is dead). Without it, the destination's own Timeout is
+// checked.
+type SendTimeouter interface {
+	SendTimeout(dest Destination) time.Duration
+}
+
+// checkLease refuses a destination whose attempts cannot finish inside a
+// lease.
+func (c *Client) checkLease(dest Destination) error {
+	timeout := dest.Timeout
+	if st, ok := c.sender.(SendTimeouter); ok {
+		timeout = st.SendTimeout(dest)
+	}
+	if timeout > 0 && timeout >= c.cfg.LeaseFor {
+		return &ValidationError{Kind: ErrInvalidConfig, Field: "LeaseFor", Problem: fmt.Sprintf(
+			"%v must exceed the send timeout %v of destination %s: the lease would cut every attempt off", c.cfg.LeaseFor, timeout, quote(dest.ID))}
+	}
+	return nil
+}

@@ -109,7 +109,10 @@ type Sender struct {
 	tr     *http.Transport
 }
 
-var _ hookrelay.Sender = (*Sender)(nil)
+var (
+	_ hookrelay.Sender        = (*Sender)(nil)
+	_ hookrelay.SendTimeouter = (*Sender)(nil)
+)
 
 // New returns a Sender. It returns an error wrapping
 // hookrelay.ErrInvalidConfig for negative sizes or durations.
@@ -231,6 +234,16 @@ func validHeader(name, value string) bool {
 	return !strings.ContainsAny(value, "\r\n\x00")
 }
 
+// SendTimeout implements hookrelay.SendTimeouter: the destination's
+// Timeout, or Config.Timeout when it has none. The client refuses to
+// enqueue for a destination whose timeout is not below its LeaseFor.
+func (s *Sender) SendTimeout(dest hookrelay.Destination) time.Duration {
+	if dest.Timeout > 0 {
+		return dest.Timeout
+	}
+	return s.cfg.Timeout
+}
+
 // CloseIdleConnections closes kept-alive connections that carry no request.
 func (s *Sender) CloseIdleConnections() { s.tr.CloseIdleConnections() }
 
@@ -280,11 +293,7 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 		}
 	}
 
-	timeout := dest.Timeout
-	if timeout <= 0 {
-		timeout = s.cfg.Timeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.SendTimeout(dest))
 	defer cancel()
 	var written atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
