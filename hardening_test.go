@@ -174,3 +174,20 @@ func TestRedriveRefusesABlankActorOrReason(t *testing.T) {
 	_, err := c.StopRedrive(context.Background(), "rdv_x", "  ")
 	assert.ErrorIs(t, err, hookrelay.ErrInvalidRequest)
 }
+
+// TestOperatorErrorsQuoteAShortPrefix: the operator API given a 100 KB
+// argument answers with a short error.
+func TestOperatorErrorsQuoteAShortPrefix(t *testing.T) {
+	c, _ := newClient(t)
+	huge := strings.Repeat("x", 100<<10)
+	ctx := context.Background()
+	_, err := c.DeadLetters(ctx, hookrelay.DeadLettersParams{Cursor: huge})
+	require.ErrorIs(t, err, hookrelay.ErrInvalidRequest)
+	assert.Less(t, len(err.Error()), 400, "%.500s", err)
+	err = c.PauseDestination(ctx, huge)
+	require.Error(t, err)
+	assert.Less(t, len(err.Error()), 400, "%.1000s", err)
+	_, err = c.Delivery(ctx, huge)
+	require.ErrorIs(t, err, hookrelay.ErrNotFound)
+	assert.Less(t, len(err.Error()), 400, "%.1000s", err)
+}

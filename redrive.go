@@ -537,7 +537,10 @@ func (c *Client) setPaused(ctx context.Context, id string, paused bool) error {
 		return fmt.Errorf("pause destination: %w (Destinations is not a DestinationPauser)", ErrUnsupported)
 	}
 	if err := dp.SetPaused(ctx, id, paused); err != nil {
-		return fmt.Errorf("hookrelay: set destination %q paused=%t: %w", id, paused, err)
+		if errors.Is(err, ErrDestinationNotFound) {
+			err = ErrDestinationNotFound // an adapter's text repeats the whole ID
+		}
+		return fmt.Errorf("hookrelay: set destination %s paused=%t: %w", quote(id), paused, err)
 	}
 	w := &c.worker
 	w.mu.Lock()
