@@ -4,7 +4,6 @@ import (
 	"context"
 	crand "crypto/rand"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -221,9 +220,7 @@ type EnqueueParams struct {
 	DestinationID string
 	// EventType, e.g. "lease.payment_recorded" (required, at most 255 bytes).
 	EventType string
-	// Scope holds free-form labels (property, lease, shipment…): at most
-	// MaxScopeLabels (64) labels, keys of at most MaxScopeKeyBytes (255)
-	// bytes and values of at most MaxScopeValueBytes (1 KiB).
+	// Scope holds free-form labels (property, lease, shipment…).
 	Scope map[string]string
 	// Payload is sent unchanged on every attempt; at most MaxPayloadBytes.
 	Payload []byte
@@ -282,10 +279,8 @@ func (c *Client) Prepare(ctx context.Context, params []EnqueueParams) ([]Deliver
 		dest, ok := dests[p.DestinationID]
 		if !ok {
 			dest, err = c.destinations.Destination(ctx, p.DestinationID)
-			if errors.Is(err, ErrDestinationNotFound) {
-				err = ErrDestinationNotFound // an adapter's text repeats the whole ID
-			}
 			if err != nil {
+				err = shortNotFound(err)
 				return nil, fmt.Errorf("enqueue params[%d] (event %s): destination %s: %w", i, quote(p.EventID), quote(p.DestinationID), err)
 			}
 			dests[p.DestinationID] = dest

@@ -1,6 +1,7 @@
 package hookrelay
 
 import (
+	"errors"
 	"fmt"
 	"unicode/utf8"
 )
@@ -53,4 +54,14 @@ func checkScope(scope map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// shortNotFound replaces an adapter's destination-not-found error, whose
+// text repeats the whole ID, with the bare sentinel; the caller's message
+// names the destination by a prefix.
+func shortNotFound(err error) error {
+	if errors.Is(err, ErrDestinationNotFound) {
+		return ErrDestinationNotFound
+	}
+	return err
 }

@@ -537,10 +537,7 @@ func (c *Client) setPaused(ctx context.Context, id string, paused bool) error {
 		return fmt.Errorf("pause destination: %w (Destinations is not a DestinationPauser)", ErrUnsupported)
 	}
 	if err := dp.SetPaused(ctx, id, paused); err != nil {
-		if errors.Is(err, ErrDestinationNotFound) {
-			err = ErrDestinationNotFound // an adapter's text repeats the whole ID
-		}
-		return fmt.Errorf("hookrelay: set destination %s paused=%t: %w", quote(id), paused, err)
+		return fmt.Errorf("hookrelay: set destination %s paused=%t: %w", quote(id), paused, shortNotFound(err))
 	}
 	w := &c.worker
 	w.mu.Lock()
