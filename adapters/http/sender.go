@@ -381,7 +381,7 @@ func dropPartialSecret(s string, secrets []string) string {
 		cut := len(s)
 		for _, sec := range secrets {
 			for k := min(len(sec)-1, len(s)); k > 0; k-- {
-				if strings.HasSuffix(s, sec[:k]) {
+				if s[len(s)-1] == sec[k-1] && strings.HasSuffix(s, sec[:k]) {
 					cut = min(cut, len(s)-k)
 					break
 				}
