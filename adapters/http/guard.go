@@ -119,9 +119,9 @@ func addrAllowed(a netip.Addr, allow []netip.Prefix) bool {
 // spellings inet_aton(3) and the WHATWG URL standard accept but Go's
 // resolver does not: fewer than four parts ("127.1"), a single number
 // ("2130706433"), octal ("017700000001", "0177.0.0.1") or hex ("0x7f.1")
-// parts. A host whose last label is a number is numeric (as in the URL
-// standard); ok says whether it spells a valid address, and a. A
-// canonical dotted quad is not reported: the dialer checks it.
+// parts. As in the URL standard, a host whose last label is a number is
+// numeric; ok says whether it spells a valid address, and a is that
+// address. A canonical dotted quad is not reported: the dialer checks it.
 func numericHost(host string) (a netip.Addr, numeric, ok bool) {
 	if _, err := netip.ParseAddr(host); err == nil {
 		return netip.Addr{}, false, false
