@@ -57,9 +57,9 @@ func TestTextRedactsBeforeItCuts(t *testing.T) {
 		{"whsec_S3k1LXNpZ25pbmcta2V5LWJ5dGVzLTAxMjM0NTY3ODk=", "S3k1LXNpZ25pbmcta2V5LWJ5dGVzLTAxMjM0NTY3ODk="},
 	}
 	for _, f := range forms {
-		for pad := 0; pad < 200; pad++ {
-			in := strings.Repeat(" ", pad) + strings.Repeat(f.form+" ", 8)
-			for _, max := range []int{32, 64, 100, 256} {
+		for pad := 0; pad < 130; pad++ { // every alignment of a secret with each cut
+			in := strings.Repeat(" ", pad) + strings.Repeat(f.form+" ", 6)
+			for _, max := range []int{32, 64, 100} {
 				got := Text(in, max)
 				if strings.Contains(got, f.secret[:4]) {
 					t.Fatalf("Text(pad %d, max %d) of %q leaks a prefix: %q", pad, max, f.form, got)
