@@ -103,6 +103,7 @@ func (s timeoutSender) SendTimeout(dest hookrelay.Destination) time.Duration {
 }
 
 func TestEnqueueRefusesALeaseShorterThanTheSendTimeout(t *testing.T) {
+	plain := hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result { return hookrelay.Delivered(200) })
 	tests := []struct {
 		name     string
 		sender   hookrelay.Sender
@@ -114,8 +115,9 @@ func TestEnqueueRefusesALeaseShorterThanTheSendTimeout(t *testing.T) {
 		{"sender timeout over the lease", timeoutSender{10 * time.Second}, 5 * time.Second, 0, false},
 		{"sender timeout equal to the lease", timeoutSender{10 * time.Second}, 10 * time.Second, 0, false},
 		{"destination timeout over the lease", timeoutSender{time.Second}, 5 * time.Second, 30 * time.Second, false},
-		{"destination timeout over the lease, plain sender", nil, 5 * time.Second, 30 * time.Second, false},
-		{"destination timeout below the default lease", nil, 0, 30 * time.Second, true},
+		{"destination timeout over the lease, plain sender", plain, 5 * time.Second, 30 * time.Second, false},
+		{"destination timeout below the default lease", plain, 0, 30 * time.Second, true},
+		{"enqueue-only client: the workers' lease is not its own", nil, 5 * time.Second, 30 * time.Second, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -38,15 +38,20 @@ func (f SenderFunc) Send(ctx context.Context, params SendParams) Result { return
 // longest one Send to dest may take. Client.Prepare refuses to enqueue for
 // a destination whose send timeout is not below Config.LeaseFor, since the
 // lease would cut every attempt off (an unknown outcome, every time, until
-// the delivery is dead). Without it, the destination's own Timeout is
-// checked.
+// the delivery is dead). For a Sender without it, the destination's own
+// Timeout is checked; a client without a Sender (enqueue only) checks
+// nothing.
 type SendTimeouter interface {
 	SendTimeout(dest Destination) time.Duration
 }
 
 // checkLease refuses a destination whose attempts cannot finish inside a
-// lease.
+// lease. A client without a Sender only enqueues: the workers' LeaseFor is
+// not its own, so it has nothing to check.
 func (c *Client) checkLease(dest Destination) error {
+	if c.sender == nil {
+		return nil
+	}
 	timeout := dest.Timeout
 	if st, ok := c.sender.(SendTimeouter); ok {
 		timeout = st.SendTimeout(dest)
