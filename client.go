@@ -302,26 +302,32 @@ func (c *Client) Prepare(ctx context.Context, params []EnqueueParams) ([]Deliver
 			err = bad("Payload", fmt.Sprintf("is %d bytes, over the %d-byte limit", len(p.Payload), c.cfg.MaxPayloadBytes))
 		case p.EnvelopeVersion < 0 || p.EnvelopeVersion > EnvelopeVersion:
 			err = bad("EnvelopeVersion", fmt.Sprintf("%d is unknown (this library writes versions 1 to %d)", p.EnvelopeVersion, EnvelopeVersion))
+		default:
+			err = checkScope(p.Scope)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("enqueue params[%d] (event %q): %w", i, p.EventID, err)
+			return nil, fmt.Errorf("enqueue params[%d] (event %s): %w", i, quote(p.EventID), err)
 		}
 		dest, ok := dests[p.DestinationID]
 		if !ok {
 			dest, err = c.destinations.Destination(ctx, p.DestinationID)
 			if err != nil {
-				return nil, fmt.Errorf("enqueue params[%d] (event %q): destination %q: %w", i, p.EventID, p.DestinationID, err)
+				err = shortNotFound(err)
+				return nil, fmt.Errorf("enqueue params[%d] (event %s): destination %s: %w", i, quote(p.EventID), quote(p.DestinationID), err)
 			}
 			dests[p.DestinationID] = dest
 		}
 		if dest.TenantID != "" && dest.TenantID != p.TenantID {
-			return nil, fmt.Errorf("enqueue params[%d] (event %q): %w", i, p.EventID,
-				bad("TenantID", fmt.Sprintf("%q does not own destination %q", p.TenantID, p.DestinationID)))
+			return nil, fmt.Errorf("enqueue params[%d] (event %s): %w", i, quote(p.EventID),
+				bad("TenantID", fmt.Sprintf("%s does not own destination %s", quote(p.TenantID), quote(p.DestinationID))))
+		}
+		if err := c.checkLease(dest); err != nil {
+			return nil, fmt.Errorf("enqueue params[%d]: %w", i, err)
 		}
 		policy := c.policy
 		if dest.Policy != nil {
 			if err := dest.Policy.Validate(); err != nil {
-				return nil, fmt.Errorf("enqueue params[%d]: destination %q policy: %w", i, p.DestinationID, err)
+				return nil, fmt.Errorf("enqueue params[%d]: destination %s policy: %w", i, quote(p.DestinationID), err)
 			}
 			policy = *dest.Policy
 		}

@@ -104,7 +104,7 @@ func ParseDeadLetterCursor(s string) (DeadLetterCursor, error) {
 			}
 		}
 	}
-	return DeadLetterCursor{}, &ValidationError{Kind: ErrInvalidRequest, Field: "Cursor", Problem: fmt.Sprintf("%q is not a dead-letter cursor", s)}
+	return DeadLetterCursor{}, &ValidationError{Kind: ErrInvalidRequest, Field: "Cursor", Problem: fmt.Sprintf("%s is not a dead-letter cursor", quote(s))}
 }
 
 // ListDeadParams are the inputs of DeadLetterLedger.ListDead.

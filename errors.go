@@ -63,7 +63,11 @@ func (e *OpError) Error() string {
 	if e.DeliveryID == "" {
 		return fmt.Sprintf("hookrelay: %s: %v", e.Op, e.Err)
 	}
-	return fmt.Sprintf("hookrelay: %s %s: %v", e.Op, e.DeliveryID, e.Err)
+	id := e.DeliveryID
+	if len(id) > quoteMax { // a caller's over-long ID: name it by a prefix
+		id = quote(id)
+	}
+	return fmt.Sprintf("hookrelay: %s %s: %v", e.Op, id, e.Err)
 }
 
 func (e *OpError) Unwrap() error { return e.Err }

@@ -12,7 +12,8 @@ type Policy struct {
 	// MaxAttempts is the total attempt budget, including the first.
 	// Defaults to 7.
 	MaxAttempts int
-	// BaseDelay is the backoff ceiling for the first retry. Defaults to 1s.
+	// BaseDelay is the backoff ceiling for the first retry; at least
+	// MinRetryDelay (1ms) when MaxAttempts is above 1. Defaults to 1s.
 	BaseDelay time.Duration
 	// MaxDelay caps every delay, including a recipient's Retry-After.
 	// Defaults to 15m.
@@ -22,6 +23,12 @@ type Policy struct {
 	// instead of being sent or retried. Zero means no window.
 	MaxAge time.Duration
 }
+
+// MinRetryDelay is the smallest BaseDelay of a policy that retries
+// (MaxAttempts above 1). With no delay at all, a failing recipient would get
+// the whole attempt budget at once (a thousand requests in a second);
+// Validate refuses such a policy rather than clamping it silently.
+const MinRetryDelay = time.Millisecond
 
 // DefaultPolicy returns the defaults: 7 attempts, 1 s base, 15 min cap, full
 // jitter, no delivery window, version "default".
@@ -51,6 +58,8 @@ func (p Policy) Validate() error {
 		return bad("BaseDelay", "must not be negative")
 	case p.MaxDelay < 0:
 		return bad("MaxDelay", "must not be negative")
+	case p.MaxAttempts > 1 && p.BaseDelay < MinRetryDelay:
+		return bad("BaseDelay", "must be at least 1ms when MaxAttempts is above 1: retries with no delay hammer a failing recipient")
 	case p.MaxDelay < p.BaseDelay:
 		return bad("MaxDelay", "must not be below BaseDelay")
 	case p.MaxAge < 0:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -142,10 +143,11 @@ type DestinationPauser interface {
 type RedriveParams struct {
 	// Filter selects the dead-lettered deliveries.
 	Filter DeadLetterFilter
-	// Actor names who asks (required); it is recorded and given to the
-	// Authorizer.
+	// Actor names who asks (required, not only white space); it is
+	// recorded and given to the Authorizer.
 	Actor string
-	// Reason says why, in free text (required); it is recorded.
+	// Reason says why, in free text (required, not only white space); it
+	// is recorded.
 	Reason string
 	// RatePerSecond caps how many deliveries per second go back to each
 	// destination (required, positive). The worker sends them as they
@@ -191,10 +193,10 @@ func (c *Client) Redrive(ctx context.Context, params RedriveParams) (RedriveAudi
 		return &ValidationError{Kind: ErrInvalidRequest, Field: field, Problem: problem}
 	}
 	switch {
-	case params.Actor == "":
-		return RedriveAudit{}, bad("Actor", "must not be empty")
-	case params.Reason == "":
-		return RedriveAudit{}, bad("Reason", "must not be empty")
+	case strings.TrimSpace(params.Actor) == "":
+		return RedriveAudit{}, bad("Actor", "must not be empty or only white space")
+	case strings.TrimSpace(params.Reason) == "":
+		return RedriveAudit{}, bad("Reason", "must not be empty or only white space")
 	case !(params.RatePerSecond > 0) || params.RatePerSecond > 1e6:
 		return RedriveAudit{}, bad("RatePerSecond", "must be positive and at most 1e6")
 	case params.BatchSize < 0:
@@ -274,8 +276,8 @@ func (c *Client) StopRedrive(ctx context.Context, id, actor string) (RedriveAudi
 	if err != nil {
 		return RedriveAudit{}, err
 	}
-	if actor == "" {
-		return RedriveAudit{}, &ValidationError{Kind: ErrInvalidRequest, Field: "actor", Problem: "must not be empty"}
+	if strings.TrimSpace(actor) == "" {
+		return RedriveAudit{}, &ValidationError{Kind: ErrInvalidRequest, Field: "actor", Problem: "must not be empty or only white space"}
 	}
 	a, err := log.RedriveAudit(ctx, id)
 	if err != nil {
@@ -538,7 +540,7 @@ func (c *Client) setPaused(ctx context.Context, id string, paused bool) error {
 		return fmt.Errorf("pause destination: %w (Destinations is not a DestinationPauser)", ErrUnsupported)
 	}
 	if err := dp.SetPaused(ctx, id, paused); err != nil {
-		return fmt.Errorf("hookrelay: set destination %q paused=%t: %w", id, paused, err)
+		return fmt.Errorf("hookrelay: set destination %s paused=%t: %w", quote(id), paused, shortNotFound(err))
 	}
 	w := &c.worker
 	w.dests.forget(id)

@@ -27,6 +27,7 @@
 // type, never their message.
 //
 //	input: unparsable URL                 permanent  invalid_url
+//	input: host like 127.1 or 2130706433  permanent  destination_blocked (invalid_url if allowed)
 //	input: scheme not http/https          permanent  unsupported_scheme
 //	input: payload over MaxPayloadBytes   permanent  payload_too_large
 //	input: signing secret not whsec_ b64  permanent  invalid_signing_secret
@@ -64,19 +65,28 @@
 //
 // # SSRF guard
 //
-// On by default: the dialer refuses loopback, private (RFC 1918,
+// On by default: the dialer refuses every address of the IANA IPv4 and
+// IPv6 special-purpose registries — loopback, private (RFC 1918,
 // fc00::/7), link-local (169.254.0.0/16 including 169.254.169.254,
-// fe80::/10), carrier-grade NAT (100.64.0.0/10), multicast, unspecified and
-// reserved addresses, and IPv4-mapped, NAT64 and 6to4 forms of them. The
+// fe80::/10), carrier-grade NAT (100.64.0.0/10), documentation,
+// benchmarking, local-use NAT64, multicast, unspecified and reserved — kept
+// in one table; an IPv6 address embedding an IPv4 address (IPv4-mapped,
+// SIIT, NAT64, 6to4, Teredo) is decided on the embedded address. The
 // check runs at dial time on the resolved address, so names that resolve
-// to such addresses and odd literal spellings (http://2130706433/,
-// http://0x7f.1/, http://[::ffff:127.0.0.1]/) are refused too.
-// Config.AllowNetworks opens exceptions.
+// to such addresses and literal spellings such as http://[::ffff:127.0.0.1]/
+// are refused too. Numeric host spellings Go's resolver does not read
+// (http://127.1/, http://2130706433/, http://0x7f.1/) are refused before
+// any lookup, as permanent destination_blocked (or invalid_url when the
+// address they spell is allowed), never retried. Config.AllowNetworks
+// opens exceptions.
 //
 // # Secrets
 //
 // Signing secrets, destination header values and URL credentials never
 // appear in a Result (Detail, Reason), so never in the ledger, logs or
 // observer events: errors are reduced to their cause without the URL, and
-// response snippets are scrubbed of those values.
+// response snippets are scrubbed of those values in every spelling the
+// sender knows (including the Basic header Go builds from URL user info
+// and the decoded signing key), before they are cut, so no part of a
+// secret survives at the cut.
 package hookhttp

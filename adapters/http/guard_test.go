@@ -192,15 +192,160 @@ func TestGuardRefusesBlockedAddressesAtDialTime(t *testing.T) {
 	}
 	assert.Empty(t, reached(), "the guard refuses before the dialer's own Control runs")
 
-	// Go does not read all-numeric hosts as addresses, nor look them up as
-	// names (the fake DNS would map them to 127.0.0.1): they fail to resolve
-	// and nothing is dialled, so they cannot slip through either.
-	for _, u := range []string{"http://2130706433:9/", "http://0177.0.0.1:9/", "http://127.1:9/", "http://017700000001/"} {
+	// Numeric spellings Go's resolver does not read (it would fail them as
+	// a retried dns_failure, while other software reads them as addresses)
+	// are refused at once, before any lookup or dial.
+	for _, u := range []string{
+		"http://2130706433:9/", "http://0177.0.0.1:9/", "http://127.1:9/", "http://017700000001/",
+		"http://0x7f.1/", "http://0x7f000001./", "http://0xa9.0xfe.0xa9.0xfe/", "http://10.1/", "http://0/",
+		"http://user:pass@0x0a000001/",
+	} {
 		res := s.Send(context.Background(), sendParams(u, "{}"))
-		assert.Contains(t, []string{hookrelay.ReasonDestinationBlocked, hookrelay.ReasonDNSFailure}, res.Reason, u)
-		assert.NotEqual(t, hookrelay.KindDelivered, res.Kind, u)
+		assert.Equal(t, hookrelay.KindPermanent, res.Kind, u)
+		assert.Equal(t, hookrelay.ReasonDestinationBlocked, res.Reason, u)
+		assert.NotContains(t, res.Detail, "pass", u)
 	}
 	assert.Empty(t, reached())
+}
+
+func TestNumericHostSpellingsAreRefusedAtOnce(t *testing.T) {
+	dialer, reached := abortingDialer(t, dnsAnswers)
+	s := newTestSender(t, Config{AllowNetworks: loopback, Dialer: dialer})
+	tests := []struct {
+		url, reason string
+	}{
+		{"http://1.1/", hookrelay.ReasonInvalidURL},         // 1.0.0.1: public, but not a spelling to dial
+		{"http://3627734018/", hookrelay.ReasonInvalidURL},  // 216.58.214.2
+		{"http://127.1/", hookrelay.ReasonInvalidURL},       // allowed loopback, still not dialled
+		{"http://1.2.3.4.5/", hookrelay.ReasonInvalidURL},   // too many parts
+		{"http://1.2.3.256/", hookrelay.ReasonInvalidURL},   // a part over 255
+		{"http://4294967296/", hookrelay.ReasonInvalidURL},  // over 32 bits
+		{"http://example.089/", hookrelay.ReasonInvalidURL}, // ends in a number that is not one
+		{"http://0x100000000/", hookrelay.ReasonInvalidURL}, // over 32 bits in hex
+		{"http://192.168.0x1.1/", hookrelay.ReasonDestinationBlocked},
+		{"http://0300.0250.1.1/", hookrelay.ReasonDestinationBlocked}, // 192.168.1.1 in octal
+	}
+	for _, tt := range tests {
+		res := s.Send(context.Background(), sendParams(tt.url, "{}"))
+		assert.Equal(t, hookrelay.KindPermanent, res.Kind, tt.url)
+		assert.Equal(t, tt.reason, res.Reason, tt.url)
+	}
+	assert.Empty(t, reached(), "nothing is resolved or dialled")
+}
+
+func TestNumericHost(t *testing.T) {
+	tests := []struct {
+		host    string
+		numeric bool
+		addr    string // "" when not a valid spelling
+	}{
+		{"127.0.0.1", false, ""}, // a dotted quad is the dialer's to check
+		{"example.com", false, ""},
+		{"1.example", false, ""},
+		{"0xzz", false, ""},
+		{"127.1", true, "127.0.0.1"},
+		{"2130706433", true, "127.0.0.1"},
+		{"017700000001", true, "127.0.0.1"},
+		{"0x7f.1", true, "127.0.0.1"},
+		{"0x7f000001", true, "127.0.0.1"},
+		{"0177.0.0.1", true, "127.0.0.1"},
+		{"127.0.1", true, "127.0.0.1"},
+		{"127.0.0.1.", true, "127.0.0.1"},
+		{"0x", true, "0.0.0.0"},
+		{"1.2.3.256", true, ""},
+		{"256.1", true, ""},
+		{"1.16777216", true, ""},
+		{"09", true, ""},
+		{"1.2.3.4.5", true, ""},
+	}
+	for _, tt := range tests {
+		a, numeric, ok := numericHost(tt.host)
+		assert.Equal(t, tt.numeric, numeric, tt.host)
+		assert.Equal(t, tt.addr != "", ok, tt.host)
+		if tt.addr != "" {
+			assert.Equal(t, tt.addr, a.String(), tt.host)
+		}
+	}
+}
+
+// lastAddr returns the last address of p.
+func lastAddr(p netip.Prefix) netip.Addr {
+	b := p.Masked().Addr().AsSlice()
+	for i := p.Bits(); i < len(b)*8; i++ {
+		b[i/8] |= 0x80 >> (i % 8)
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
+}
+
+func inSpecialRange(a netip.Addr) bool {
+	for _, r := range specialRanges {
+		if r.prefix.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestGuardRefusesEveryRangeOfTheTable tries each row of the table through
+// the guard's decision: its first, middle and last addresses are refused
+// (or, for a row that embeds an IPv4 address, refused with an internal one
+// embedded and allowed with a public one), and its neighbours outside every
+// row are allowed.
+func TestGuardRefusesEveryRangeOfTheTable(t *testing.T) {
+	embed := func(p netip.Prefix, v4 netip.Addr, at ...int) netip.Addr {
+		b := p.Addr().As16()
+		x := v4.As4()
+		for _, i := range at {
+			copy(b[i:i+4], x[:])
+		}
+		if p.Addr().String() == "2001::" { // Teredo: client inverted in the last 32 bits
+			for i := 12; i < 16; i++ {
+				b[i] = ^b[i]
+			}
+		}
+		return netip.AddrFrom16(b)
+	}
+	internal, public := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("93.184.216.34")
+	for _, r := range specialRanges {
+		t.Run(r.prefix.String(), func(t *testing.T) {
+			first, last := r.prefix.Addr(), lastAddr(r.prefix)
+			if r.embedded == nil {
+				for _, a := range []netip.Addr{first, last, first.Next(), last.Prev()} {
+					assert.False(t, addrAllowed(a, nil), "%s (%s) must be refused", a, r.name)
+				}
+			} else {
+				var at []int
+				switch r.prefix.Addr().String() {
+				case "2002::":
+					at = []int{2}
+				case "2001::":
+					at = []int{4, 12}
+				default:
+					at = []int{12}
+				}
+				bad, good := embed(r.prefix, internal, at...), embed(r.prefix, public, at...)
+				require.True(t, r.prefix.Contains(bad) && r.prefix.Contains(good))
+				assert.False(t, addrAllowed(bad, nil), "%s embeds %s (%s)", bad, internal, r.name)
+				assert.True(t, addrAllowed(good, nil), "%s embeds %s (%s)", good, public, r.name)
+				for _, loop := range []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("169.254.169.254"), netip.MustParseAddr("100.64.0.1")} {
+					assert.False(t, addrAllowed(embed(r.prefix, loop, at...), nil), "%s embedded in %s", loop, r.name)
+				}
+			}
+			for _, n := range []netip.Addr{first.Prev(), last.Next()} {
+				if n.IsValid() && !inSpecialRange(n) && !n.Unmap().Is4() == first.Is6() {
+					assert.True(t, addrAllowed(n, nil), "%s, next to %s, must be allowed", n, r.prefix)
+				}
+			}
+		})
+	}
+	for _, s := range []string{
+		"64:ff9b:1::a00:1", "64:ff9b:1:ffff::1", "::ffff:0:7f00:1", "::ffff:0:a9fe:a9fe",
+		"2001:0:a00:1::", "2001:2::1", "2001:db8::1", "3fff::1", "5f00::1", "2620:4f:8000::1",
+		"192.0.2.1", "198.51.100.1", "203.0.113.1", "192.88.99.1", "255.255.255.255",
+	} {
+		assert.False(t, addrAllowed(netip.MustParseAddr(s), nil), s)
+	}
 }
 
 func TestGuardLetsAllowedAddressesThroughToTheDialer(t *testing.T) {

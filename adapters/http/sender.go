@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -107,7 +109,10 @@ type Sender struct {
 	tr     *http.Transport
 }
 
-var _ hookrelay.Sender = (*Sender)(nil)
+var (
+	_ hookrelay.Sender        = (*Sender)(nil)
+	_ hookrelay.SendTimeouter = (*Sender)(nil)
+)
 
 // New returns a Sender. It returns an error wrapping
 // hookrelay.ErrInvalidConfig for negative sizes or durations.
@@ -229,6 +234,16 @@ func validHeader(name, value string) bool {
 	return !strings.ContainsAny(value, "\r\n\x00")
 }
 
+// SendTimeout implements hookrelay.SendTimeouter: the destination's
+// Timeout, or Config.Timeout when it has none. The client refuses to
+// enqueue for a destination whose timeout is not below its LeaseFor.
+func (s *Sender) SendTimeout(dest hookrelay.Destination) time.Duration {
+	if dest.Timeout > 0 {
+		return dest.Timeout
+	}
+	return s.cfg.Timeout
+}
+
 // CloseIdleConnections closes kept-alive connections that carry no request.
 func (s *Sender) CloseIdleConnections() { s.tr.CloseIdleConnections() }
 
@@ -253,6 +268,16 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 		return hookrelay.Permanent(hookrelay.ReasonUnsupportedScheme).
 			WithDetail(redact(fmt.Sprintf("scheme %q is not http or https", u.Scheme), secrets))
 	}
+	if a, numeric, ok := numericHost(u.Hostname()); numeric {
+		// The resolver would fail on these (a retried dns_failure) while
+		// other software reads them as addresses: refused at once.
+		if ok && !addrAllowed(a, s.cfg.AllowNetworks) {
+			return hookrelay.Permanent(hookrelay.ReasonDestinationBlocked).
+				WithDetail(fmt.Sprintf("host is a numeric spelling of %s, which is not allowed (SSRF guard; see Config.AllowNetworks)", a))
+		}
+		return hookrelay.Permanent(hookrelay.ReasonInvalidURL).
+			WithDetail("host is a numeric address in a form other than a dotted quad; write it as a.b.c.d")
+	}
 	if len(d.Payload) > s.cfg.MaxPayloadBytes {
 		return hookrelay.Permanent(hookrelay.ReasonPayloadTooLarge).
 			WithDetail(fmt.Sprintf("payload is %d bytes, over the sender's %d-byte limit", len(d.Payload), s.cfg.MaxPayloadBytes))
@@ -268,11 +293,7 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 		}
 	}
 
-	timeout := dest.Timeout
-	if timeout <= 0 {
-		timeout = s.cfg.Timeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.SendTimeout(dest))
 	defer cancel()
 	var written atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
@@ -333,16 +354,44 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 // discards up to drainBytes more so the connection can be reused. A read
 // error (e.g. a reset after the headers) ends the snippet; the status code
 // already decides the result.
+//
+// Redaction must hold wherever a secret falls. A margin as long as the
+// longest secret is read beyond n, so a secret straddling byte n is seen
+// whole; and a trailing start of a secret (cut by the read limit, or by the
+// recipient) is dropped before redaction, because masks are shorter than
+// the secrets they replace and would otherwise pull that partial secret
+// back inside the first n bytes.
 func readSnippet(body io.Reader, n int, secrets []string) string {
-	// Read a margin beyond n so that a secret straddling the cut is still
-	// seen whole by redact.
 	margin := 0
 	for _, s := range secrets {
 		margin = max(margin, len(s))
 	}
-	buf, _ := io.ReadAll(io.LimitReader(body, int64(n+margin)))
+	limit := n + margin
+	buf, _ := io.ReadAll(io.LimitReader(body, int64(limit)))
 	_, _ = io.Copy(io.Discard, io.LimitReader(body, drainBytes))
-	return truncate(redact(string(buf), secrets), n)
+	return truncate(redact(dropPartialSecret(string(buf), secrets), secrets), n)
+}
+
+// dropPartialSecret cuts s before any suffix that is a proper prefix of
+// one of the secrets: text that may be the start of a secret whose end was
+// not read. It repeats until no such suffix is left, since a cut can
+// itself leave a whole secret partial.
+func dropPartialSecret(s string, secrets []string) string {
+	for {
+		cut := len(s)
+		for _, sec := range secrets {
+			for k := min(len(sec)-1, len(s)); k > 0; k-- {
+				if s[len(s)-1] == sec[k-1] && strings.HasSuffix(s, sec[:k]) {
+					cut = min(cut, len(s)-k)
+					break
+				}
+			}
+		}
+		if cut == len(s) {
+			return s
+		}
+		s = s[:cut]
+	}
 }
 
 // truncate cuts s to at most n bytes on a rune boundary and makes it valid
@@ -373,8 +422,11 @@ func errorDetail(err error) string {
 }
 
 // secretsOf lists the strings of a destination that must never appear in
-// a diagnostic: signing secrets (whole and without their prefix), header
-// values (Authorization and the like) and URL credentials.
+// a diagnostic: signing secrets (whole, without their prefix, and their
+// decoded key bytes in raw, base64 and hex forms), header values
+// (Authorization and the like, and the token after an auth scheme), URL
+// credentials (raw, escaped, and as the "Basic base64(user:password)" value
+// Go's client builds from them) and URL query values.
 func secretsOf(d hookrelay.Destination) []string {
 	var out []string
 	add := func(s string) {
@@ -385,6 +437,14 @@ func secretsOf(d hookrelay.Destination) []string {
 	for _, s := range d.Secrets {
 		add(s)
 		add(strings.TrimPrefix(s, signature.SecretPrefix))
+		if key, err := signature.DecodeSecret(s); err == nil {
+			add(string(key))
+			add(base64.StdEncoding.EncodeToString(key))
+			add(base64.RawStdEncoding.EncodeToString(key))
+			add(base64.URLEncoding.EncodeToString(key))
+			add(base64.RawURLEncoding.EncodeToString(key))
+			add(hex.EncodeToString(key))
+		}
 	}
 	for _, v := range d.Headers {
 		add(v)
@@ -394,11 +454,18 @@ func secretsOf(d hookrelay.Destination) []string {
 	}
 	if u, err := url.Parse(d.URL); err == nil && u.User != nil {
 		add(u.User.String())
-		add(u.User.Username())
-		if pw, ok := u.User.Password(); ok {
+		name := u.User.Username()
+		add(name)
+		add(url.QueryEscape(name))
+		pw, ok := u.User.Password()
+		if ok {
 			add(pw)
 			add(url.QueryEscape(pw))
 		}
+		// What net/http sends as Authorization for URL user info.
+		basic := base64.StdEncoding.EncodeToString([]byte(name + ":" + pw))
+		add(basic)
+		add(name + ":" + pw)
 	}
 	if u, err := url.Parse(d.URL); err == nil {
 		for _, vs := range u.Query() { // ?token=… is a credential too

@@ -9,7 +9,9 @@
 //	event_id, tenant_id, destination_id, event_type
 //	attempt         the attempt the event is about (for retry_scheduled: the
 //	                attempt that failed; next_attempt is the one scheduled)
-//	scope           the delivery's scope labels, as a group
+//	scope           the delivery's scope labels, as a group: at most
+//	                MaxScopeLabels of them in key order, each key and value
+//	                cut to MaxScopeBytes; scope_omitted counts the rest
 //	outcome         accepted, rejected or unknown (what the sender saw)
 //	result          delivered, retryable or permanent
 //	reason          why: the dead-letter, release or attempt reason
@@ -56,21 +58,28 @@ type Config struct {
 	Level func(hookrelay.Event) slog.Level
 	// MaxDetailBytes cuts Result.Detail and error text. Defaults to 256.
 	MaxDetailBytes int
+	// MaxScopeLabels caps the scope labels logged per event (the first in
+	// key order; scope_omitted counts the others). Defaults to 16.
+	MaxScopeLabels int
+	// MaxScopeBytes cuts each logged scope key and value. Defaults to 128.
+	MaxScopeBytes int
 }
 
 // Observer logs every hookrelay event. It is safe for concurrent use and
 // cheap when the event's level is disabled.
 type Observer struct {
-	logger    *slog.Logger
-	level     func(hookrelay.Event) slog.Level
-	maxDetail int
+	logger     *slog.Logger
+	level      func(hookrelay.Event) slog.Level
+	maxDetail  int
+	maxLabels  int
+	maxScopeSz int
 }
 
 var _ hookrelay.Observer = (*Observer)(nil)
 
 // New returns an Observer.
 func New(cfg Config) *Observer {
-	o := &Observer{logger: cfg.Logger, level: cfg.Level, maxDetail: cfg.MaxDetailBytes}
+	o := &Observer{logger: cfg.Logger, level: cfg.Level, maxDetail: cfg.MaxDetailBytes, maxLabels: cfg.MaxScopeLabels, maxScopeSz: cfg.MaxScopeBytes}
 	if o.logger == nil {
 		o.logger = slog.Default()
 	}
@@ -79,6 +88,12 @@ func New(cfg Config) *Observer {
 	}
 	if o.maxDetail <= 0 {
 		o.maxDetail = redact.DefaultMax
+	}
+	if o.maxLabels <= 0 {
+		o.maxLabels = 16
+	}
+	if o.maxScopeSz <= 0 {
+		o.maxScopeSz = 128
 	}
 	return o
 }
@@ -144,11 +159,16 @@ func (o *Observer) Observe(ctx context.Context, e hookrelay.Event) {
 			slog.Int("attempt", attempt),
 		)
 		if len(d.Scope) > 0 {
-			scope := make([]any, 0, len(d.Scope))
-			for _, k := range slices.Sorted(maps.Keys(d.Scope)) {
-				scope = append(scope, slog.String(k, d.Scope[k]))
+			keys := slices.Sorted(maps.Keys(d.Scope))
+			shown := keys[:min(len(keys), o.maxLabels)]
+			scope := make([]any, 0, len(shown))
+			for _, k := range shown {
+				scope = append(scope, slog.String(redact.Cut(k, o.maxScopeSz), redact.Cut(d.Scope[k], o.maxScopeSz)))
 			}
 			attrs = append(attrs, slog.Group("scope", scope...))
+			if omitted := len(keys) - len(shown); omitted > 0 {
+				attrs = append(attrs, slog.Int("scope_omitted", omitted))
+			}
 		}
 	}
 	reason := e.Reason

@@ -3,7 +3,9 @@ package hookslog_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -162,4 +164,26 @@ func TestLevelCanBeChanged(t *testing.T) {
 	if n := strings.Count(buf.String(), `"event":"delivered"`); n != 2 {
 		t.Errorf("%d delivered records at Info, want 2", n)
 	}
+}
+
+func TestScopeIsCappedInEachRecord(t *testing.T) {
+	scope := map[string]string{"huge": strings.Repeat("v", 20<<20)}
+	for i := range 40 {
+		scope[fmt.Sprintf("label_%02d", i)] = "x"
+	}
+	d := hookrelay.Delivery{ID: "whd_1", EventID: "evt_1", TenantID: "t", DestinationID: "acct", EventType: "e", Attempt: 1, Scope: scope}
+	lines, raw := logLines(t, slog.LevelDebug, func(o *hookslog.Observer) {
+		o.Observe(context.Background(), hookrelay.Event{Kind: hookrelay.EventDeadLettered, Delivery: d, Reason: "attempts_exhausted"})
+	})
+	if len(raw) > 8<<10 {
+		t.Fatalf("one record is %d bytes; the scope is not capped", len(raw))
+	}
+	got, _ := lines[0]["scope"].(map[string]any)
+	if len(got) != 16 {
+		t.Errorf("%d scope labels logged, want the first 16: %v", len(got), got)
+	}
+	if got["label_00"] != "x" {
+		t.Errorf("labels are logged in key order: %v", got)
+	}
+	wantFields(t, "dead-letter", lines[0], map[string]any{"scope_omitted": 25})
 }

@@ -63,13 +63,17 @@ func (i *IdempotencyStore) Begin(ctx context.Context, p recipient.BeginParams) (
 	if err != nil {
 		return recipient.BeginResult{}, err
 	}
-	insert := "INSERT INTO {i} (idem_key, state, token, started_at, status, header) VALUES (?, ?, ?, ?, 0, '') ON CONFLICT (idem_key) DO NOTHING"
+	var hash any
+	if len(p.BodyHash) > 0 {
+		hash = p.BodyHash
+	}
+	insert := "INSERT INTO {i} (idem_key, state, token, started_at, status, header, body_hash) VALUES (?, ?, ?, ?, 0, '', ?) ON CONFLICT (idem_key) DO NOTHING"
 	if s.dialect == MySQL {
-		insert = "INSERT IGNORE INTO {i} (idem_key, state, token, started_at, status, header) VALUES (?, ?, ?, ?, 0, '')"
+		insert = "INSERT IGNORE INTO {i} (idem_key, state, token, started_at, status, header, body_hash) VALUES (?, ?, ?, ?, 0, '', ?)"
 	}
 	for range 5 {
 		token := newIdemToken()
-		r, err := s.db.ExecContext(ctx, s.q(insert), p.Key, idemInProgress, token, now)
+		r, err := s.db.ExecContext(ctx, s.q(insert), p.Key, idemInProgress, token, now, hash)
 		if err != nil {
 			return recipient.BeginResult{}, s.dbErr("idempotency begin", err)
 		}
@@ -82,11 +86,11 @@ func (i *IdempotencyStore) Begin(ctx context.Context, p recipient.BeginParams) (
 			state, old, header string
 			started            int64
 			status             int
-			body               []byte
+			body, bodyHash     []byte
 			bodyNull           int
 		)
-		err = s.db.QueryRowContext(ctx, s.q("SELECT state, token, started_at, status, header, body, CASE WHEN body IS NULL THEN 1 ELSE 0 END FROM {i} WHERE idem_key = ?"), p.Key).
-			Scan(&state, &old, &started, &status, &header, &body, &bodyNull)
+		err = s.db.QueryRowContext(ctx, s.q("SELECT state, token, started_at, status, header, body, CASE WHEN body IS NULL THEN 1 ELSE 0 END, body_hash FROM {i} WHERE idem_key = ?"), p.Key).
+			Scan(&state, &old, &started, &status, &header, &body, &bodyNull, &bodyHash)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue // abandoned meanwhile: insert again
 		}
@@ -102,14 +106,14 @@ func (i *IdempotencyStore) Begin(ctx context.Context, p recipient.BeginParams) (
 			if err := json.Unmarshal([]byte(header), &resp.Header); err != nil {
 				return recipient.BeginResult{}, fmt.Errorf("hooksql: idempotency record %q: stored header is not valid JSON", p.Key)
 			}
-			return recipient.BeginResult{State: recipient.StateCompleted, Response: resp}, nil
+			return recipient.BeginResult{State: recipient.StateCompleted, Response: resp, BodyHash: bodyHash}, nil
 		case p.Now.Before(decTime(started).Add(p.StaleAfter)):
-			return recipient.BeginResult{State: recipient.StateInProgress}, nil
+			return recipient.BeginResult{State: recipient.StateInProgress, BodyHash: bodyHash}, nil
 		}
 		// Presumed abandoned by a crashed process: take it over, unless
 		// another request took it, or it completed, first.
-		r, err = s.db.ExecContext(ctx, s.q("UPDATE {i} SET token = ?, started_at = ? WHERE idem_key = ? AND token = ? AND state = ?"),
-			token, now, p.Key, old, idemInProgress)
+		r, err = s.db.ExecContext(ctx, s.q("UPDATE {i} SET token = ?, started_at = ?, body_hash = ? WHERE idem_key = ? AND token = ? AND state = ?"),
+			token, now, hash, p.Key, old, idemInProgress)
 		if err != nil {
 			return recipient.BeginResult{}, s.dbErr("idempotency begin", err)
 		}

@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"io/fs"
 	"path"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,7 +16,7 @@ import (
 
 // SchemaVersion is the schema version this library writes and reads.
 // Migrate brings a database up to it and refuses a newer one.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 //go:embed migrations
 var migrationFiles embed.FS
@@ -74,9 +75,12 @@ func (s *Store) migrations() ([]migration, error) {
 // run it at once (a database lock serializes them). A database at a newer
 // version than SchemaVersion is refused with an error wrapping
 // ErrSchemaTooNew and left untouched. On PostgreSQL and SQLite each step is
-// transactional; MySQL commits DDL implicitly, and every statement is
-// written to be re-runnable, so a step interrupted there completes on the
-// next Migrate.
+// transactional; MariaDB and MySQL commit DDL implicitly, so there every
+// statement is re-runnable (CREATE TABLE IF NOT EXISTS, and an ALTER TABLE
+// … ADD COLUMN or CREATE INDEX is skipped when information_schema shows
+// the column or index exists) and a step interrupted there completes on
+// the next Migrate. The MySQL migrations use no MariaDB-only syntax, so
+// they run on MariaDB 10.6+ and MySQL 8.0.13+ alike.
 func (s *Store) Migrate(ctx context.Context) error {
 	ms, err := s.migrations()
 	if err != nil {
@@ -135,6 +139,15 @@ func (s *Store) applyMigrations(ctx context.Context, q querier, ms []migration) 
 			continue
 		}
 		for _, st := range m.stmts {
+			if s.dialect == MySQL {
+				done, err := s.mysqlDone(ctx, q, st)
+				if err != nil {
+					return s.dbErr("migrate: "+m.name, err)
+				}
+				if done {
+					continue
+				}
+			}
 			if _, err := q.ExecContext(ctx, st); err != nil {
 				return s.dbErr("migrate: "+m.name, err)
 			}
@@ -144,6 +157,31 @@ func (s *Store) applyMigrations(ctx context.Context, q querier, ms []migration) 
 		}
 	}
 	return nil
+}
+
+// MySQL statements Migrate skips when their effect is already there.
+var (
+	mysqlAddColumn   = regexp.MustCompile(`(?is)^ALTER\s+TABLE\s+(\w+)\s+ADD\s+COLUMN\s+(\w+)\s`)
+	mysqlCreateIndex = regexp.MustCompile(`(?is)^CREATE\s+INDEX\s+(\w+)\s+ON\s+(\w+)\s`)
+)
+
+// mysqlDone reports whether a MySQL migration statement's column or index
+// already exists: the portable stand-in for ADD COLUMN IF NOT EXISTS and
+// CREATE INDEX IF NOT EXISTS, which MySQL 8 lacks.
+func (s *Store) mysqlDone(ctx context.Context, q querier, stmt string) (bool, error) {
+	var query, table, name string
+	if m := mysqlAddColumn.FindStringSubmatch(stmt); m != nil {
+		query, table, name = `SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = ? AND column_name = ?`, m[1], m[2]
+	} else if m := mysqlCreateIndex.FindStringSubmatch(stmt); m != nil {
+		query, table, name = `SELECT COUNT(*) FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = ? AND index_name = ?`, m[2], m[1]
+	} else {
+		return false, nil
+	}
+	var n int
+	if err := q.QueryRowContext(ctx, query, table, name).Scan(&n); err != nil {
+		return false, err
+	}
+	return n > 0, nil
 }
 
 func (s *Store) schemaVersion(ctx context.Context, q querier) (int, error) {

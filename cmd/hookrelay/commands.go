@@ -76,9 +76,20 @@ func (f *filterFlags) filter() hookrelay.DeadLetterFilter {
 	}
 }
 
-// withClient opens the store, runs fn with a client and closes the store.
+// withClient opens the store for a command that changes it, runs fn with
+// a client and closes the store.
 func (g *globals) withClient(ctx context.Context, crossTenant bool, fn func(*hooksql.Store, *hookrelay.Client) error) error {
-	s, err := g.openStore(ctx, true)
+	return g.withAccess(ctx, accessWrite, crossTenant, fn)
+}
+
+// withReader is withClient for a command that only reads: a SQLite file
+// is opened read-only.
+func (g *globals) withReader(ctx context.Context, fn func(*hooksql.Store, *hookrelay.Client) error) error {
+	return g.withAccess(ctx, accessRead, false, fn)
+}
+
+func (g *globals) withAccess(ctx context.Context, mode access, crossTenant bool, fn func(*hooksql.Store, *hookrelay.Client) error) error {
+	s, err := g.openStore(ctx, mode)
 	if err != nil {
 		return err
 	}
@@ -113,7 +124,7 @@ func (g *globals) migrate(ctx context.Context, args []string) error {
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	s, err := g.openStore(ctx, false)
+	s, err := g.openStore(ctx, accessMigrate)
 	if err != nil {
 		return err
 	}
@@ -148,7 +159,7 @@ func (g *globals) deadList(ctx context.Context, args []string) error {
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	return g.withClient(ctx, false, func(_ *hooksql.Store, c *hookrelay.Client) error {
+	return g.withReader(ctx, func(_ *hooksql.Store, c *hookrelay.Client) error {
 		page, err := c.DeadLetters(ctx, hookrelay.DeadLettersParams{Filter: ff.filter(), Limit: *limit, Cursor: *cursor})
 		if err != nil {
 			return err
@@ -187,7 +198,7 @@ func (g *globals) deadShow(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return g.withClient(ctx, false, func(_ *hooksql.Store, c *hookrelay.Client) error {
+	return g.withReader(ctx, func(_ *hooksql.Store, c *hookrelay.Client) error {
 		det, err := c.Delivery(ctx, pos[0])
 		if err != nil {
 			return err
@@ -247,7 +258,7 @@ func (g *globals) redrivePlan(ctx context.Context, args []string) error {
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	return g.withClient(ctx, false, func(_ *hooksql.Store, c *hookrelay.Client) error {
+	return g.withReader(ctx, func(_ *hooksql.Store, c *hookrelay.Client) error {
 		plan, err := c.PlanRedrive(ctx, ff.filter())
 		if err != nil {
 			return err
@@ -288,10 +299,10 @@ func (g *globals) redriveStart(ctx context.Context, args []string) error {
 	switch {
 	case *rate <= 0:
 		return fail(exitUsage, "redrive start: --rate N is required (deliveries per second per destination)")
-	case *actor == "":
-		return fail(exitUsage, "redrive start: --actor NAME is required")
-	case *reason == "":
-		return fail(exitUsage, "redrive start: --reason TEXT is required")
+	case strings.TrimSpace(*actor) == "":
+		return fail(exitUsage, "redrive start: --actor NAME is required and must not be blank")
+	case strings.TrimSpace(*reason) == "":
+		return fail(exitUsage, "redrive start: --reason TEXT is required and must not be blank")
 	}
 	return g.withClient(ctx, *cross, func(_ *hooksql.Store, c *hookrelay.Client) error {
 		a, err := c.Redrive(ctx, hookrelay.RedriveParams{
@@ -347,8 +358,8 @@ func (g *globals) redriveStop(ctx context.Context, args []string) error {
 	if *actor == "" {
 		*actor = g.getenv("USER")
 	}
-	if *actor == "" {
-		return fail(exitUsage, "redrive stop: --actor NAME is required ($USER is not set)")
+	if strings.TrimSpace(*actor) == "" {
+		return fail(exitUsage, "redrive stop: --actor NAME is required and must not be blank ($USER is not set)")
 	}
 	return g.withClient(ctx, false, func(_ *hooksql.Store, c *hookrelay.Client) error {
 		a, err := c.StopRedrive(ctx, pos[0], *actor)
@@ -368,7 +379,7 @@ func (g *globals) redriveStatus(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return g.withClient(ctx, false, func(_ *hooksql.Store, c *hookrelay.Client) error {
+	return g.withReader(ctx, func(_ *hooksql.Store, c *hookrelay.Client) error {
 		a, err := c.RedriveStatus(ctx, pos[0])
 		if err != nil {
 			return err
@@ -440,7 +451,7 @@ func (g *globals) stats(ctx context.Context, args []string) error {
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	return g.withClient(ctx, false, func(s *hooksql.Store, _ *hookrelay.Client) error {
+	return g.withReader(ctx, func(s *hooksql.Store, _ *hookrelay.Client) error {
 		var stats hookrelay.LedgerStats = s
 		st, err := stats.Stats(ctx, hookrelay.StatsParams{Now: time.Now()})
 		if err != nil {

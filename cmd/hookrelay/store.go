@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -58,8 +60,24 @@ func parse(fs *flag.FlagSet, args []string, want int) ([]string, error) {
 	return pos, nil
 }
 
-// openStore opens the database named by --dsn. Failures are exit status 3.
-func (g *globals) openStore(ctx context.Context, needSchema bool) (*hooksql.Store, error) {
+// access says what a command does with the database.
+type access int
+
+const (
+	// accessMigrate may create the database (a new SQLite file).
+	accessMigrate access = iota
+	// accessWrite changes an existing database.
+	accessWrite
+	// accessRead only reads an existing database: a SQLite file is opened
+	// read-only, so a read can neither create nor change it.
+	accessRead
+)
+
+// openStore opens the database named by --dsn. Only migrate may create a
+// SQLite file; other commands on a path with no file say "no database
+// here". Failures are exit status 3.
+func (g *globals) openStore(ctx context.Context, mode access) (*hooksql.Store, error) {
+	needSchema := mode != accessMigrate
 	if g.dsn == "" {
 		return nil, fail(exitUsage, "--dsn (or $HOOKRELAY_DSN) is required")
 	}
@@ -71,9 +89,22 @@ func (g *globals) openStore(ctx context.Context, needSchema bool) (*hooksql.Stor
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	var s *hooksql.Store
-	if dialect == hooksql.SQLite {
+	switch {
+	case dialect == hooksql.SQLite && mode != accessMigrate:
+		if strings.ContainsAny(dsn, "?#") {
+			return nil, fail(exitUsage, "--dsn: a SQLite path must not contain '?' or '#'")
+		}
+		if _, err := os.Stat(dsn); errors.Is(err, fs.ErrNotExist) {
+			return nil, fail(exitDatabase, "no database here: %s does not exist; run hookrelay migrate to create one", dsn)
+		}
+		if mode == accessRead {
+			s, err = hooksql.Open(ctx, hooksql.SQLite, "file:"+dsn+"?mode=ro&_pragma=busy_timeout(10000)", opts)
+		} else {
+			s, err = hooksql.OpenSQLite(ctx, dsn, opts)
+		}
+	case dialect == hooksql.SQLite:
 		s, err = hooksql.OpenSQLite(ctx, dsn, opts)
-	} else {
+	default:
 		s, err = hooksql.Open(ctx, dialect, dsn, opts)
 	}
 	if err != nil {

@@ -32,16 +32,24 @@ var rules = []struct {
 }
 
 // Text returns s with secrets masked, cut to at most max bytes (DefaultMax
-// when max ≤ 0) on a rune boundary, with "…" marking a cut.
+// when max ≤ 0) on a rune boundary, with "…" marking a cut. Masking runs
+// on the whole of s before the cut, so a cut cannot leave part of a secret.
 func Text(s string, max int) string {
 	if s == "" {
 		return ""
 	}
-	if max <= 0 {
-		max = DefaultMax
-	}
 	for _, r := range rules {
 		s = r.re.ReplaceAllString(s, r.with)
+	}
+	return Cut(s, max)
+}
+
+// Cut returns s as valid UTF-8 cut to at most max bytes (DefaultMax when
+// max ≤ 0) on a rune boundary, with "…" marking a cut. It masks nothing:
+// it is for text that is not free-form diagnostics, such as labels.
+func Cut(s string, max int) string {
+	if max <= 0 {
+		max = DefaultMax
 	}
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) <= max {

@@ -41,3 +41,30 @@ func TestTextCutsOnARuneBoundary(t *testing.T) {
 		t.Errorf("default cut: %d bytes, want %d", len(got), DefaultMax+len("…"))
 	}
 }
+
+// TestTextRedactsBeforeItCuts sweeps every secret kind the rules know over
+// every padding and cut: no 4-byte prefix of a secret survives, wherever
+// the cut falls and however much the masks shrink the text ahead of it.
+func TestTextRedactsBeforeItCuts(t *testing.T) {
+	const tok = "Qz7tok-0123456789abcdefghijklmnopqrstu"
+	forms := []struct{ form, secret string }{
+		{"Authorization: Bearer " + tok, tok},
+		{"Proxy-Authorization: " + tok, tok},
+		{`{"x-api-key":"` + tok + `"}`, tok},
+		{"Bearer " + tok, tok},
+		{"Basic VXMzcm5hbWU6UHc0cGFzcy16eXh3dnV0c3JxcG9ubQ==", "VXMzcm5hbWU6UHc0cGFzcy16eXh3dnV0c3JxcG9ubQ=="},
+		{"https://Us3rname:Pw4pass-zyxwvutsrqponm@hooks.example.com/in", "Pw4pass-zyxwvutsrqponm"},
+		{"whsec_S3k1LXNpZ25pbmcta2V5LWJ5dGVzLTAxMjM0NTY3ODk=", "S3k1LXNpZ25pbmcta2V5LWJ5dGVzLTAxMjM0NTY3ODk="},
+	}
+	for _, f := range forms {
+		for pad := 0; pad < 130; pad++ { // every alignment of a secret with each cut
+			in := strings.Repeat(" ", pad) + strings.Repeat(f.form+" ", 6)
+			for _, max := range []int{32, 64, 100} {
+				got := Text(in, max)
+				if strings.Contains(got, f.secret[:4]) {
+					t.Fatalf("Text(pad %d, max %d) of %q leaks a prefix: %q", pad, max, f.form, got)
+				}
+			}
+		}
+	}
+}

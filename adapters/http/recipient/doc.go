@@ -19,7 +19,10 @@
 // the handler and stores its response; a repeat gets the stored response
 // without running the handler; a repeat that arrives while the first is
 // still running gets 409 Conflict with Retry-After, which the hookrelay
-// sender retries later with the same ID. The store is a port
+// sender retries later with the same ID. A request reusing a webhook-id
+// with a different body (the record keeps the body's SHA-256) gets 422
+// Unprocessable Content, never another request's response. The store is a
+// port
 // ([IdempotencyStore]); [MemoryStore] implements it in memory, and a SQL
 // implementation is one table with a unique key on the webhook-id.
 //

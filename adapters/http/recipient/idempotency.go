@@ -3,7 +3,9 @@ package recipient
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -40,19 +42,19 @@ type StoredResponse struct {
 
 // IdempotencyStore keeps one record per webhook-id. A SQL implementation is
 // a table with a primary key (unique constraint) on the key, a state, a
-// token, the start time and the stored response: Begin is an INSERT that
+// token, the start time, the request body's hash and the stored response: Begin is an INSERT that
 // does nothing on conflict followed by a SELECT (and an UPDATE … WHERE
 // token = old token to take over a stale run); Complete and Abandon are an
 // UPDATE and a DELETE guarded by the token. Implementations must be safe
 // for concurrent use: of concurrent Begin calls for one key, exactly one
 // may return StateStarted.
 type IdempotencyStore interface {
-	// Begin creates an in-progress record for p.Key and returns
-	// StateStarted with a fresh token; or, if a record exists, returns
-	// StateCompleted with its response, or StateInProgress. An in-progress
-	// record started at or before p.Now − p.StaleAfter is presumed
-	// abandoned by a crashed process and is taken over (StateStarted, new
-	// token).
+	// Begin creates an in-progress record for p.Key holding p.BodyHash and
+	// returns StateStarted with a fresh token; or, if a record exists,
+	// returns StateCompleted with its response, or StateInProgress, each
+	// with the record's BodyHash. An in-progress record started at or
+	// before p.Now − p.StaleAfter is presumed abandoned by a crashed
+	// process and is taken over (StateStarted, new token, p.BodyHash).
 	Begin(ctx context.Context, p BeginParams) (BeginResult, error)
 	// Complete stores the response and marks the record completed, if the
 	// token still holds it; otherwise it returns ErrRecordLost.
@@ -68,6 +70,9 @@ type BeginParams struct {
 	Key        string
 	Now        time.Time
 	StaleAfter time.Duration
+	// BodyHash is the SHA-256 of the request body (32 bytes), kept with a
+	// record Begin creates or takes over.
+	BodyHash []byte
 }
 
 // BeginResult is the outcome of IdempotencyStore.Begin.
@@ -77,6 +82,11 @@ type BeginResult struct {
 	Token string
 	// Response is the stored response when State is StateCompleted.
 	Response StoredResponse
+	// BodyHash is the hash kept with an existing record (StateCompleted,
+	// StateInProgress): the middleware compares it with the request's.
+	// It is empty for a record kept without one (written by an older
+	// version), which is then trusted as before.
+	BodyHash []byte
 }
 
 // CompleteParams are the inputs of IdempotencyStore.Complete.
@@ -163,6 +173,11 @@ func retryable(status int) bool {
 //   - repeat while the first still runs: 409 Conflict with Retry-After. The
 //     hookrelay sender classifies a 409 with Retry-After as retryable
 //     (conflict_in_progress) and comes back later with the same ID.
+//   - the webhook-id reused with a different body (the SHA-256 of the body
+//     differs from the one kept with the record): 422 Unprocessable
+//     Content, and next does not run; another request's stored response is
+//     never replayed for it. A sender reusing IDs is broken; retrying the
+//     same body is not, and replays as above.
 //   - store unavailable at the start: 503 with Retry-After.
 //
 // Put it after signature verification, so a forged request cannot claim
@@ -176,10 +191,21 @@ func (m *Idempotency) Middleware(next http.Handler) http.Handler {
 			return
 		}
 		ctx := r.Context()
-		begun, err := m.cfg.Store.Begin(ctx, BeginParams{Key: key, Now: m.cfg.Clock.Now(), StaleAfter: m.cfg.StaleAfter})
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, "recipient: cannot read the request body", http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		sum := sha256.Sum256(body)
+		begun, err := m.cfg.Store.Begin(ctx, BeginParams{Key: key, Now: m.cfg.Clock.Now(), StaleAfter: m.cfg.StaleAfter, BodyHash: sum[:]})
 		if err != nil {
 			m.cfg.Logger.ErrorContext(ctx, "recipient: idempotency store begin failed", "webhook_id", key, "error", err)
 			m.retryLater(w, http.StatusServiceUnavailable, "recipient: idempotency store unavailable")
+			return
+		}
+		if begun.State != StateStarted && len(begun.BodyHash) > 0 && !bytes.Equal(begun.BodyHash, sum[:]) {
+			http.Error(w, "recipient: this webhook-id was already used with a different body", http.StatusUnprocessableEntity)
 			return
 		}
 		switch begun.State {

@@ -216,3 +216,66 @@ func TestMemoryStorePurgesCompletedRecords(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, StateInProgress, r.State)
 }
+
+func serveBody(h http.Handler, id, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, "/hooks", strings.NewReader(body))
+	req.Header.Set(HeaderWebhookID, id)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+func TestIdempotencyRefusesAReusedIDWithADifferentBody(t *testing.T) {
+	var runs atomic.Int32
+	var seen []string
+	entered, release := make(chan struct{}), make(chan struct{})
+	h := newIdem(t, IdempotencyConfig{}).Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		b, _ := io.ReadAll(r.Body)
+		seen = append(seen, string(b))
+		if string(b) == `{"slow":true}` {
+			close(entered)
+			<-release
+		}
+		_, _ = io.WriteString(w, "booked "+string(b))
+	}))
+
+	first := serveBody(h, "whd_a", `{"amount":1}`)
+	reused := serveBody(h, "whd_a", `{"amount":1000}`)
+	again := serveBody(h, "whd_a", `{"amount":1}`)
+
+	assert.Equal(t, http.StatusOK, first.Code)
+	assert.Equal(t, http.StatusUnprocessableEntity, reused.Code, "a different body is refused distinctly")
+	assert.NotContains(t, reused.Body.String(), "booked", "another request's stored response is never replayed")
+	assert.Empty(t, reused.Header().Get(HeaderReplayed))
+	assert.Equal(t, "true", again.Header().Get(HeaderReplayed), "the same body still replays")
+	assert.Equal(t, `booked {"amount":1}`, again.Body.String())
+	assert.Equal(t, []string{`{"amount":1}`}, seen, "the handler ran once, with the first body intact")
+
+	// While the first request with an ID still runs.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		serveBody(h, "whd_b", `{"slow":true}`)
+	}()
+	<-entered
+	assert.Equal(t, http.StatusUnprocessableEntity, serveBody(h, "whd_b", `{"other":true}`).Code)
+	assert.Equal(t, http.StatusConflict, serveBody(h, "whd_b", `{"slow":true}`).Code)
+	close(release)
+	<-done
+	assert.Equal(t, int32(2), runs.Load())
+}
+
+func TestIdempotencyTrustsRecordsKeptWithoutAHash(t *testing.T) {
+	store := NewMemoryStore()
+	// A record completed by an older version, which kept no body hash.
+	r, err := store.Begin(context.Background(), BeginParams{Key: "whd_old", Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), StaleAfter: time.Minute})
+	require.NoError(t, err)
+	require.NoError(t, store.Complete(context.Background(), CompleteParams{Key: "whd_old", Token: r.Token, Response: StoredResponse{Status: 201, Body: []byte("old")}}))
+	h := newIdem(t, IdempotencyConfig{Store: store}).Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		t.Error("the handler must not run again")
+	}))
+	rec := serveBody(h, "whd_old", `{"any":"body"}`)
+	assert.Equal(t, 201, rec.Code)
+	assert.Equal(t, "old", rec.Body.String())
+}

@@ -23,6 +23,7 @@ type memRecord struct {
 	completed   bool
 	completedAt time.Time
 	resp        StoredResponse
+	bodyHash    []byte
 }
 
 var _ IdempotencyStore = (*MemoryStore)(nil)
@@ -51,11 +52,11 @@ func (s *MemoryStore) Begin(_ context.Context, p BeginParams) (BeginResult, erro
 	r, ok := s.m[p.Key]
 	switch {
 	case ok && r.completed:
-		return BeginResult{State: StateCompleted, Response: cloneResponse(r.resp)}, nil
+		return BeginResult{State: StateCompleted, Response: cloneResponse(r.resp), BodyHash: slices.Clone(r.bodyHash)}, nil
 	case ok && p.Now.Before(r.startedAt.Add(p.StaleAfter)):
-		return BeginResult{State: StateInProgress}, nil
+		return BeginResult{State: StateInProgress, BodyHash: slices.Clone(r.bodyHash)}, nil
 	}
-	r = &memRecord{token: newToken(), startedAt: p.Now}
+	r = &memRecord{token: newToken(), startedAt: p.Now, bodyHash: slices.Clone(p.BodyHash)}
 	s.m[p.Key] = r
 	return BeginResult{State: StateStarted, Token: r.token}, nil
 }

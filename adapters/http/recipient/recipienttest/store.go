@@ -10,6 +10,7 @@
 package recipienttest
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"sync"
@@ -121,5 +122,35 @@ func RunIdempotencyStore(t *testing.T, newStore NewStore) {
 		assert.ErrorIs(t, s.Abandon(ctx, recipient.AbandonParams{Key: "k", Token: old.Token}), recipient.ErrRecordLost)
 		require.NoError(t, s.Complete(ctx, recipient.CompleteParams{Key: "k", Token: taken.Token, Response: recipient.StoredResponse{Status: 200}, Now: t0.Add(stale)}))
 		assert.Equal(t, recipient.StateCompleted, begin(t, s, "k", t0.Add(stale)).State)
+	})
+
+	t.Run("BodyHashIsKeptWithTheRecord", func(t *testing.T) {
+		s := newStore(t)
+		hashA, hashB := bytes.Repeat([]byte{0xa1}, 32), bytes.Repeat([]byte{0xb2}, 32)
+		begin := func(key string, now time.Time, hash []byte) recipient.BeginResult {
+			t.Helper()
+			r, err := s.Begin(ctx, recipient.BeginParams{Key: key, Now: now, StaleAfter: stale, BodyHash: hash})
+			require.NoError(t, err)
+			return r
+		}
+		r := begin("k", t0, hashA)
+		require.Equal(t, recipient.StateStarted, r.State)
+		inProgress := begin("k", t0, hashB)
+		assert.Equal(t, recipient.StateInProgress, inProgress.State)
+		assert.Equal(t, hashA, inProgress.BodyHash, "the first request's hash, not the caller's")
+		require.NoError(t, s.Complete(ctx, recipient.CompleteParams{Key: "k", Token: r.Token, Response: recipient.StoredResponse{Status: 200}, Now: t0}))
+		done := begin("k", t0.Add(time.Hour), hashB)
+		assert.Equal(t, recipient.StateCompleted, done.State)
+		assert.Equal(t, hashA, done.BodyHash)
+
+		// A stale run taken over keeps the new request's hash.
+		begin("s", t0, hashA)
+		taken := begin("s", t0.Add(stale), hashB)
+		require.Equal(t, recipient.StateStarted, taken.State)
+		assert.Equal(t, hashB, begin("s", t0.Add(stale), hashA).BodyHash)
+
+		// A record begun without a hash reports none.
+		begin("n", t0, nil)
+		assert.Empty(t, begin("n", t0, hashA).BodyHash)
 	})
 }

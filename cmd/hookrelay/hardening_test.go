@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay"
+	hookhttp "github.com/hookrelay/hookrelay/adapters/http"
+)
+
+func TestCommandsOnAMissingSQLiteFileCreateNothing(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "new.db")
+	for _, args := range [][]string{
+		{"dead", "list"},
+		{"dead", "show", "whd_x"},
+		{"redrive", "plan"},
+		{"redrive", "status", "rdv_x"},
+		{"stats"},
+		{"redrive", "stop", "rdv_x", "--actor", "ops"},
+		{"destination", "pause", "acct"},
+		{"redrive", "start", "--rate", "1", "--actor", "ops", "--reason", "moved"},
+	} {
+		out, err := exec.Command(binary, append([]string{"--dsn", path}, args...)...).CombinedOutput()
+		ee, ok := err.(*exec.ExitError)
+		require.True(t, ok, "%q: %v\n%s", args, err, out)
+		assert.Equal(t, exitDatabase, ee.ExitCode(), "%q:\n%s", args, out)
+		assert.Contains(t, string(out), "no database here", "%q", args)
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		assert.Empty(t, entries, "%q created a file", args)
+	}
+}
+
+func TestReadCommandsWorkOnAMigratedFile(t *testing.T) {
+	db := database{dsn: filepath.Join(t.TempDir(), "hookrelay.db"), prefix: "hookrelay_"}
+	require.Zero(t, db.cli(t, "migrate").code)
+	db.open(t)
+	ids := db.seed(t, 2)
+	r := db.cli(t, "--json", "dead", "show", ids[0])
+	require.Zero(t, r.code, r)
+	assert.Contains(t, r.stdout, ids[0])
+	r = db.cli(t, "dead", "list")
+	require.Zero(t, r.code, r)
+	assert.Contains(t, r.stdout, ids[1])
+}
+
+func TestBlankRedriveActorOrReasonIsRefused(t *testing.T) {
+	db := database{dsn: filepath.Join(t.TempDir(), "hookrelay.db"), prefix: "hookrelay_"}
+	require.Zero(t, db.cli(t, "migrate").code)
+	db.open(t)
+	db.seed(t, 1)
+	for _, args := range [][]string{
+		{"redrive", "start", "--rate", "1", "--actor", "  ", "--reason", "moved"},
+		{"redrive", "start", "--rate", "1", "--actor", "ops", "--reason", "\t"},
+		{"redrive", "stop", "rdv_x", "--actor", " "},
+	} {
+		r := db.cli(t, args...)
+		assert.Equal(t, exitUsage, r.code, "%q: %s", args, r)
+		assert.Contains(t, r.stderr, "blank", "%q", args)
+	}
+	r := db.cli(t, "--json", "redrive", "plan")
+	require.Zero(t, r.code, r)
+	assert.Contains(t, r.stdout, `"total": 2`, "nothing was redriven")
+}
+
+// TestDeadShowNeverPrintsURLCredentials dead-letters a delivery sent by the
+// HTTP sender to a destination with user info in its URL, at a recipient
+// that echoes the request headers in a 500, and reads it back with
+// dead show --json.
+func TestDeadShowNeverPrintsURLCredentials(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		_ = r.Header.Write(w)
+	}))
+	t.Cleanup(srv.Close)
+	sender, err := hookhttp.New(hookhttp.Config{
+		AllowNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		Dialer:        &net.Dialer{Timeout: 5 * time.Second},
+	})
+	require.NoError(t, err)
+	t.Cleanup(sender.CloseIdleConnections)
+
+	db := database{dsn: filepath.Join(t.TempDir(), "hookrelay.db"), prefix: "hookrelay_"}
+	require.Zero(t, db.cli(t, "migrate").code)
+	db.open(t)
+	ctx := context.Background()
+	const user, pass = "Us3rname", "Pw4pass-zyxwvutsrqponm"
+	url := strings.Replace(srv.URL, "://", "://"+user+":"+pass+"@", 1)
+	require.NoError(t, db.store.Put(ctx, hookrelay.Destination{ID: "basic", TenantID: "tenant_a", URL: url}))
+	policy := hookrelay.Policy{Version: "cli-test", MaxAttempts: 1}
+	c, err := hookrelay.New(hookrelay.Config{Queue: db.store, Ledger: db.store, Destinations: db.store, Sender: sender, Policy: &policy})
+	require.NoError(t, err)
+	res, err := c.Enqueue(ctx, hookrelay.EnqueueParams{EventID: "evt_1", TenantID: "tenant_a", DestinationID: "basic", EventType: "e", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	claims, err := db.store.Claim(ctx, hookrelay.ClaimParams{Now: c.Clock().Now(), Limit: 1, LeaseFor: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, claims, 1)
+	require.NoError(t, c.Process(ctx, claims[0]))
+
+	r := db.cli(t, "--json", "dead", "show", res.ID)
+	require.Zero(t, r.code, r)
+	assert.Contains(t, r.stdout, "Basic [REDACTED]", "the echoed header is there, masked")
+	basic := base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))
+	for _, secret := range []string{basic[:8], pass[:8]} {
+		assert.NotContains(t, r.stdout, secret)
+	}
+}

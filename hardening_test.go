@@ -1,0 +1,195 @@
+package hookrelay_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay"
+)
+
+func TestEnqueueBoundsTheScope(t *testing.T) {
+	many := map[string]string{}
+	for i := range hookrelay.MaxScopeLabels + 1 {
+		many[strings.Repeat("k", i+1)] = "v"
+	}
+	tests := []struct {
+		name  string
+		scope map[string]string
+		ok    bool
+	}{
+		{"at the label limit", func() map[string]string {
+			m := map[string]string{}
+			for k := range many {
+				if len(m) < hookrelay.MaxScopeLabels {
+					m[k] = "v"
+				}
+			}
+			return m
+		}(), true},
+		{"over the label limit", many, false},
+		{"key at the limit", map[string]string{strings.Repeat("k", hookrelay.MaxScopeKeyBytes): "v"}, true},
+		{"key over the limit", map[string]string{strings.Repeat("k", hookrelay.MaxScopeKeyBytes+1): "v"}, false},
+		{"value at the limit", map[string]string{"lease": strings.Repeat("v", hookrelay.MaxScopeValueBytes)}, true},
+		{"20 MiB value", map[string]string{"lease": strings.Repeat("v", 20<<20)}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, s := newClient(t)
+			p := validParams()
+			p.Scope = tc.scope
+			_, err := c.Enqueue(context.Background(), p)
+			if tc.ok {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, hookrelay.ErrInvalidDelivery)
+			var ve *hookrelay.ValidationError
+			require.ErrorAs(t, err, &ve)
+			assert.Equal(t, "Scope", ve.Field)
+			assert.Less(t, len(err.Error()), 400, "the error quotes at most a prefix: %.500s", err)
+			_, getErr := s.Get(context.Background(), hookrelay.DeliveryID(p.EventID, p.DestinationID))
+			assert.ErrorIs(t, getErr, hookrelay.ErrNotFound, "nothing was stored")
+		})
+	}
+}
+
+// TestErrorsQuoteAShortPrefixOfTheInput: a 100 KB input makes a short
+// error, whichever check refuses it.
+func TestErrorsQuoteAShortPrefixOfTheInput(t *testing.T) {
+	huge := "evt_" + strings.Repeat("x", 100<<10)
+	tests := []struct {
+		name   string
+		mutate func(*hookrelay.EnqueueParams)
+	}{
+		{"event ID", func(p *hookrelay.EnqueueParams) { p.EventID = huge }},
+		{"event ID with a bad payload", func(p *hookrelay.EnqueueParams) { p.EventID = huge[:255]; p.Payload = make([]byte, 65) }},
+		{"tenant", func(p *hookrelay.EnqueueParams) { p.TenantID = huge }},
+		{"destination", func(p *hookrelay.EnqueueParams) { p.DestinationID = huge }},
+		{"event type", func(p *hookrelay.EnqueueParams) { p.EventType = huge }},
+		{"unknown destination", func(p *hookrelay.EnqueueParams) { p.EventID = huge[:255]; p.DestinationID = huge[:255] }},
+		{"another tenant's destination", func(p *hookrelay.EnqueueParams) { p.EventID = huge[:255]; p.TenantID = huge[:255] }},
+		{"scope key", func(p *hookrelay.EnqueueParams) { p.Scope = map[string]string{huge: "v"} }},
+		{"scope value", func(p *hookrelay.EnqueueParams) { p.Scope = map[string]string{huge[:255]: huge} }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := newClient(t)
+			p := validParams()
+			tc.mutate(&p)
+			_, err := c.Enqueue(context.Background(), p)
+			require.Error(t, err)
+			assert.Less(t, len(err.Error()), 400, "%.500s", err)
+		})
+	}
+}
+
+// timeoutSender is a Sender whose attempts are bounded by a timeout.
+type timeoutSender struct{ d time.Duration }
+
+func (timeoutSender) Send(context.Context, hookrelay.SendParams) hookrelay.Result {
+	return hookrelay.Delivered(200)
+}
+
+func (s timeoutSender) SendTimeout(dest hookrelay.Destination) time.Duration {
+	if dest.Timeout > 0 {
+		return dest.Timeout
+	}
+	return s.d
+}
+
+func TestEnqueueRefusesALeaseShorterThanTheSendTimeout(t *testing.T) {
+	plain := hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result { return hookrelay.Delivered(200) })
+	tests := []struct {
+		name     string
+		sender   hookrelay.Sender
+		leaseFor time.Duration
+		dest     time.Duration
+		ok       bool
+	}{
+		{"sender timeout below the lease", timeoutSender{10 * time.Second}, time.Minute, 0, true},
+		{"sender timeout over the lease", timeoutSender{10 * time.Second}, 5 * time.Second, 0, false},
+		{"sender timeout equal to the lease", timeoutSender{10 * time.Second}, 10 * time.Second, 0, false},
+		{"destination timeout over the lease", timeoutSender{time.Second}, 5 * time.Second, 30 * time.Second, false},
+		{"destination timeout over the lease, plain sender", plain, 5 * time.Second, 30 * time.Second, false},
+		{"destination timeout below the default lease", plain, 0, 30 * time.Second, true},
+		{"enqueue-only client: the workers' lease is not its own", nil, 5 * time.Second, 30 * time.Second, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, dests := newStore()
+			require.NoError(t, dests.Put(context.Background(), hookrelay.Destination{ID: "slow", URL: "https://slow.example/", Timeout: tc.dest}))
+			c, err := hookrelay.New(hookrelay.Config{Queue: s, Ledger: s, Destinations: dests, Sender: tc.sender, LeaseFor: tc.leaseFor})
+			require.NoError(t, err)
+			p := validParams()
+			p.DestinationID = "slow"
+			_, err = c.Enqueue(context.Background(), p)
+			if tc.ok {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, hookrelay.ErrInvalidConfig)
+			var ve *hookrelay.ValidationError
+			require.ErrorAs(t, err, &ve)
+			assert.Equal(t, "LeaseFor", ve.Field)
+			_, getErr := s.Get(context.Background(), hookrelay.DeliveryID(p.EventID, p.DestinationID))
+			assert.ErrorIs(t, getErr, hookrelay.ErrNotFound, "nothing was stored")
+		})
+	}
+}
+
+func TestPolicyRefusesRetriesWithNoDelay(t *testing.T) {
+	p := hookrelay.Policy{Version: "hammer", MaxAttempts: 1000, BaseDelay: 0, MaxDelay: 0}
+	err := p.Validate()
+	require.ErrorIs(t, err, hookrelay.ErrInvalidPolicy)
+	var ve *hookrelay.ValidationError
+	require.ErrorAs(t, err, &ve)
+	assert.Equal(t, "BaseDelay", ve.Field)
+
+	s, dests := newStore()
+	_, err = hookrelay.New(hookrelay.Config{Queue: s, Ledger: s, Destinations: dests, Policy: &p})
+	assert.ErrorIs(t, err, hookrelay.ErrInvalidPolicy, "New refuses it as the default policy")
+
+	p.BaseDelay, p.MaxDelay = hookrelay.MinRetryDelay, hookrelay.MinRetryDelay
+	assert.NoError(t, p.Validate(), "the floor itself is accepted")
+	assert.NoError(t, hookrelay.Policy{Version: "once", MaxAttempts: 1}.Validate(), "a policy that never retries needs no delay")
+}
+
+func TestRedriveRefusesABlankActorOrReason(t *testing.T) {
+	c, _ := newClient(t)
+	for _, tc := range []struct{ actor, reason, field string }{
+		{"", "moved", "Actor"},
+		{" \t\n", "moved", "Actor"},
+		{"ops@example", "   ", "Reason"},
+		{"ops@example", "\u00a0", "Reason"},
+	} {
+		_, err := c.Redrive(context.Background(), hookrelay.RedriveParams{Actor: tc.actor, Reason: tc.reason, RatePerSecond: 1})
+		require.ErrorIs(t, err, hookrelay.ErrInvalidRequest, "%q %q", tc.actor, tc.reason)
+		var ve *hookrelay.ValidationError
+		require.ErrorAs(t, err, &ve)
+		assert.Equal(t, tc.field, ve.Field)
+	}
+	_, err := c.StopRedrive(context.Background(), "rdv_x", "  ")
+	assert.ErrorIs(t, err, hookrelay.ErrInvalidRequest)
+}
+
+// TestOperatorErrorsQuoteAShortPrefix: the operator API given a 100 KB
+// argument answers with a short error.
+func TestOperatorErrorsQuoteAShortPrefix(t *testing.T) {
+	c, _ := newClient(t)
+	huge := strings.Repeat("x", 100<<10)
+	ctx := context.Background()
+	_, err := c.DeadLetters(ctx, hookrelay.DeadLettersParams{Cursor: huge})
+	require.ErrorIs(t, err, hookrelay.ErrInvalidRequest)
+	assert.Less(t, len(err.Error()), 400, "%.500s", err)
+	err = c.PauseDestination(ctx, huge)
+	require.Error(t, err)
+	assert.Less(t, len(err.Error()), 400, "%.1000s", err)
+	_, err = c.Delivery(ctx, huge)
+	require.ErrorIs(t, err, hookrelay.ErrNotFound)
+	assert.Less(t, len(err.Error()), 400, "%.1000s", err)
+}
