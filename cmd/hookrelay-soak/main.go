@@ -132,7 +132,7 @@ func runWorker(c config) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer cancel()
 	store, err := benchenv.Open(ctx, "postgres", benchenv.Options{
-		PostgresDSN: withAppName(c.postgresDSN, workerAppName(c.runID)), TablePrefix: c.prefix(), MaxOpenConns: 12,
+		PostgresDSN: withAppName(c.postgresDSN, workerAppName(c.runID)), TablePrefix: c.prefix(),
 	})
 	if err != nil {
 		return err
@@ -246,7 +246,7 @@ func runSoak(c config) error {
 	defer rcpt.close()
 	store, err := benchenv.Open(ctx, "postgres", benchenv.Options{
 		PostgresDSN: withAppName(c.postgresDSN, "hookrelay-soak-"+c.runID), TablePrefix: c.prefix(),
-		MaxOpenConns: 4, Drop: !c.keep,
+		Drop: !c.keep,
 	})
 	if err != nil {
 		return err
