@@ -4,7 +4,8 @@
 // after reading the body.
 //
 // Throughput (--mode throughput): every system delivers N deliveries per
-// round, queued before its worker starts, with W workers, spread over 10
+// round (fewer for a system too slow to deliver N within --round-limit),
+// queued before its worker starts, with W workers, spread over 10
 // destinations (URL paths on the one receiver), 512-byte JSON payload:
 //
 //   - ceiling: a plain net/http client loop, W goroutines;
@@ -56,6 +57,7 @@ type options struct {
 	destinations int
 	n            int
 	rounds       int
+	roundLimit   time.Duration
 	payloadBytes int
 	postgresDSN  string
 	latencyRate  float64
@@ -83,6 +85,7 @@ func main() {
 	flag.IntVar(&o.destinations, "destinations", 10, "destinations (URL paths on the one receiver)")
 	flag.IntVar(&o.n, "n", 2000, "throughput: deliveries per system per round")
 	flag.IntVar(&o.rounds, "rounds", 3, "throughput: rounds; the summary is the median")
+	flag.DurationVar(&o.roundLimit, "round-limit", 20*time.Second, "throughput: a system whose warm-up rate says N would take longer gets fewer deliveries per round (at least 100); 0 keeps N for all")
 	flag.IntVar(&o.payloadBytes, "payload", 512, "payload size in bytes")
 	flag.StringVar(&o.postgresDSN, "postgres-dsn", os.Getenv(benchenv.PostgresDSNEnv), "PostgreSQL DSN (default $"+benchenv.PostgresDSNEnv+")")
 	flag.Float64Var(&o.latencyRate, "latency-rate", 200, "latency: deliveries enqueued per second, one at a time")

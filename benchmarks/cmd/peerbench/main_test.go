@@ -102,3 +102,15 @@ func TestMakePayloadIsExactSize(t *testing.T) {
 		assert.Len(t, makePayload(n), n)
 	}
 }
+
+// TestRoundSizeShrinksOnlySlowSystems: a system fast enough for N in the
+// limit gets N; a slow one gets what its rate delivers in the limit, never
+// fewer than 100.
+func TestRoundSizeShrinksOnlySlowSystems(t *testing.T) {
+	o := options{n: 2000, roundLimit: 20 * time.Second}
+	assert.Equal(t, 2000, roundSize(o, 5000))
+	assert.Equal(t, 2000, roundSize(o, 100))
+	assert.Equal(t, 500, roundSize(o, 25))
+	assert.Equal(t, 100, roundSize(o, 1))
+	assert.Equal(t, 2000, roundSize(options{n: 2000}, 1), "no limit")
+}

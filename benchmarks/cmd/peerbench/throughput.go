@@ -51,6 +51,7 @@ func runThroughput(ctx context.Context, o options, rcpt *receiver, payload []byt
 		}
 	}()
 	warm := min(o.n, 200)
+	perRound := make(map[string]int, len(o.systems))
 	for _, name := range o.systems {
 		s, err := openSystem(ctx, name, o, rcpt, payload)
 		if err != nil {
@@ -58,30 +59,34 @@ func runThroughput(ctx context.Context, o options, rcpt *receiver, payload []byt
 		}
 		systems[name] = s
 		// Warm up: connections open, code paths and caches hot.
-		if _, err := s.drain(ctx, warm); err != nil {
+		elapsed, err := s.drain(ctx, warm)
+		if err != nil {
 			return fmt.Errorf("%s: warm-up: %w", name, err)
 		}
+		perRound[name] = roundSize(o, float64(warm)/elapsed.Seconds())
 	}
 
-	fmt.Fprintf(out, "\nthroughput: %d deliveries per system per round, queued before the worker starts; %d rounds, systems in turn\n", o.n, o.rounds)
-	fmt.Fprintf(out, "%-5s %-28s %12s\n", "round", "system", "deliveries/s")
+	fmt.Fprintf(out, "\nthroughput: N=%d deliveries per system per round (fewer where the warm-up rate says N would take over %s), queued before the worker starts; %d rounds, systems in turn\n",
+		o.n, o.roundLimit, o.rounds)
+	fmt.Fprintf(out, "%-5s %-28s %6s %12s\n", "round", "system", "n", "deliveries/s")
 	perSec := make(map[string][]float64)
 	toCeiling := make(map[string][]float64)
 	toRiver := make(map[string][]float64)
 	for r := range o.rounds {
 		round := make(map[string]float64)
 		for _, name := range o.systems {
+			n := perRound[name]
 			before := rcpt.requests.Load()
-			elapsed, err := systems[name].drain(ctx, o.n)
+			elapsed, err := systems[name].drain(ctx, n)
 			if err != nil {
 				return fmt.Errorf("%s: round %d: %w", name, r+1, err)
 			}
-			if got := rcpt.requests.Load() - before; got < int64(o.n) {
-				return fmt.Errorf("%s: round %d: %d deliveries reported but the receiver saw %d requests", name, r+1, o.n, got)
+			if got := rcpt.requests.Load() - before; got < int64(n) {
+				return fmt.Errorf("%s: round %d: %d deliveries reported but the receiver saw %d requests", name, r+1, n, got)
 			}
-			round[name] = float64(o.n) / elapsed.Seconds()
+			round[name] = float64(n) / elapsed.Seconds()
 			perSec[name] = append(perSec[name], round[name])
-			fmt.Fprintf(out, "%-5d %-28s %12.0f\n", r+1, labels[name], round[name])
+			fmt.Fprintf(out, "%-5d %-28s %6d %12.0f\n", r+1, labels[name], n, round[name])
 		}
 		for name, v := range round {
 			if c, ok := round["ceiling"]; ok {
@@ -106,6 +111,17 @@ func runThroughput(ctx context.Context, o options, rcpt *receiver, payload []byt
 			slicesMin(perSec[name]), slicesMax(perSec[name]), ratio(toCeiling[name]), ratio(toRiver[name]))
 	}
 	return nil
+}
+
+// roundSize is a system's deliveries per round: N, unless its warm-up rate
+// says N would take longer than --round-limit, then what that rate
+// delivers in the limit, but at least 100. It keeps a run short when a
+// system is slow without shrinking the rounds of the fast ones.
+func roundSize(o options, warmRate float64) int {
+	if o.roundLimit <= 0 || float64(o.n)/warmRate <= o.roundLimit.Seconds() {
+		return o.n
+	}
+	return min(o.n, max(100, int(warmRate*o.roundLimit.Seconds())))
 }
 
 func slicesMin(xs []float64) float64 {
