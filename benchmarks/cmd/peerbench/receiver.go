@@ -17,6 +17,9 @@ type receiver struct {
 	srv      *http.Server
 	done     chan struct{}
 	requests atomic.Int64
+	// conns counts connections accepted: a client that does not keep its
+	// connections alive opens one per request.
+	conns atomic.Int64
 
 	mu       sync.Mutex
 	arrivals map[string]time.Time // nil unless recording
@@ -28,7 +31,14 @@ func startReceiver() (*receiver, error) {
 		return nil, err
 	}
 	r := &receiver{url: "http://" + ln.Addr().String(), done: make(chan struct{})}
-	r.srv = &http.Server{Handler: http.HandlerFunc(r.serve), ReadHeaderTimeout: 10 * time.Second}
+	r.srv = &http.Server{
+		Handler: http.HandlerFunc(r.serve), ReadHeaderTimeout: 10 * time.Second,
+		ConnState: func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				r.conns.Add(1)
+			}
+		},
+	}
 	go func() {
 		defer close(r.done)
 		_ = r.srv.Serve(ln) // returns ErrServerClosed on close

@@ -68,7 +68,7 @@ func runThroughput(ctx context.Context, o options, rcpt *receiver, payload []byt
 
 	fmt.Fprintf(out, "\nthroughput: N=%d deliveries per system per round (fewer where the warm-up rate says N would take over %s), queued before the worker starts; %d rounds, systems in turn\n",
 		o.n, o.roundLimit, o.rounds)
-	fmt.Fprintf(out, "%-5s %-28s %6s %12s\n", "round", "system", "n", "deliveries/s")
+	fmt.Fprintf(out, "%-5s %-28s %6s %12s %17s\n", "round", "system", "n", "deliveries/s", "connections opened")
 	perSec := make(map[string][]float64)
 	toCeiling := make(map[string][]float64)
 	toRiver := make(map[string][]float64)
@@ -76,7 +76,7 @@ func runThroughput(ctx context.Context, o options, rcpt *receiver, payload []byt
 		round := make(map[string]float64)
 		for _, name := range o.systems {
 			n := perRound[name]
-			before := rcpt.requests.Load()
+			before, conns := rcpt.requests.Load(), rcpt.conns.Load()
 			elapsed, err := systems[name].drain(ctx, n)
 			if err != nil {
 				return fmt.Errorf("%s: round %d: %w", name, r+1, err)
@@ -86,7 +86,7 @@ func runThroughput(ctx context.Context, o options, rcpt *receiver, payload []byt
 			}
 			round[name] = float64(n) / elapsed.Seconds()
 			perSec[name] = append(perSec[name], round[name])
-			fmt.Fprintf(out, "%-5d %-28s %6d %12.0f\n", r+1, labels[name], n, round[name])
+			fmt.Fprintf(out, "%-5d %-28s %6d %12.0f %17d\n", r+1, labels[name], n, round[name], rcpt.conns.Load()-conns)
 		}
 		for name, v := range round {
 			if c, ok := round["ceiling"]; ok {
