@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"slices"
@@ -44,15 +45,15 @@ func runLatency(ctx context.Context, o options, rcpt *receiver, payload []byte, 
 		return nil
 	}
 	fmt.Fprintf(out, "\nlatency: producer here, worker in another process, PostgreSQL; %.0f enqueues/s one at a time for %s;\n", o.latencyRate, o.latencyFor)
-	fmt.Fprintf(out, "enqueue call → first arrival at the receiver (both clocks in this process)\n")
-	fmt.Fprintf(out, "%-28s %8s %10s %10s %10s %10s %8s\n", "system", "enqueued", "offered/s", "p50", "p99", "max", "missing")
+	fmt.Fprintf(out, "enqueue call → first arrival at the receiver (both clocks in this process); missing: not arrived %s after the last enqueue\n", arrivalWait)
+	fmt.Fprintf(out, "%-28s %8s %10s %11s %11s %11s %8s\n", "system", "enqueued", "offered/s", "p50", "p99", "max", "missing")
 	for _, name := range systems {
 		r, err := latencyOne(ctx, name, o, rcpt, payload)
 		if err != nil {
 			return fmt.Errorf("%s: latency: %w", name, err)
 		}
-		fmt.Fprintf(out, "%-28s %8d %10.0f %10s %10s %10s %8d\n", labels[name], r.n, r.offered,
-			r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.max.Round(10*time.Microsecond), r.missing)
+		fmt.Fprintf(out, "%-28s %8d %10.0f %11s %11s %11s %8d\n", labels[name], r.n, r.offered,
+			formatLatency(r.p50), formatLatency(r.p99), formatLatency(r.max), r.missing)
 	}
 	return nil
 }
@@ -106,14 +107,25 @@ func latencyOne(ctx context.Context, name string, o options, rcpt *receiver, pay
 		if a, ok := arrivals[id]; ok {
 			lat = append(lat, a.Sub(t0))
 		} else {
+			// Counted as later than any arrival, so a percentile that
+			// falls on one says so rather than leaving it out.
+			lat = append(lat, notArrived)
 			res.missing++
 		}
 	}
-	res.p50, res.p99 = percentile(lat, 0.50), percentile(lat, 0.99)
-	if len(lat) > 0 {
-		res.max = slices.Max(lat)
-	}
+	res.p50, res.p99, res.max = percentile(lat, 0.50), percentile(lat, 0.99), slices.Max(lat)
 	return res, nil
+}
+
+// notArrived is the latency of a delivery that did not arrive within
+// arrivalWait of the last enqueue.
+const notArrived = time.Duration(math.MaxInt64)
+
+func formatLatency(d time.Duration) string {
+	if d == notArrived {
+		return "not arrived"
+	}
+	return d.Round(10 * time.Microsecond).String()
 }
 
 // startChild runs this binary as the worker process with args, the DSN in
