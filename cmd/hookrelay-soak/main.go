@@ -138,6 +138,11 @@ func runWorker(c config) error {
 		return err
 	}
 	defer store.Close()
+	// The soak checks correctness under chaos, at a throughput that drains
+	// its deliveries in time: a connection per attempt in flight plus the
+	// claim loop's, all kept idle between uses.
+	store.DB.SetMaxOpenConns(12)
+	store.DB.SetMaxIdleConns(12)
 	sender, err := benchenv.LoopbackSender(hookhttp.Config{Timeout: c.timeout})
 	if err != nil {
 		return err
