@@ -132,12 +132,17 @@ func runWorker(c config) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer cancel()
 	store, err := benchenv.Open(ctx, "postgres", benchenv.Options{
-		PostgresDSN: withAppName(c.postgresDSN, workerAppName(c.runID)), TablePrefix: c.prefix(), MaxOpenConns: 12,
+		PostgresDSN: withAppName(c.postgresDSN, workerAppName(c.runID)), TablePrefix: c.prefix(),
 	})
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	// The soak checks correctness under chaos, at a throughput that drains
+	// its deliveries in time: a connection per attempt in flight plus the
+	// claim loop's, all kept idle between uses.
+	store.DB.SetMaxOpenConns(12)
+	store.DB.SetMaxIdleConns(12)
 	sender, err := benchenv.LoopbackSender(hookhttp.Config{Timeout: c.timeout})
 	if err != nil {
 		return err
@@ -246,7 +251,7 @@ func runSoak(c config) error {
 	defer rcpt.close()
 	store, err := benchenv.Open(ctx, "postgres", benchenv.Options{
 		PostgresDSN: withAppName(c.postgresDSN, "hookrelay-soak-"+c.runID), TablePrefix: c.prefix(),
-		MaxOpenConns: 4, Drop: !c.keep,
+		Drop: !c.keep,
 	})
 	if err != nil {
 		return err

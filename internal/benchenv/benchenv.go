@@ -57,9 +57,6 @@ type Options struct {
 	TablePrefix string
 	// Drop removes this run's tables on Close.
 	Drop bool
-	// MaxOpenConns caps the SQL connection pool and keeps as many idle;
-	// zero leaves database/sql's defaults (unlimited open, 2 idle).
-	MaxOpenConns int
 	// NATSURL is the NATS server for "nats"; empty is DefaultNATSURL.
 	NATSURL string
 	// AMQPURL is the RabbitMQ server for "rabbitmq"; empty is

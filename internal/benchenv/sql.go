@@ -14,7 +14,8 @@ import (
 var sqlTables = []string{"attempts", "redrives", "idempotency", "deliveries", "destinations", "schema_migrations"}
 
 // openSQL opens and migrates a SQLite file in o.Dir or the PostgreSQL
-// database at o.PostgresDSN, with this run's table prefix.
+// database at o.PostgresDSN, with this run's table prefix, as the README
+// tells users to: the connection pool is the adapter's default.
 func openSQL(ctx context.Context, name string, o Options) (*Store, error) {
 	opts := hooksql.Options{TablePrefix: o.TablePrefix}
 	var s *hooksql.Store
@@ -30,10 +31,6 @@ func openSQL(ctx context.Context, name string, o Options) (*Store, error) {
 	}
 	if err != nil {
 		return nil, err
-	}
-	if o.MaxOpenConns > 0 {
-		s.DB().SetMaxOpenConns(o.MaxOpenConns)
-		s.DB().SetMaxIdleConns(o.MaxOpenConns)
 	}
 	if err := s.Migrate(ctx); err != nil {
 		return nil, errors.Join(err, s.Close())

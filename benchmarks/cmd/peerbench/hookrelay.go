@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/hookrelay/hookrelay"
+	hookhttp "github.com/hookrelay/hookrelay/adapters/http"
+	"github.com/hookrelay/hookrelay/internal/benchenv"
+)
+
+// hookrelaySystem is a hookrelay client on one backend, configured as the
+// README shows: the store as opened by benchenv (hooksql.Open or
+// OpenSQLite with a table prefix, then Migrate; the pool is the adapter's
+// default), the real HTTP sender, and the library's defaults for all but
+// Concurrency.
+type hookrelaySystem struct {
+	store    *benchenv.Store
+	sender   *hookhttp.Sender
+	client   *hookrelay.Client
+	progress *progress
+	payload  []byte
+	dests    int
+	seq      int
+	dir      string
+}
+
+func tablePrefix() string { return fmt.Sprintf("peerbench_%d_", os.Getpid()) }
+
+func openHookrelay(ctx context.Context, backend string, o options, url string, payload []byte) (_ *hookrelaySystem, err error) {
+	s := &hookrelaySystem{progress: &progress{}, payload: payload, dests: o.destinations}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, s.close())
+		}
+	}()
+	if backend == "sqlite" {
+		if s.dir, err = os.MkdirTemp("", "peerbench-"); err != nil {
+			return nil, err
+		}
+	}
+	s.store, err = benchenv.Open(ctx, backend, benchenv.Options{
+		PostgresDSN: o.postgresDSN, Dir: s.dir, TablePrefix: tablePrefix(), Drop: true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := putDestinations(ctx, s.store.Put, url, o.destinations); err != nil {
+		return nil, err
+	}
+	if s.sender, err = benchenv.LoopbackSender(hookhttp.Config{}); err != nil {
+		return nil, err
+	}
+	s.client, err = hookrelay.New(hookrelay.Config{
+		Queue: s.store.Queue, Ledger: s.store.Ledger, Destinations: s.store.Destinations, Sender: s.sender,
+		Concurrency: o.workers,
+		Observer:    hookrelay.ObserverFunc(s.observe),
+	})
+	return s, err
+}
+
+func (s *hookrelaySystem) observe(_ context.Context, e hookrelay.Event) {
+	switch e.Kind {
+	case hookrelay.EventDelivered:
+		s.progress.delivered()
+	case hookrelay.EventWorkerError, hookrelay.EventRetryScheduled, hookrelay.EventDeadLettered:
+		s.progress.failed(fmt.Sprintf("%s %v %v", e.Kind, e.Err, e.Result))
+	}
+}
+
+func destID(i int) string { return fmt.Sprintf("dest_%d", i) }
+
+// putDestinations adds destinations dest_0 … dest_{n-1}, each a path on the
+// receiver.
+func putDestinations(ctx context.Context, put func(context.Context, hookrelay.Destination) error, url string, n int) error {
+	for i := range n {
+		if err := put(ctx, hookrelay.Destination{
+			ID: destID(i), TenantID: "tenant_bench", URL: url + destPath(i),
+			Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func enqueueParams(eventID string, dest int, payload []byte) hookrelay.EnqueueParams {
+	return hookrelay.EnqueueParams{
+		EventID: eventID, TenantID: "tenant_bench", DestinationID: destID(dest),
+		EventType: "lease.payment_recorded", Payload: payload,
+	}
+}
+
+func (s *hookrelaySystem) drain(ctx context.Context, n int) (time.Duration, error) {
+	const batch = 500
+	params := make([]hookrelay.EnqueueParams, 0, batch)
+	for i := range n {
+		s.seq++
+		params = append(params, enqueueParams(fmt.Sprintf("evt_%d", s.seq), i%s.dests, s.payload))
+		if len(params) == batch || i == n-1 {
+			if _, err := s.client.EnqueueMany(ctx, params); err != nil {
+				return 0, err
+			}
+			params = params[:0]
+		}
+	}
+	reached := s.progress.expect(n)
+	start := time.Now()
+	if err := s.client.Start(ctx); err != nil {
+		return 0, err
+	}
+	err := s.progress.wait(ctx, reached)
+	elapsed := time.Since(start)
+	return elapsed, errors.Join(err, s.client.Stop(context.Background()))
+}
+
+func (s *hookrelaySystem) close() error {
+	var errs []error
+	if s.client != nil {
+		errs = append(errs, s.client.Stop(context.Background()))
+	}
+	if s.sender != nil {
+		s.sender.CloseIdleConnections()
+	}
+	if s.store != nil {
+		errs = append(errs, s.store.Close())
+	}
+	if s.dir != "" {
+		errs = append(errs, os.RemoveAll(s.dir))
+	}
+	return errors.Join(errs...)
+}
+
+// hookrelayLatency prepares the latency mode's producer side on PostgreSQL:
+// fresh tables with the destinations, and an enqueue function; the worker
+// is the child process.
+func hookrelayLatency(ctx context.Context, o options, url string, payload []byte) (enqueue func(ctx context.Context, i int) (string, error), childArgs []string, closeAll func() error, err error) {
+	prefix := tablePrefix() + "lat_"
+	store, err := benchenv.Open(ctx, "postgres", benchenv.Options{PostgresDSN: o.postgresDSN, TablePrefix: prefix, Drop: true})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	closeAll = store.Close
+	if err := putDestinations(ctx, store.Put, url, o.destinations); err != nil {
+		return nil, nil, nil, errors.Join(err, closeAll())
+	}
+	sender, err := benchenv.LoopbackSender(hookhttp.Config{})
+	if err != nil {
+		return nil, nil, nil, errors.Join(err, closeAll())
+	}
+	// The producer never starts its worker: it only enqueues.
+	producer, err := hookrelay.New(hookrelay.Config{
+		Queue: store.Queue, Ledger: store.Ledger, Destinations: store.Destinations, Sender: sender,
+	})
+	if err != nil {
+		return nil, nil, nil, errors.Join(err, closeAll())
+	}
+	enqueue = func(ctx context.Context, i int) (string, error) {
+		eventID, dest := fmt.Sprintf("lat_%d", i), i%o.destinations
+		_, err := producer.Enqueue(ctx, enqueueParams(eventID, dest, payload))
+		return hookrelay.DeliveryID(eventID, destID(dest)), err
+	}
+	return enqueue, []string{"--child", "postgres", "--child-namespace", prefix}, closeAll, nil
+}
+
+// hookrelayWorker is the latency mode's worker process: hookrelay on the
+// producer's tables, set up as the README shows, Concurrency W.
+func hookrelayWorker(ctx context.Context, o options) (stop func() error, err error) {
+	store, err := benchenv.Open(ctx, "postgres", benchenv.Options{PostgresDSN: o.postgresDSN, TablePrefix: o.childNamespace})
+	if err != nil {
+		return nil, err
+	}
+	sender, err := benchenv.LoopbackSender(hookhttp.Config{})
+	if err != nil {
+		return nil, errors.Join(err, store.Close())
+	}
+	client, err := hookrelay.New(hookrelay.Config{
+		Queue: store.Queue, Ledger: store.Ledger, Destinations: store.Destinations, Sender: sender,
+		Concurrency: o.workers,
+	})
+	if err != nil {
+		return nil, errors.Join(err, store.Close())
+	}
+	if err := client.Start(ctx); err != nil {
+		return nil, errors.Join(err, store.Close())
+	}
+	return func() error {
+		err := client.Stop(context.Background())
+		sender.CloseIdleConnections()
+		return errors.Join(err, store.Close())
+	}, nil
+}
