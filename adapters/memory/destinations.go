@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/hookrelay/hookrelay"
@@ -18,7 +19,10 @@ type Destinations struct {
 	m  map[string]hookrelay.Destination
 }
 
-var _ hookrelay.Destinations = (*Destinations)(nil)
+var (
+	_ hookrelay.Destinations      = (*Destinations)(nil)
+	_ hookrelay.DestinationLister = (*Destinations)(nil)
+)
 
 // NewDestinations returns a set holding ds. It panics on an empty ID, which
 // is a programming error in test setup.
@@ -35,6 +39,7 @@ func NewDestinations(ds ...hookrelay.Destination) *Destinations {
 func cloneDestination(d hookrelay.Destination) hookrelay.Destination {
 	d.Secrets = slices.Clone(d.Secrets)
 	d.Headers = maps.Clone(d.Headers)
+	d.EventTypes = slices.Clone(d.EventTypes)
 	if d.Policy != nil {
 		p := *d.Policy
 		d.Policy = &p
@@ -43,9 +48,14 @@ func cloneDestination(d hookrelay.Destination) hookrelay.Destination {
 }
 
 // Put adds or replaces a destination; the next attempt to it sees the change.
+// A malformed EventTypes pattern is refused with a *hookrelay.ValidationError
+// naming it (hookrelay.ValidateEventTypes).
 func (s *Destinations) Put(_ context.Context, d hookrelay.Destination) error {
 	if d.ID == "" {
 		return fmt.Errorf("hookrelay/memory: destination ID must not be empty")
+	}
+	if err := hookrelay.ValidateEventTypes(d.EventTypes); err != nil {
+		return fmt.Errorf("hookrelay/memory: destination %q: %w", d.ID, err)
 	}
 	if d.Policy != nil {
 		if err := d.Policy.Validate(); err != nil {
@@ -67,6 +77,21 @@ func (s *Destinations) Destination(_ context.Context, id string) (hookrelay.Dest
 		return hookrelay.Destination{}, fmt.Errorf("%w: %q", hookrelay.ErrDestinationNotFound, id)
 	}
 	return cloneDestination(d), nil
+}
+
+// DestinationsFor implements hookrelay.DestinationLister; it scans every
+// destination.
+func (s *Destinations) DestinationsFor(_ context.Context, p hookrelay.DestinationsForParams) ([]hookrelay.Destination, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := []hookrelay.Destination{}
+	for _, d := range s.m {
+		if (p.TenantID == "" || d.TenantID == p.TenantID) && (p.EventType == "" || d.SubscribesTo(p.EventType)) {
+			out = append(out, cloneDestination(d))
+		}
+	}
+	slices.SortFunc(out, func(a, b hookrelay.Destination) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
 }
 
 // Disable implements hookrelay.Destinations.
