@@ -13,7 +13,9 @@
 // The suite covers the queue contract (claims, leases, fencing, idempotent
 // transitions), the ledger contract (records, attempt history, idempotent
 // create) and whole-engine scenarios driven by a mock clock, including crash
-// injection at every boundary of the state machine.
+// injection at every boundary of the state machine, and the optional
+// abilities (stats, lease ledger, redrive, listing destinations for
+// Publish), each of which skips when the adapter lacks it.
 package hookrelaytest
 
 import (
@@ -66,4 +68,5 @@ func Run(t *testing.T, newHarness NewHarness) {
 	t.Run("Stats", func(t *testing.T) { RunStats(t, newHarness) })
 	t.Run("LeaseLedger", func(t *testing.T) { RunLeaseLedger(t, newHarness) })
 	t.Run("Redrive", func(t *testing.T) { RunRedrive(t, newHarness) })
+	t.Run("Publish", func(t *testing.T) { RunPublish(t, newHarness) })
 }
