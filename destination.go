@@ -64,11 +64,11 @@ type Destinations interface {
 	Disable(ctx context.Context, params DisableParams) error
 }
 
-// DestinationLister is an optional ability of Destinations (the memory and
+// DestinationFinder is an optional ability of Destinations (the memory and
 // SQL stores have it): list destinations by tenant and event type. Client.
 // Publish needs it to fan an event out and returns ErrUnsupported without
 // it. Implementations must be safe for concurrent use.
-type DestinationLister interface {
+type DestinationFinder interface {
 	// DestinationsFor returns the destinations selected by params, paused
 	// and disabled ones included (with their flags), ordered by ID; none is
 	// an empty result, not an error. A store should find a tenant's
@@ -76,7 +76,7 @@ type DestinationLister interface {
 	DestinationsFor(ctx context.Context, params DestinationsForParams) ([]Destination, error)
 }
 
-// DestinationsForParams are the inputs of DestinationLister.DestinationsFor.
+// DestinationsForParams are the inputs of DestinationFinder.DestinationsFor.
 type DestinationsForParams struct {
 	// TenantID selects the destinations whose TenantID is exactly this;
 	// empty selects every destination, with or without a tenant.

@@ -91,7 +91,7 @@ func (p PreparedPublish) Result(created []bool) PublishResult {
 // waits until they are resumed; disabled ones get nothing and are listed in
 // Skipped. No subscribed destination is not an error: the result is empty.
 //
-// Publish needs Destinations to be a DestinationLister and returns an error
+// Publish needs Destinations to be a DestinationFinder and returns an error
 // wrapping ErrUnsupported otherwise. Invalid params are refused with a
 // *ValidationError (ErrInvalidDelivery) naming the field, before anything
 // is stored.
@@ -116,9 +116,9 @@ func (c *Client) Publish(ctx context.Context, params PublishParams) (PublishResu
 // store what it returns in the caller's transaction. Errors are those of
 // Publish.
 func (c *Client) PreparePublish(ctx context.Context, params PublishParams) (PreparedPublish, error) {
-	lister, ok := c.destinations.(DestinationLister)
+	lister, ok := c.destinations.(DestinationFinder)
 	if !ok {
-		return PreparedPublish{}, fmt.Errorf("publish: %w (Destinations is not a DestinationLister, which Publish needs to find subscribed destinations)", ErrUnsupported)
+		return PreparedPublish{}, fmt.Errorf("publish: %w (Destinations is not a DestinationFinder, which Publish needs to find subscribed destinations)", ErrUnsupported)
 	}
 	fail := func(err error) (PreparedPublish, error) {
 		return PreparedPublish{}, fmt.Errorf("hookrelay: publish (event %s): %w", quotePrefix(params.EventID), err)

@@ -119,14 +119,14 @@ func TestPublishWithoutSubscribersIsEmpty(t *testing.T) {
 	assert.Empty(t, l.creates, "nothing to store")
 }
 
-func TestPublishNeedsADestinationLister(t *testing.T) {
+func TestPublishNeedsADestinationFinder(t *testing.T) {
 	ctrl := gomock.NewController(t)
 	s := memory.NewStore()
 	c, err := hookrelay.New(hookrelay.Config{Queue: s, Ledger: s, Destinations: hookrelaymock.NewMockDestinations(ctrl)})
 	require.NoError(t, err)
 	_, err = c.Publish(context.Background(), publishParams())
 	require.ErrorIs(t, err, hookrelay.ErrUnsupported)
-	assert.ErrorContains(t, err, "DestinationLister")
+	assert.ErrorContains(t, err, "DestinationFinder")
 	_, err = c.PreparePublish(context.Background(), publishParams())
 	require.ErrorIs(t, err, hookrelay.ErrUnsupported)
 }
@@ -135,7 +135,7 @@ func TestPublishNeedsADestinationLister(t *testing.T) {
 // has a bug; Publish never fans out to those.
 func TestPublishIgnoresWhatTheListerShouldNotHaveReturned(t *testing.T) {
 	ctrl := gomock.NewController(t)
-	lister := hookrelaymock.NewMockDestinationLister(ctrl)
+	lister := hookrelaymock.NewMockDestinationFinder(ctrl)
 	lister.EXPECT().DestinationsFor(gomock.Any(), hookrelay.DestinationsForParams{TenantID: "tenant_a", EventType: "lease.payment_recorded"}).
 		Return([]hookrelay.Destination{
 			{ID: "other_tenant", TenantID: "tenant_b"},
@@ -146,7 +146,7 @@ func TestPublishIgnoresWhatTheListerShouldNotHaveReturned(t *testing.T) {
 	s := memory.NewStore()
 	c, err := hookrelay.New(hookrelay.Config{Queue: s, Ledger: s, Destinations: struct {
 		hookrelay.Destinations
-		hookrelay.DestinationLister
+		hookrelay.DestinationFinder
 	}{hookrelaymock.NewMockDestinations(ctrl), lister}})
 	require.NoError(t, err)
 	res, err := c.Publish(context.Background(), publishParams())

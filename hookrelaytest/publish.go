@@ -12,9 +12,9 @@ import (
 	"github.com/hookrelay/hookrelay"
 )
 
-// RunPublish runs the hookrelay.DestinationLister contract tests and the
+// RunPublish runs the hookrelay.DestinationFinder contract tests and the
 // whole-engine Client.Publish scenarios. They skip when the harness's
-// Destinations does not implement hookrelay.DestinationLister (an optional
+// Destinations does not implement hookrelay.DestinationFinder (an optional
 // ability); the check that Publish then refuses with ErrUnsupported runs
 // always.
 //
@@ -211,16 +211,16 @@ func RunPublish(t *testing.T, newHarness NewHarness) {
 			EventID: "pay_7319", TenantID: "tenant_a", EventType: "lease.payment_recorded",
 		})
 		require.ErrorIs(t, err, hookrelay.ErrUnsupported)
-		assert.ErrorContains(t, err, "DestinationLister")
+		assert.ErrorContains(t, err, "DestinationFinder")
 	})
 }
 
-// lister returns the harness's DestinationLister or skips the test.
-func lister(t *testing.T, h Harness) hookrelay.DestinationLister {
+// lister returns the harness's DestinationFinder or skips the test.
+func lister(t *testing.T, h Harness) hookrelay.DestinationFinder {
 	t.Helper()
-	l, ok := h.Destinations.(hookrelay.DestinationLister)
+	l, ok := h.Destinations.(hookrelay.DestinationFinder)
 	if !ok {
-		t.Skip("the Destinations do not implement hookrelay.DestinationLister (an optional ability)")
+		t.Skip("the Destinations do not implement hookrelay.DestinationFinder (an optional ability)")
 	}
 	return l
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/hookrelay/hookrelay"
@@ -19,10 +18,7 @@ type Destinations struct {
 	m  map[string]hookrelay.Destination
 }
 
-var (
-	_ hookrelay.Destinations      = (*Destinations)(nil)
-	_ hookrelay.DestinationLister = (*Destinations)(nil)
-)
+var _ hookrelay.Destinations = (*Destinations)(nil)
 
 // NewDestinations returns a set holding ds. It panics on an empty ID, which
 // is a programming error in test setup.
@@ -77,21 +73,6 @@ func (s *Destinations) Destination(_ context.Context, id string) (hookrelay.Dest
 		return hookrelay.Destination{}, fmt.Errorf("%w: %q", hookrelay.ErrDestinationNotFound, id)
 	}
 	return cloneDestination(d), nil
-}
-
-// DestinationsFor implements hookrelay.DestinationLister; it scans every
-// destination.
-func (s *Destinations) DestinationsFor(_ context.Context, p hookrelay.DestinationsForParams) ([]hookrelay.Destination, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := []hookrelay.Destination{}
-	for _, d := range s.m {
-		if (p.TenantID == "" || d.TenantID == p.TenantID) && (p.EventType == "" || d.SubscribesTo(p.EventType)) {
-			out = append(out, cloneDestination(d))
-		}
-	}
-	slices.SortFunc(out, func(a, b hookrelay.Destination) int { return strings.Compare(a.ID, b.ID) })
-	return out, nil
 }
 
 // Disable implements hookrelay.Destinations.

@@ -15,7 +15,7 @@ import (
 
 // SchemaVersion is the schema version this library writes and reads.
 // Migrate brings a database up to it and refuses a newer one.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 //go:embed migrations
 var migrationFiles embed.FS
