@@ -31,7 +31,7 @@ func BenchmarkPublish(b *testing.B) {
 			b.Fatal(err)
 		}
 		payload := bytes.Repeat([]byte("x"), 512)
-		added := 0
+		added, seq := 0, 0 // seq keeps event IDs new across -count runs
 		for _, subs := range []int{1, 10, 100} {
 			for ; added < subs; added++ {
 				if err := s.Put(ctx, hookrelay.Destination{
@@ -44,16 +44,17 @@ func BenchmarkPublish(b *testing.B) {
 			b.Run(fmt.Sprintf("subscribers=%d", subs), func(b *testing.B) {
 				b.ResetTimer()
 				start := time.Now()
-				for i := range b.N {
+				for range b.N {
+					seq++
 					res, err := client.Publish(ctx, hookrelay.PublishParams{
-						EventID: fmt.Sprintf("evt_%d_%d", subs, i), TenantID: "publisher",
+						EventID: fmt.Sprintf("evt_%d", seq), TenantID: "publisher",
 						EventType: "lease.payment_recorded", Payload: payload,
 					})
 					if err != nil {
 						b.Fatal(err)
 					}
-					if len(res.Deliveries) != subs {
-						b.Fatalf("%d deliveries, want %d", len(res.Deliveries), subs)
+					if len(res.Deliveries) != subs || !res.Deliveries[0].Created {
+						b.Fatalf("%d deliveries (first created: %t), want %d new ones", len(res.Deliveries), res.Deliveries[0].Created, subs)
 					}
 				}
 				elapsed := time.Since(start).Seconds()
