@@ -92,11 +92,11 @@ func eventTypePatternProblem(p string) string {
 // quotePrefix quotes at most the first 40 bytes of s (cut on a rune
 // boundary), so an error never echoes a long input.
 func quotePrefix(s string) string {
-	const max = 40
-	if len(s) <= max {
+	const limit = 40
+	if len(s) <= limit {
 		return fmt.Sprintf("%q", s)
 	}
-	cut := max
+	cut := limit
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
