@@ -65,9 +65,9 @@ type Destinations interface {
 }
 
 // DestinationFinder is an optional ability of Destinations (the memory and
-// SQL stores have it): list destinations by tenant and event type. Client.
-// Publish needs it to fan an event out and returns ErrUnsupported without
-// it. Implementations must be safe for concurrent use.
+// SQL stores have it): list destinations by tenant and event type.
+// Client.Publish needs it to fan an event out and returns ErrUnsupported
+// without it. Implementations must be safe for concurrent use.
 type DestinationFinder interface {
 	// DestinationsFor returns the destinations selected by params, paused
 	// and disabled ones included (with their flags), ordered by ID; none is
