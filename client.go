@@ -261,11 +261,13 @@ type EnqueueParams struct {
 	EnvelopeVersion int
 }
 
-// EnqueueResult reports the delivery ID and whether a new record was made
-// (false: the same event was already enqueued for this destination).
+// EnqueueResult reports the delivery ID, its destination, and whether a
+// new record was made (false: the same event was already enqueued for this
+// destination).
 type EnqueueResult struct {
-	ID      string
-	Created bool
+	ID            string
+	DestinationID string
+	Created       bool
 }
 
 // Prepare validates params and builds the pending delivery records that
@@ -273,6 +275,11 @@ type EnqueueResult struct {
 // enqueue (the SQL adapter's EnqueueTx) store what Prepare returns. Errors
 // name the offending field and the position in params.
 func (c *Client) Prepare(ctx context.Context, params []EnqueueParams) ([]Delivery, error) {
+	return c.prepare(ctx, params, c.destinations.Destination)
+}
+
+// prepare is Prepare with destinations looked up by resolve.
+func (c *Client) prepare(ctx context.Context, params []EnqueueParams, resolve func(context.Context, string) (Destination, error)) ([]Delivery, error) {
 	now := c.clock.Now()
 	out := make([]Delivery, 0, len(params))
 	dests := map[string]Destination{}
@@ -310,7 +317,7 @@ func (c *Client) Prepare(ctx context.Context, params []EnqueueParams) ([]Deliver
 		}
 		dest, ok := dests[p.DestinationID]
 		if !ok {
-			dest, err = c.destinations.Destination(ctx, p.DestinationID)
+			dest, err = resolve(ctx, p.DestinationID)
 			if err != nil {
 				err = shortNotFound(err)
 				return nil, fmt.Errorf("enqueue params[%d] (event %s): destination %s: %w", i, quote(p.EventID), quote(p.DestinationID), err)
@@ -370,6 +377,12 @@ func (c *Client) EnqueueMany(ctx context.Context, params []EnqueueParams) ([]Enq
 	if err != nil {
 		return nil, err
 	}
+	return c.store(ctx, ds)
+}
+
+// store creates prepared records with one Ledger.Create call, makes them
+// claimable and wakes the worker.
+func (c *Client) store(ctx context.Context, ds []Delivery) ([]EnqueueResult, error) {
 	created, err := c.ledger.Create(ctx, ds)
 	if err != nil {
 		return nil, opErr("ledger.create", "", err)
@@ -379,7 +392,7 @@ func (c *Client) EnqueueMany(ctx context.Context, params []EnqueueParams) ([]Enq
 	}
 	out := make([]EnqueueResult, len(ds))
 	for i, d := range ds {
-		out[i] = EnqueueResult{ID: d.ID, Created: created[i]}
+		out[i] = EnqueueResult{ID: d.ID, DestinationID: d.DestinationID, Created: created[i]}
 	}
 	c.worker.wakeUp()
 	return out, nil

@@ -38,6 +38,13 @@ type Destination struct {
 	// said it is gone (HTTP 410). DisabledReason says why.
 	Disabled       bool
 	DisabledReason string
+	// EventTypes are the event types this destination subscribes to, for
+	// Client.Publish: exact types ("lease.payment_recorded"), prefixes
+	// ("lease.*": every type under "lease.") or "*" (every type); see
+	// MatchEventType. Empty means every type. Stores refuse a malformed
+	// pattern on Put (ValidateEventTypes). Enqueue, which names the
+	// destination itself, ignores it.
+	EventTypes []string
 }
 
 // String describes the destination without its URL, secrets or headers.
@@ -57,6 +64,29 @@ type Destinations interface {
 	// Disable marks a destination disabled (the recipient said it is gone).
 	// Disabling a disabled destination is a no-op.
 	Disable(ctx context.Context, params DisableParams) error
+}
+
+// DestinationFinder is an optional ability of Destinations (the memory and
+// SQL stores have it): list destinations by tenant and event type.
+// Client.Publish needs it to fan an event out and returns ErrUnsupported
+// without it. Implementations must be safe for concurrent use.
+type DestinationFinder interface {
+	// DestinationsFor returns the destinations selected by params, paused
+	// and disabled ones included (with their flags), ordered by ID; none is
+	// an empty result, not an error. A store should find a tenant's
+	// destinations without reading every tenant's (an index on the tenant).
+	DestinationsFor(ctx context.Context, params DestinationsForParams) ([]Destination, error)
+}
+
+// DestinationsForParams are the inputs of DestinationFinder.DestinationsFor.
+type DestinationsForParams struct {
+	// TenantID selects the destinations whose TenantID is exactly this;
+	// empty selects every destination, with or without a tenant.
+	TenantID string
+	// EventType, when not empty, keeps only the destinations subscribed to
+	// it (Destination.SubscribesTo): what a Publish of that type would
+	// reach.
+	EventType string
 }
 
 // DisableParams are the inputs of Destinations.Disable.

@@ -10,6 +10,10 @@
 // their budget, pass their delivery window, or are rejected permanently move
 // to a dead-letter state that operators can inspect and redrive.
 //
+// [Client.Publish] fans one event out to every destination of a tenant
+// subscribed to its type ([Destination].EventTypes, [MatchEventType]), in
+// one atomic step, with the same per-destination delivery IDs.
+//
 // # What at-least-once means here
 //
 // A timeout after the request was written is an unknown outcome, not a

@@ -22,6 +22,10 @@ var (
 	// ErrInvalidDelivery reports an enqueue request that fails validation.
 	// The concrete error is a *ValidationError naming the field.
 	ErrInvalidDelivery = errors.New("hookrelay: invalid delivery")
+	// ErrInvalidDestination reports a destination a store refuses on Put,
+	// such as a malformed EventTypes pattern. The concrete error is a
+	// *ValidationError naming the field.
+	ErrInvalidDestination = errors.New("hookrelay: invalid destination")
 	// ErrInvalidPolicy reports a policy that fails validation. The concrete
 	// error is a *ValidationError naming the field.
 	ErrInvalidPolicy = errors.New("hookrelay: invalid policy")
@@ -35,11 +39,11 @@ var (
 	ErrAlreadyStarted = errors.New("hookrelay: client already started")
 )
 
-// ValidationError names the field of a delivery, policy or config that was
-// refused and why. It unwraps to ErrInvalidDelivery, ErrInvalidPolicy or
-// ErrInvalidConfig.
+// ValidationError names the field of a delivery, destination, policy or
+// config that was refused and why. It unwraps to ErrInvalidDelivery,
+// ErrInvalidDestination, ErrInvalidPolicy or ErrInvalidConfig.
 type ValidationError struct {
-	Kind    error  // one of ErrInvalidDelivery, ErrInvalidPolicy, ErrInvalidConfig
+	Kind    error  // one of ErrInvalidDelivery, ErrInvalidDestination, ErrInvalidPolicy, ErrInvalidConfig
 	Field   string // the offending field, e.g. "MaxAttempts"
 	Problem string // what is wrong with it, e.g. "must be at least 1"
 }

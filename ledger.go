@@ -146,8 +146,11 @@ const (
 	// DestinationID, EventType and PolicyVersion of a stored record.
 	MaxStoredStringBytes = 255
 	// MaxStoredScopeBytes bounds a record's Scope: the bytes of all its
-	// keys and values together.
-	MaxStoredScopeBytes = 64 << 10
+	// keys and values together. It is what the largest Scope that
+	// Client.Prepare accepts can hold (MaxScopeLabels labels of
+	// MaxScopeKeyBytes and MaxScopeValueBytes), so the store never refuses
+	// what the client let through.
+	MaxStoredScopeBytes = MaxScopeLabels * (MaxScopeKeyBytes + MaxScopeValueBytes)
 )
 
 // storableTimes is the range of times every Ledger stores exactly: what

@@ -2,9 +2,9 @@
 // Ledger, Sender, Destinations, Observer) and optional abilities (LedgerStats,
 // LeaseLedger, DeadLetterLedger, RedriveAuditLog, DestinationPauser,
 // LedgerQueue, BatchLedger, ClaimsByDestinationRoom, DueNotifier,
-// Authorizer), generated with go.uber.org/mock's mockgen. Use them to
+// DestinationFinder, Authorizer), generated with go.uber.org/mock's mockgen. Use them to
 // assert call order, e.g. that the ledger write comes before the queue
 // acknowledgement; use the memory adapters when you need a working fake.
 package hookrelaymock
 
-//go:generate mockgen -destination=ports.go -package=hookrelaymock github.com/hookrelay/hookrelay Queue,Ledger,Sender,Destinations,Observer,LedgerStats,LeaseLedger,DeadLetterLedger,RedriveAuditLog,DestinationPauser,Authorizer,LedgerQueue,BatchLedger,ClaimsByDestinationRoom,DueNotifier
+//go:generate mockgen -destination=ports.go -package=hookrelaymock github.com/hookrelay/hookrelay Queue,Ledger,Sender,Destinations,Observer,LedgerStats,LeaseLedger,DeadLetterLedger,RedriveAuditLog,DestinationPauser,Authorizer,LedgerQueue,BatchLedger,ClaimsByDestinationRoom,DueNotifier,DestinationFinder

@@ -18,8 +18,10 @@
 // LedgerQueue promises and whole-engine scenarios driven by a mock clock,
 // including crash injection at every boundary of the state machine — once
 // through fault-injecting wrappers and once on the store as it is, so a
-// LedgerQueue runs on the worker's fast path. docs/adapters.md states the
-// contract the suite checks.
+// LedgerQueue runs on the worker's fast path — and the optional abilities
+// (stats, lease ledger, batches, rooms, redrive, listing destinations for
+// Publish), each of which skips when the adapter lacks it.
+// docs/adapters.md states the contract the suite checks.
 package hookrelaytest
 
 import (
@@ -78,4 +80,5 @@ func Run(t *testing.T, newHarness NewHarness) {
 	t.Run("BatchLedger", func(t *testing.T) { RunBatchLedger(t, newHarness) })
 	t.Run("ClaimsByDestinationRoom", func(t *testing.T) { RunClaimsByDestinationRoom(t, newHarness) })
 	t.Run("Redrive", func(t *testing.T) { RunRedrive(t, newHarness) })
+	t.Run("Publish", func(t *testing.T) { RunPublish(t, newHarness) })
 }

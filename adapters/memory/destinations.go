@@ -35,6 +35,7 @@ func NewDestinations(ds ...hookrelay.Destination) *Destinations {
 func cloneDestination(d hookrelay.Destination) hookrelay.Destination {
 	d.Secrets = slices.Clone(d.Secrets)
 	d.Headers = maps.Clone(d.Headers)
+	d.EventTypes = slices.Clone(d.EventTypes)
 	if d.Policy != nil {
 		p := *d.Policy
 		d.Policy = &p
@@ -43,12 +44,17 @@ func cloneDestination(d hookrelay.Destination) hookrelay.Destination {
 }
 
 // Put adds or replaces a destination; the next attempt to it sees the change.
+// A malformed EventTypes pattern is refused with a *hookrelay.ValidationError
+// naming it (hookrelay.ValidateEventTypes).
 func (s *Destinations) Put(ctx context.Context, d hookrelay.Destination) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("hookrelay/memory: put: %w", err)
 	}
 	if d.ID == "" {
 		return fmt.Errorf("hookrelay/memory: destination ID must not be empty")
+	}
+	if err := hookrelay.ValidateEventTypes(d.EventTypes); err != nil {
+		return fmt.Errorf("hookrelay/memory: destination %q: %w", d.ID, err)
 	}
 	if d.Policy != nil {
 		if err := d.Policy.Validate(); err != nil {

@@ -14,7 +14,8 @@ import (
 // Put adds or replaces a destination; the next attempt to it sees the
 // change. Secrets and headers are stored as JSON in the destinations table
 // (protect that table like any credential store); they never appear in
-// errors.
+// errors. A malformed EventTypes pattern is refused with a
+// *hookrelay.ValidationError naming it (hookrelay.ValidateEventTypes).
 func (s *Store) Put(ctx context.Context, d hookrelay.Destination) error {
 	if err := checkString("ID", d.ID, true); err != nil {
 		return fmt.Errorf("hooksql: put destination: %w", err)
@@ -27,21 +28,26 @@ func (s *Store) Put(ctx context.Context, d hookrelay.Destination) error {
 			return fmt.Errorf("hooksql: put destination %q: %w", d.ID, err)
 		}
 	}
+	if err := hookrelay.ValidateEventTypes(d.EventTypes); err != nil {
+		return fmt.Errorf("hooksql: put destination %q: %w", d.ID, err)
+	}
 	secrets, err1 := json.Marshal(d.Secrets)
 	headers, err2 := json.Marshal(d.Headers)
 	policy, err3 := json.Marshal(d.Policy)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	eventTypes, err4 := json.Marshal(append([]string{}, d.EventTypes...)) // [] rather than null
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		// json.Marshal of strings cannot fail; say which field, never its value.
-		return fmt.Errorf("hooksql: put destination %q: cannot encode secrets, headers or policy", d.ID)
+		return fmt.Errorf("hooksql: put destination %q: cannot encode secrets, headers, policy or event types", d.ID)
 	}
 	return s.inTx(ctx, "put destination", func(q querier) error {
 		if _, err := q.ExecContext(ctx, s.q("DELETE FROM {dst} WHERE id = ?"), d.ID); err != nil {
 			return s.dbErr("put destination "+d.ID, err)
 		}
 		if _, err := q.ExecContext(ctx, s.q(`INSERT INTO {dst} (id, tenant_id, url, secrets, headers, policy,
-			max_concurrency, timeout_ns, paused, disabled, disabled_reason) VALUES (?,?,?,?,?,?,?,?,?,?,?)`),
+			max_concurrency, timeout_ns, paused, disabled, disabled_reason, event_types) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`),
 			d.ID, d.TenantID, cleanText(d.URL), string(secrets), string(headers), string(policy),
-			d.MaxConcurrency, int64(d.Timeout), boolInt(d.Paused), boolInt(d.Disabled), cleanText(d.DisabledReason)); err != nil {
+			d.MaxConcurrency, int64(d.Timeout), boolInt(d.Paused), boolInt(d.Disabled), cleanText(d.DisabledReason),
+			string(eventTypes)); err != nil {
 			return s.dbErr("put destination "+d.ID, err)
 		}
 		return nil
@@ -57,26 +63,59 @@ func boolInt(b bool) int {
 
 // Destination implements hookrelay.Destinations.
 func (s *Store) Destination(ctx context.Context, id string) (hookrelay.Destination, error) {
-	var (
-		d                        hookrelay.Destination
-		secrets, headers, policy string
-		timeout                  int64
-		paused, disabled         int64
-	)
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT id, tenant_id, url, secrets, headers, policy, max_concurrency,
-		timeout_ns, paused, disabled, disabled_reason FROM {dst} WHERE id = ?`), id).
-		Scan(&d.ID, &d.TenantID, &d.URL, &secrets, &headers, &policy, &d.MaxConcurrency,
-			&timeout, &paused, &disabled, &d.DisabledReason)
+	d, err := scanDestination(s.db.QueryRowContext(ctx, s.q(`SELECT `+destinationCols+` FROM {dst} WHERE id = ?`), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return hookrelay.Destination{}, fmt.Errorf("%w: %q", hookrelay.ErrDestinationNotFound, id)
 	}
 	if err != nil {
-		return hookrelay.Destination{}, s.dbErr("destination "+id, err)
+		return hookrelay.Destination{}, s.destinationErr("destination "+id, err)
+	}
+	return d, nil
+}
+
+// undecodableDestination is a destination row whose JSON columns do not
+// decode. The decoder's message could quote a secret: it names the row only.
+type undecodableDestination struct{ id string }
+
+func (e *undecodableDestination) Error() string {
+	return fmt.Sprintf("hooksql: destination %q: stored secrets, headers, policy or event types are not valid JSON", e.id)
+}
+
+// destinationErr translates a scanDestination failure.
+func (s *Store) destinationErr(op string, err error) error {
+	var bad *undecodableDestination
+	if errors.As(err, &bad) {
+		return err
+	}
+	return s.dbErr(op, err)
+}
+
+// destinationCols are read by scanDestination, in this order.
+const destinationCols = `id, tenant_id, url, secrets, headers, policy, max_concurrency,
+	timeout_ns, paused, disabled, disabled_reason, event_types`
+
+// scanDestination reads one row of destinationCols. A driver failure is
+// returned as is; a row whose JSON columns do not decode is an
+// *undecodableDestination.
+func scanDestination(r scanner) (hookrelay.Destination, error) {
+	var (
+		d                                    hookrelay.Destination
+		secrets, headers, policy, eventTypes string
+		timeout                              int64
+		paused, disabled                     int64
+	)
+	if err := r.Scan(&d.ID, &d.TenantID, &d.URL, &secrets, &headers, &policy, &d.MaxConcurrency,
+		&timeout, &paused, &disabled, &d.DisabledReason, &eventTypes); err != nil {
+		return d, err
 	}
 	if json.Unmarshal([]byte(secrets), &d.Secrets) != nil || json.Unmarshal([]byte(headers), &d.Headers) != nil ||
-		json.Unmarshal([]byte(policy), &d.Policy) != nil {
-		// The decoder's message could quote a secret: name the row only.
-		return hookrelay.Destination{}, fmt.Errorf("hooksql: destination %q: stored secrets, headers or policy are not valid JSON", id)
+		json.Unmarshal([]byte(policy), &d.Policy) != nil ||
+		// MySQL rows stored before migration 0003 hold '' (every type).
+		eventTypes != "" && json.Unmarshal([]byte(eventTypes), &d.EventTypes) != nil {
+		return hookrelay.Destination{}, &undecodableDestination{id: d.ID}
+	}
+	if len(d.EventTypes) == 0 {
+		d.EventTypes = nil
 	}
 	d.Timeout, d.Paused, d.Disabled = time.Duration(timeout), paused != 0, disabled != 0
 	return d, nil

@@ -52,7 +52,17 @@
 // *sql.Tx, so a business write and its webhooks commit or roll back
 // together (the outbox pattern). The primary key on the delivery ID makes a
 // repeated enqueue a no-op. Create and EnqueueTx insert many rows per
-// statement.
+// statement. PublishTx does the same for a fan-out built by
+// Client.PreparePublish: the business write and every subscribed
+// destination's delivery commit together.
+//
+// # Subscriptions
+//
+// The Store is a hookrelay.DestinationFinder: DestinationsFor reads one
+// tenant's destinations through an index on tenant_id and matches their
+// event-type patterns (stored as JSON in destinations.event_types) with
+// hookrelay.MatchEventType, so Client.Publish to one tenant does not scan
+// the others'.
 //
 // # Schema
 //

@@ -1,7 +1,8 @@
 // Command hookrelay is the operator's tool for a hookrelay database:
 // migrate it, inspect dead-lettered deliveries, plan and run audited,
-// rate-limited redrives (and stop or resume them from any shell), pause and
-// resume destinations, and show per-destination stats.
+// rate-limited redrives (and stop or resume them from any shell), pause,
+// resume and list destinations (which ones a publish of an event type
+// reaches), and show per-destination stats.
 //
 //	hookrelay --dsn PATH|URL [--json] COMMAND [ARGS] [FLAGS]
 //
@@ -97,6 +98,9 @@ commands:
   redrive status ID               a redrive's audit entry
   destination pause ID            hold a destination's deliveries (no attempts spent)
   destination resume ID           release them
+  destination list [--tenant T] [--event-type E]
+                                  destinations, their event types and state; with
+                                  --event-type, what a publish of it would reach
   stats                           per-destination pending, eligible and dead counts
 
 filters (repeatable or comma-separated):
@@ -144,6 +148,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		return g.sub(ctx, "destination", rest, map[string]command{
 			"pause":  func(ctx context.Context, a []string) error { return g.destination(ctx, a, true) },
 			"resume": func(ctx context.Context, a []string) error { return g.destination(ctx, a, false) },
+			"list":   g.destinationList,
 		})
 	case "stats":
 		return g.stats(ctx, rest)

@@ -191,8 +191,8 @@ func Enqueue(t *testing.T, c *hookrelay.Client, eventID string) string {
 	return res.ID
 }
 
-// RunConformance runs the suite's Queue, Engine and Redrive tests with the
-// broker queue newQueue builds over each ledger (memory, SQLite,
+// RunConformance runs the suite's Queue, Engine, Redrive and Publish tests
+// with the broker queue newQueue builds over each ledger (memory, SQLite,
 // PostgreSQL). The ledgers run side by side: the suite mostly waits for the
 // broker's real-time redeliveries, for at most redeliveryWithin each.
 func RunConformance(t *testing.T, redeliveryWithin time.Duration, newQueue func(t *testing.T, ledger Ledger) hookrelay.Queue) {
@@ -211,6 +211,7 @@ func RunConformance(t *testing.T, redeliveryWithin time.Duration, newQueue func(
 			t.Run("Queue", func(t *testing.T) { hookrelaytest.RunQueue(t, newHarness) })
 			t.Run("Engine", func(t *testing.T) { hookrelaytest.RunEngine(t, newHarness) })
 			t.Run("Redrive", func(t *testing.T) { hookrelaytest.RunRedrive(t, newHarness) })
+			t.Run("Publish", func(t *testing.T) { hookrelaytest.RunPublish(t, newHarness) })
 		})
 	}
 }
