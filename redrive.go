@@ -69,6 +69,33 @@ type RedriveAudit struct {
 	UpdatedAt time.Time
 }
 
+// RedriveProgress is how far a redrive has got, for progress displays
+// (the CLI's terminal line, the console's page).
+type RedriveProgress struct {
+	// Handled counts the matched deliveries dealt with: moved or skipped.
+	Handled int64
+	// Matched is the audit's Matched.
+	Matched int64
+	// PerSecond is the observed pace since the redrive was created; zero
+	// before anything was handled.
+	PerSecond float64
+	// ETA estimates the time left at that pace; zero when unknown or when
+	// the redrive is no longer running.
+	ETA time.Duration
+}
+
+// Progress computes the redrive's progress at now (the caller's clock).
+func (a RedriveAudit) Progress(now time.Time) RedriveProgress {
+	p := RedriveProgress{Handled: a.Redriven + a.Skipped, Matched: a.Matched}
+	if elapsed := now.Sub(a.CreatedAt); p.Handled > 0 && elapsed > 0 {
+		p.PerSecond = float64(p.Handled) / elapsed.Seconds()
+	}
+	if left := p.Matched - p.Handled; a.State == RedriveRunning && left > 0 && p.PerSecond > 0 {
+		p.ETA = time.Duration(float64(left) / p.PerSecond * float64(time.Second)).Round(time.Second)
+	}
+	return p
+}
+
 // RedriveAuditUpdate changes an audit entry. Counts are added, not set, so
 // two processes working on one redrive never lose each other's counts.
 type RedriveAuditUpdate struct {
