@@ -28,8 +28,8 @@ func TestMain(m *testing.M) {
 // Secrets planted in the destinations: no page may ever show them.
 var plantedSecrets = []string{
 	"whsec_UExBTlRFRC1TSUdOSU5HLVNFQ1JFVA==", // signing secret
-	"Bearer planted-auth-header-value",      // Authorization header
-	"planted-url-password",                  // URL credentials
+	"Bearer planted-auth-header-value",       // Authorization header
+	"planted-url-password",                   // URL credentials
 	"planted-url-user",
 	"planted-host.example",
 	"X-Planted-Header",
