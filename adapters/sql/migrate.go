@@ -178,11 +178,12 @@ func (s *Store) appliedVersions(ctx context.Context, q querier) (map[int]bool, e
 }
 
 // alreadyApplied reports a MySQL error that says a re-run statement's
-// change is already there: MySQL 8 has no ADD COLUMN IF NOT EXISTS, and it
-// commits DDL at once, so a step interrupted after its ALTER re-runs it.
+// change is already there: MySQL 8 has no ADD COLUMN IF NOT EXISTS nor
+// CREATE INDEX IF NOT EXISTS, and it commits DDL at once, so a step
+// interrupted after one of them re-runs it.
 func (s *Store) alreadyApplied(err error) bool {
 	var me *mysql.MySQLError
-	return s.dialect == MySQL && errors.As(err, &me) && me.Number == 1060 // ER_DUP_FIELDNAME
+	return s.dialect == MySQL && errors.As(err, &me) && (me.Number == 1060 || me.Number == 1061) // ER_DUP_FIELDNAME, ER_DUP_KEYNAME
 }
 
 func (s *Store) schemaVersion(ctx context.Context, q querier) (int, error) {

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/adapters/http/console"
 )
 
 // chromium finds the Debian chromium binary, or skips naming what to
@@ -82,7 +83,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 // destination — checking what the page shows and what the ledger holds.
 func TestOperatorSessionInAHeadlessBrowser(t *testing.T) {
 	ctx := browser(t)
-	f := newFixture(t)
+	f := newFixture(t, func(_ *hookrelay.Config, c *console.Config) { c.RecentWindow = 2 * time.Hour })
 	payments, shipment, _ := f.seed()
 	// The embedding service's authentication, as a proxy would set it.
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -107,6 +108,8 @@ func TestOperatorSessionInAHeadlessBrowser(t *testing.T) {
 	assert.Contains(t, row, "prop_mgmt_co")
 	assert.Regexp(t, `\b3\s+1h3m0s`, row, "three dead, the oldest an hour and three minutes old")
 	assert.Contains(t, text("#dest-shipping"), "1h0m0s")
+	assert.Contains(t, row, "3 permanent auth_rejected", "how its recent attempts ended")
+	assert.Contains(t, text("#dest-orders"), "1 delivered")
 	assert.Contains(t, text("#actor"), "alice")
 	screenshot(t, ctx, "console-overview.png")
 

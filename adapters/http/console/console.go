@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hookrelay/hookrelay"
 )
@@ -66,8 +67,13 @@ type Config struct {
 	// whose ability is missing says so. Its clock is the console's clock.
 	Client *hookrelay.Client
 	// Stats gives the overview's numbers: pass the same LedgerStats the
-	// metrics adapter reads (the store), so page and metrics agree.
+	// metrics adapter reads (the store), so page and metrics agree. When it
+	// is also a hookrelay.AttemptStats (the memory and SQL stores are), the
+	// overview shows how the attempts of the last RecentWindow ended.
 	Stats hookrelay.LedgerStats
+	// RecentWindow is how far back the overview counts attempt outcomes.
+	// Defaults to 15 minutes.
+	RecentWindow time.Duration
 	// Actor says who the operator behind a request is, from the embedding
 	// service's own authentication (a session, a header set by an
 	// authenticating proxy). An error, or an empty name, refuses the
@@ -134,6 +140,8 @@ func New(cfg Config) (*Handler, error) {
 		return nil, bad("PayloadLimit", "must not be negative")
 	case cfg.PageSize < 0:
 		return nil, bad("PageSize", "must not be negative")
+	case cfg.RecentWindow < 0:
+		return nil, bad("RecentWindow", "must not be negative")
 	case cfg.DefaultRate < 0:
 		return nil, bad("DefaultRate", "must not be negative")
 	case cfg.Prefix != "" && (!strings.HasPrefix(cfg.Prefix, "/") || strings.HasSuffix(cfg.Prefix, "/")):
@@ -146,6 +154,9 @@ func New(cfg Config) (*Handler, error) {
 		cfg.PageSize = 50
 	}
 	cfg.PageSize = min(cfg.PageSize, 1000)
+	if cfg.RecentWindow == 0 {
+		cfg.RecentWindow = 15 * time.Minute
+	}
 	if cfg.DefaultRate == 0 {
 		cfg.DefaultRate = 1
 	}

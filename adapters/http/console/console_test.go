@@ -40,6 +40,21 @@ func TestOverviewShowsTheLedgerStatsPerDestination(t *testing.T) {
 	assert.Regexp(t, `(?s)id="dest-accounting">.*?1h3m0s</td>`, body, "the oldest dead age: dead at 09:00, page at 10:03")
 	assert.Regexp(t, `(?s)id="dest-orders">.*?active`, body, "a destination with no backlog is listed, with its status")
 	assert.Contains(t, body, `signed in as <b id="actor">alice</b>`)
+	assert.Contains(t, body, "attempts, last 15m0s")
+	assert.Regexp(t, `(?s)id="dest-accounting">.*?<td class="recent">—</td>`, body, "its attempts are an hour old")
+
+	f.enqueue("ord_9", "prop_mgmt_co", "orders", "order.created", `{}`)
+	body = f.do("GET", "/", "alice", nil).Body.String()
+	assert.Regexp(t, `(?s)id="dest-orders">.*?<td class="recent"><span class="tag delivered">1 delivered</span>`, body, "the attempt just made")
+}
+
+func TestOverviewCountsTheOutcomesOfItsWindow(t *testing.T) {
+	f := newFixture(t, func(_ *hookrelay.Config, c *console.Config) { c.RecentWindow = 2 * time.Hour })
+	f.seed()
+	body := f.do("GET", "/", "alice", nil).Body.String()
+	assert.Contains(t, body, "attempts, last 2h0m0s")
+	assert.Regexp(t, `(?s)id="dest-accounting">.*?<span class="tag permanent">3 permanent auth_rejected</span>`, body)
+	assert.Regexp(t, `(?s)id="dest-shipping">.*?<span class="tag permanent">1 permanent bad_request</span>`, body)
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -159,6 +159,8 @@ type destinationRow struct {
 	hookrelay.DestinationStats
 	Status hookrelay.DestinationStatus
 	Known  bool // the Destinations port knows it
+	// Recent are the outcomes of the attempts of the last RecentWindow.
+	Recent []hookrelay.OutcomeCount
 }
 
 func (h *Handler) destinationRows(ctx context.Context, now time.Time) ([]destinationRow, error) {
@@ -193,6 +195,20 @@ func (h *Handler) destinationRows(ctx context.Context, now time.Time) ([]destina
 			}
 		}
 	}
+	if as, ok := h.cfg.Stats.(hookrelay.AttemptStats); ok {
+		recent, err := as.RecentOutcomes(ctx, hookrelay.RecentOutcomesParams{Since: now.Add(-h.cfg.RecentWindow)})
+		if err != nil {
+			return nil, fmt.Errorf("recent outcomes: %w", err)
+		}
+		for _, c := range recent {
+			r, ok := rows[c.DestinationID]
+			if !ok {
+				r = &destinationRow{DestinationStats: hookrelay.DestinationStats{DestinationID: c.DestinationID}}
+				rows[c.DestinationID] = r
+			}
+			r.Recent = append(r.Recent, c)
+		}
+	}
 	out := make([]destinationRow, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, *r)
@@ -217,10 +233,13 @@ func (h *Handler) overview(r *http.Request, p *page) (int, error) {
 		}
 	}
 	p.Title = "Overview"
+	_, recent := h.cfg.Stats.(hookrelay.AttemptStats)
 	p.Data = struct {
 		Destinations []destinationRow
 		Running      []auditView
-	}{rows, running}
+		Recent       bool
+		Window       time.Duration
+	}{rows, running, recent, h.cfg.RecentWindow}
 	return http.StatusOK, nil
 }
 

@@ -4,3 +4,6 @@
 -- (Version 3 is reserved for another change; Migrate applies every missing
 -- version, so the gap is harmless.)
 ALTER TABLE {p}deliveries ADD COLUMN window_start INTEGER;
+-- Recent attempt outcomes (the operator console's overview) count attempts by
+-- the time they finished.
+CREATE INDEX IF NOT EXISTS {p}attempts_finished ON {p}attempts (finished_at);
