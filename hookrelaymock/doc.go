@@ -1,9 +1,10 @@
 // Package hookrelaymock holds gomock mocks of hookrelay's ports (Queue,
 // Ledger, Sender, Destinations, Observer) and optional abilities (LedgerStats,
-// LeaseLedger, DeadLetterLedger, RedriveAuditLog, DestinationPauser,
-// LedgerQueue, Authorizer), generated with go.uber.org/mock's mockgen. Use them to
+// AttemptStats, LeaseLedger, DeadLetterLedger, RedriveAuditLog,
+// RedriveAuditLister, DestinationPauser, DestinationEnabler,
+// DestinationLister, LedgerQueue, Authorizer), generated with go.uber.org/mock's mockgen. Use them to
 // assert call order, e.g. that the ledger write comes before the queue
 // acknowledgement; use the memory adapters when you need a working fake.
 package hookrelaymock
 
-//go:generate mockgen -destination=ports.go -package=hookrelaymock github.com/hookrelay/hookrelay Queue,Ledger,Sender,Destinations,Observer,LedgerStats,LeaseLedger,DeadLetterLedger,RedriveAuditLog,DestinationPauser,Authorizer,LedgerQueue
+//go:generate mockgen -destination=ports.go -package=hookrelaymock github.com/hookrelay/hookrelay Queue,Ledger,Sender,Destinations,Observer,LedgerStats,LeaseLedger,DeadLetterLedger,RedriveAuditLog,RedriveAuditLister,DestinationPauser,DestinationEnabler,DestinationLister,AttemptStats,Authorizer,LedgerQueue
