@@ -219,6 +219,7 @@ func (g *globals) deadShow(ctx context.Context, args []string) error {
 		row(kv, "budget starts at", max(d.BudgetStart, 1))
 		row(kv, "policy", d.PolicyVersion)
 		row(kv, "first queued", fmtTime(d.FirstQueuedAt))
+		row(kv, "window starts", fmtTime(d.WindowStartsAt()))
 		row(kv, "updated", fmtTime(d.UpdatedAt))
 		row(kv, "payload", payloadText(d.Payload))
 		if err := kv.Flush(); err != nil {
