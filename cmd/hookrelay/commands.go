@@ -350,7 +350,8 @@ func progressLine(a hookrelay.RedriveAudit, now time.Time) string {
 
 func (g *globals) redriveResult(a hookrelay.RedriveAudit, err error) error {
 	if g.progressOpen {
-		fmt.Fprintln(g.stderr)
+		// The line's last state, then its newline.
+		fmt.Fprintln(g.stderr, "\r\033[K"+progressLine(a, time.Now()))
 		g.progressOpen = false
 	}
 	if a.ID != "" {
