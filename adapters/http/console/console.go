@@ -45,7 +45,7 @@ type ActionRequest struct {
 	// Actor is what Config.Actor returned for the request.
 	Actor string
 	// Page names the page for ActionView ("overview", "dead", "delivery",
-	// "redrive", "redrives", "destinations").
+	// "redrive", "redrives", "redrive_status", "destinations").
 	Page string
 	// DestinationID is set for the destination actions.
 	DestinationID string

@@ -560,7 +560,7 @@ func (h *Handler) destinationChange(r *http.Request, actor string) (string, int,
 // notice is the message a redirect after a change asks for. Only known
 // notices are shown, so a crafted link cannot put words on the page.
 func notice(q url.Values) string {
-	dest := q.Get("destination")
+	dest := cut(q.Get("destination"), 100)
 	switch q.Get("notice") {
 	case "stop":
 		return "Stop requested: the redrive stops before its next delivery, in whichever process runs it."
