@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -45,18 +46,7 @@ func TestConsoleServesTheOperatorPages(t *testing.T) {
 		require.Equal(t, 0, db.cli(t, "migrate").code)
 		db.open(t)
 		ids := db.seed(t, 2)
-		cmd := exec.Command(binary, "--dsn", db.dsn, "--table-prefix", db.prefix, "console", "--addr", "127.0.0.1:0", "--actor", "night-shift")
-		stdout, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		require.NoError(t, cmd.Start())
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		lines := bufio.NewScanner(stdout)
-		require.True(t, lines.Scan(), "the console says where it listens; stderr: %s", stderr.String())
-		m := regexp.MustCompile(`http://(127\.0\.0\.1:\d+)/`).FindStringSubmatch(lines.Text())
-		require.NotNil(t, m, "it binds loopback by default: %s", lines.Text())
-		base := "http://" + m[1]
+		cmd, base, stderr := startConsole(t, db, "--actor", "night-shift")
 		get := func(path string) string {
 			resp, err := http.Get(base + path)
 			require.NoError(t, err)
@@ -89,6 +79,50 @@ func TestConsoleServesTheOperatorPages(t *testing.T) {
 			t.Fatal("the console did not stop on SIGINT")
 		}
 	})
+}
+
+// startConsole runs hookrelay console on a free loopback port and returns
+// the process, its base URL and its stderr.
+func startConsole(t *testing.T, db database, args ...string) (*exec.Cmd, string, *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"--dsn", db.dsn, "--table-prefix", db.prefix, "console", "--addr", "127.0.0.1:0"}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := bufio.NewScanner(stdout)
+	require.True(t, lines.Scan(), "the console says where it listens")
+	m := regexp.MustCompile(`http://(127\.0\.0\.1:\d+)/`).FindStringSubmatch(lines.Text())
+	require.NotNil(t, m, "it binds loopback by default: %s", lines.Text())
+	return cmd, "http://" + m[1], stderr
+}
+
+// Behind an authenticating proxy, the operator's name comes from its header.
+func TestConsoleTakesTheActorFromAProxyHeader(t *testing.T) {
+	db := database{dsn: filepath.Join(t.TempDir(), "hookrelay.db"), prefix: "hookrelay_"}
+	require.Equal(t, 0, db.cli(t, "migrate").code)
+	_, base, _ := startConsole(t, db, "--actor-header", "X-Forwarded-User")
+	get := func(user string) (int, string) {
+		req, err := http.NewRequest("GET", base+"/", nil)
+		require.NoError(t, err)
+		if user != "" {
+			req.Header.Set("X-Forwarded-User", user)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	code, body := get("")
+	assert.Equal(t, http.StatusUnauthorized, code)
+	assert.Contains(t, body, "X-Forwarded-User")
+	code, body = get("carol@example")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `signed in as <b id="actor">carol@example</b>`)
 }
 
 func TestConsoleNeedsAnActor(t *testing.T) {
