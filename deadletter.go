@@ -161,7 +161,8 @@ type DeadLetterLedger interface {
 	// it sets Attempt to the next unused attempt number (one past the last
 	// recorded attempt, or the current Attempt if that was never made),
 	// BudgetStart to that same number (a fresh attempt budget),
-	// NextAttemptAt and UpdatedAt to params.Now, and invalidates any lease
+	// WindowStart, NextAttemptAt and UpdatedAt to params.Now (a fresh
+	// delivery window; FirstQueuedAt is kept), and invalidates any lease
 	// left on the record, so a stale holder's transition is refused with
 	// ErrLeaseLost. LastOutcome and LastReason keep the dead-letter
 	// evidence until the next attempt. An unknown ID wraps ErrNotFound.

@@ -52,6 +52,13 @@ type Delivery struct {
 	// unambiguous, and gives a fresh budget by moving BudgetStart.
 	BudgetStart   int
 	FirstQueuedAt time.Time
+	// WindowStart is when the current delivery window (the policy's MaxAge)
+	// began: zero means FirstQueuedAt; a redrive sets it to the redrive's
+	// time, so a delivery redriven after an outage longer than MaxAge gets
+	// a fresh window as well as a fresh attempt budget. FirstQueuedAt is
+	// never changed, so both the original enqueue and the latest redrive
+	// stay on the record.
+	WindowStart   time.Time
 	NextAttemptAt time.Time
 	PolicyVersion string
 	State         State
@@ -60,6 +67,15 @@ type Delivery struct {
 	LastReason  string
 	// UpdatedAt is when the record last changed.
 	UpdatedAt time.Time
+}
+
+// WindowStartsAt is when the current delivery window began: WindowStart,
+// or FirstQueuedAt when WindowStart is zero.
+func (d Delivery) WindowStartsAt() time.Time {
+	if d.WindowStart.IsZero() {
+		return d.FirstQueuedAt
+	}
+	return d.WindowStart
 }
 
 // BudgetAttempt is the position of Attempt within the current attempt
@@ -229,7 +245,7 @@ func (c *Client) process(ctx context.Context, claim Claim, run attemptRun) error
 		return c.release(ctx, d, lease, reason, now.Add(c.cfg.PausedRecheck), now)
 	}
 	policy := c.policyFor(d, &dest)
-	if policy.MaxAge > 0 && !now.Before(d.FirstQueuedAt.Add(policy.MaxAge)) {
+	if policy.MaxAge > 0 && !now.Before(d.WindowStartsAt().Add(policy.MaxAge)) {
 		return c.deadLetter(ctx, run, d, lease, ReasonWindowExpired, nil, nil, now)
 	}
 
@@ -287,7 +303,7 @@ func (c *Client) process(ctx context.Context, claim Claim, run attemptRun) error
 
 	delay := NextDelay(policy, d.BudgetAttempt(), c.randomFloat(), res.RetryAfter)
 	at := finished.Add(delay)
-	if policy.MaxAge > 0 && !at.Before(d.FirstQueuedAt.Add(policy.MaxAge)) {
+	if policy.MaxAge > 0 && !at.Before(d.WindowStartsAt().Add(policy.MaxAge)) {
 		return c.deadLetter(ctx, run, d, lease, ReasonWindowExpired, &attempt, &res, finished)
 	}
 	attempt.NextAttemptAt = at

@@ -162,3 +162,36 @@ func (c *Client) destination(ctx context.Context, id string, cached bool) (Desti
 	}
 	return d, err
 }
+
+// DestinationEnabler is an optional ability of a Destinations port, found
+// by type assertion: re-enabling a destination that was disabled (by a
+// recipient's HTTP 410, or by hand) once its owner has corrected it.
+type DestinationEnabler interface {
+	// Enable clears Disabled and DisabledReason. Enabling an enabled
+	// destination is a no-op; an unknown ID wraps ErrDestinationNotFound.
+	// Paused is left as it is.
+	Enable(ctx context.Context, id string) error
+}
+
+// DestinationStatus is what an operator may see of a destination: its ID,
+// tenant and switches. It holds no URL, secret or header by construction,
+// so a page or a listing built from it cannot leak them.
+type DestinationStatus struct {
+	ID             string
+	TenantID       string
+	Paused         bool
+	Disabled       bool
+	DisabledReason string
+}
+
+// DestinationLister is an optional ability of a Destinations port, found
+// by type assertion: listing every destination's status, for operator
+// pages. Results are ordered by ID.
+type DestinationLister interface {
+	ListDestinations(ctx context.Context) ([]DestinationStatus, error)
+}
+
+// Status returns the destination's operator-visible status.
+func (d Destination) Status() DestinationStatus {
+	return DestinationStatus{ID: d.ID, TenantID: d.TenantID, Paused: d.Paused, Disabled: d.Disabled, DisabledReason: d.DisabledReason}
+}

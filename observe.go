@@ -31,6 +31,9 @@ const (
 	// paused or resumed a destination; Delivery.DestinationID names it.
 	EventDestinationPaused  EventKind = "destination_paused"
 	EventDestinationResumed EventKind = "destination_resumed"
+	// EventDestinationEnabled: an operator re-enabled a disabled
+	// destination; Delivery.DestinationID names it.
+	EventDestinationEnabled EventKind = "destination_enabled"
 	// EventRedriven: an operator moved a dead delivery back to pending.
 	EventRedriven EventKind = "redriven"
 	// EventWorkerError: a port call failed; Err is set. The worker backs off

@@ -70,6 +70,33 @@ type RedriveAudit struct {
 	UpdatedAt time.Time
 }
 
+// RedriveProgress is how far a redrive has got, for progress displays
+// (the CLI's terminal line, the console's page).
+type RedriveProgress struct {
+	// Handled counts the matched deliveries dealt with: moved or skipped.
+	Handled int64
+	// Matched is the audit's Matched.
+	Matched int64
+	// PerSecond is the observed pace since the redrive was created; zero
+	// before anything was handled.
+	PerSecond float64
+	// ETA estimates the time left at that pace; zero when unknown or when
+	// the redrive is no longer running.
+	ETA time.Duration
+}
+
+// Progress computes the redrive's progress at now (the caller's clock).
+func (a RedriveAudit) Progress(now time.Time) RedriveProgress {
+	p := RedriveProgress{Handled: a.Redriven + a.Skipped, Matched: a.Matched}
+	if elapsed := now.Sub(a.CreatedAt); p.Handled > 0 && elapsed > 0 {
+		p.PerSecond = float64(p.Handled) / elapsed.Seconds()
+	}
+	if left := p.Matched - p.Handled; a.State == RedriveRunning && left > 0 && p.PerSecond > 0 {
+		p.ETA = time.Duration(float64(left) / p.PerSecond * float64(time.Second)).Round(time.Second)
+	}
+	return p
+}
+
 // RedriveAuditUpdate changes an audit entry. Counts are added, not set, so
 // two processes working on one redrive never lose each other's counts.
 type RedriveAuditUpdate struct {
@@ -182,8 +209,10 @@ type RedriveParams struct {
 // stop is requested (StopRedrive, from any process), or ctx ends; the last
 // two leave the entry stopped, to be resumed with ResumeRedrive. Time comes
 // from the client's clock, so a mock clock drives the rate in tests. A
-// delivery whose policy's delivery window (MaxAge) has passed is
-// dead-lettered again at its next attempt.
+// redriven delivery gets a fresh delivery window too (WindowStart is set to
+// the moment it moved), so deliveries that died in an outage longer than
+// the policy's MaxAge are delivered after the redrive instead of dying
+// again at once.
 func (c *Client) Redrive(ctx context.Context, params RedriveParams) (RedriveAudit, error) {
 	dl, log, err := c.redriveStores()
 	if err != nil {
@@ -532,6 +561,87 @@ func (c *Client) PauseDestination(ctx context.Context, id string) error {
 // PausedRecheck.
 func (c *Client) ResumeDestination(ctx context.Context, id string) error {
 	return c.setPaused(ctx, id, false)
+}
+
+// EnableDestination re-enables a disabled destination (see
+// DestinationEnabler): its waiting deliveries are picked up by this process
+// at once and by other workers within their PausedRecheck. It does not
+// resume a paused destination. It returns ErrUnsupported when Destinations
+// is not a DestinationEnabler.
+func (c *Client) EnableDestination(ctx context.Context, id string) error {
+	de, ok := c.destinations.(DestinationEnabler)
+	if !ok {
+		return fmt.Errorf("enable destination: %w (Destinations is not a DestinationEnabler)", ErrUnsupported)
+	}
+	if err := de.Enable(ctx, id); err != nil {
+		return fmt.Errorf("hookrelay: enable destination %q: %w", id, err)
+	}
+	w := &c.worker
+	w.mu.Lock()
+	delete(w.paused, id)
+	w.mu.Unlock()
+	w.wakeUp()
+	c.observe(ctx, Event{Kind: EventDestinationEnabled, Delivery: Delivery{DestinationID: id}})
+	return nil
+}
+
+// Destinations lists every destination's status (no URL, secret or
+// header), ordered by ID. It returns ErrUnsupported when Destinations is
+// not a DestinationLister.
+func (c *Client) Destinations(ctx context.Context) ([]DestinationStatus, error) {
+	dl, ok := c.destinations.(DestinationLister)
+	if !ok {
+		return nil, fmt.Errorf("list destinations: %w (Destinations is not a DestinationLister)", ErrUnsupported)
+	}
+	out, err := dl.ListDestinations(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("hookrelay: list destinations: %w", err)
+	}
+	return out, nil
+}
+
+// DestinationStatus returns one destination's status (no URL, secret or
+// header), or an error wrapping ErrDestinationNotFound.
+func (c *Client) DestinationStatus(ctx context.Context, id string) (DestinationStatus, error) {
+	d, err := c.destinations.Destination(ctx, id)
+	if err != nil {
+		return DestinationStatus{}, fmt.Errorf("hookrelay: destination %q: %w", id, err)
+	}
+	return d.Status(), nil
+}
+
+// RedriveAuditLister is an optional ability of a RedriveAuditLog, found by
+// type assertion: the audit log, newest first, for operator pages.
+type RedriveAuditLister interface {
+	// ListRedriveAudits returns at most params.Limit entries (at least 1),
+	// ordered by CreatedAt descending, then ID descending.
+	ListRedriveAudits(ctx context.Context, params ListRedriveAuditsParams) ([]RedriveAudit, error)
+}
+
+// ListRedriveAuditsParams are the inputs of RedriveAuditLister.ListRedriveAudits.
+type ListRedriveAuditsParams struct {
+	Limit int
+}
+
+// RedriveAudits returns the newest redrive audit entries, at most limit
+// (defaults to 50; at most 1000). It returns ErrUnsupported when the Ledger
+// is not a RedriveAuditLister.
+func (c *Client) RedriveAudits(ctx context.Context, limit int) ([]RedriveAudit, error) {
+	l, ok := c.ledger.(RedriveAuditLister)
+	if !ok {
+		return nil, fmt.Errorf("redrive audits: %w (the Ledger is not a RedriveAuditLister)", ErrUnsupported)
+	}
+	switch {
+	case limit <= 0:
+		limit = 50
+	case limit > 1000:
+		limit = 1000
+	}
+	out, err := l.ListRedriveAudits(ctx, ListRedriveAuditsParams{Limit: limit})
+	if err != nil {
+		return nil, opErr("ledger.list_redrive_audits", "", err)
+	}
+	return out, nil
 }
 
 func (c *Client) setPaused(ctx context.Context, id string, paused bool) error {

@@ -1,7 +1,9 @@
 package hookrelay
 
 import (
+	"cmp"
 	"context"
+	"strings"
 	"time"
 )
 
@@ -36,4 +38,39 @@ type StatsParams struct {
 // deliveries may be omitted. Results are ordered by DestinationID.
 type LedgerStats interface {
 	Stats(ctx context.Context, params StatsParams) ([]DestinationStats, error)
+}
+
+// OutcomeCount counts the attempts to one destination that finished in a
+// time window with one result kind and reason.
+type OutcomeCount struct {
+	DestinationID string
+	Kind          Kind
+	Reason        string
+	Count         int64
+}
+
+// RecentOutcomesParams are the inputs of AttemptStats.RecentOutcomes.
+type RecentOutcomesParams struct {
+	// Since selects attempts that finished at or after it.
+	Since time.Time
+}
+
+// AttemptStats is an optional ability of a Ledger (the memory and SQL
+// ledgers have it): how recent attempts ended, per destination, for
+// dashboards such as the operator console's overview. It counts the
+// attempt history the ledger keeps, so it agrees with each delivery's
+// attempts. Results are ordered by DestinationID, then Kind, then Reason.
+type AttemptStats interface {
+	RecentOutcomes(ctx context.Context, params RecentOutcomesParams) ([]OutcomeCount, error)
+}
+
+// CompareOutcomeCounts orders OutcomeCounts as AttemptStats returns them.
+func CompareOutcomeCounts(a, b OutcomeCount) int {
+	if c := strings.Compare(a.DestinationID, b.DestinationID); c != 0 {
+		return c
+	}
+	if a.Kind != b.Kind {
+		return cmp.Compare(a.Kind, b.Kind)
+	}
+	return strings.Compare(a.Reason, b.Reason)
 }

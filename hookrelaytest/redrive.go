@@ -288,6 +288,62 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 		assert.Equal(t, 2, as[1].Number)
 	})
 
+	// The rehearsal after a long outage: the recipient is down for longer
+	// than the delivery window, so its deliveries die with
+	// delivery_window_expired. A redrive is a fresh, deliberate start: a
+	// fresh window as well as a fresh budget, recorded on the record, so the
+	// redriven deliveries are delivered instead of dying again at once.
+	t.Run("RecoveryRehearsalAfterAnOutageLongerThanTheWindow", func(t *testing.T) {
+		down := true
+		var mu sync.Mutex
+		g := &configGate{
+			accepts: func(hookrelay.Destination) bool { mu.Lock(); defer mu.Unlock(); return !down },
+			refusal: hookrelay.Retryable(hookrelay.ReasonServiceUnavailable).WithStatus(503),
+		}
+		e := redriveEngine(t, newHarness(t), g)
+		require.NoError(t, e.h.Destinations.Put(ctx, hookrelay.Destination{
+			ID: "dest_acct", TenantID: "tenant_a", URL: fixedURL,
+			Policy: &hookrelay.Policy{Version: "acct-v1", MaxAttempts: 50, BaseDelay: time.Second, MaxDelay: 10 * time.Minute, MaxAge: time.Hour},
+		}))
+		var ids []string
+		for i := range 3 {
+			ids = append(ids, e.enqueueFor(fmt.Sprintf("pay_%d", 9000+i), "tenant_a", "dest_acct", "lease.payment_recorded"))
+		}
+		queued := e.get(ids[0]).FirstQueuedAt
+		for _, id := range ids {
+			d := e.run(id)
+			require.Equal(t, hookrelay.StateDead, d.State)
+			assert.Equal(t, hookrelay.ReasonWindowExpired, d.LastReason, "the outage outlasted the one-hour window")
+		}
+		// The outage goes on for hours more; then the recipient recovers.
+		e.clock.Add(3 * time.Hour)
+		mu.Lock()
+		down = false
+		mu.Unlock()
+
+		audit, err := e.redriveDriven(hookrelay.RedriveParams{
+			Filter: hookrelay.DeadLetterFilter{Reasons: []string{hookrelay.ReasonWindowExpired}},
+			Actor:  "ops@example", Reason: "accounting back after a 4 h outage", RatePerSecond: 5,
+		})
+		require.NoError(t, err)
+		assert.EqualValues(t, 3, audit.Redriven)
+		for _, ev := range e.redrivenEvents() {
+			rd := e.get(ev.Delivery.ID)
+			assert.Equal(t, hookrelay.StatePending, rd.State)
+			assert.Equal(t, ev.Time.UTC(), rd.WindowStart.UTC(), "the redrive's time is recorded as the new window's start")
+			assert.Equal(t, queued.UTC(), rd.FirstQueuedAt.UTC(), "the first enqueue time is kept")
+			assert.Equal(t, rd.WindowStart, rd.WindowStartsAt())
+		}
+		for _, id := range ids {
+			d := e.run(id)
+			assert.Equal(t, hookrelay.StateDelivered, d.State, "delivered, not dead again at once")
+			e.assertOneEffect(id)
+			as := e.attempts(id)
+			assert.Equal(t, hookrelay.KindDelivered, as[len(as)-1].Kind)
+			assert.Greater(t, len(as), 1, "the outage's attempts are kept")
+		}
+	})
+
 	t.Run("RedrivenDeliveryGetsAFreshBudget", func(t *testing.T) {
 		e := redriveEngine(t, newHarness(t), nil)
 		e.rec.Script = failTimes(100, hookrelay.Retryable(hookrelay.ReasonServerError))
@@ -824,6 +880,83 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 			}
 		}
 		assert.ErrorIs(t, e.client.PauseDestination(ctx, "dest_missing"), hookrelay.ErrDestinationNotFound)
+	})
+
+	t.Run("EnableReEnablesAGoneDestination", func(t *testing.T) {
+		e := redriveEngine(t, newHarness(t), nil)
+		if _, ok := e.h.Destinations.(hookrelay.DestinationEnabler); !ok {
+			t.Skip("the Destinations port does not implement hookrelay.DestinationEnabler (an optional ability)")
+		}
+		gone := true
+		e.rec.Script = func(hookrelay.Delivery, int) RecipientAnswer {
+			if gone {
+				return Reject(hookrelay.ClassifyStatus(410, 0))
+			}
+			return Accept()
+		}
+		first := e.enqueue("evt_1", "dest_1")
+		e.step()
+		require.Equal(t, hookrelay.ReasonDestinationGone, e.get(first).LastReason)
+		st, err := e.client.DestinationStatus(ctx, "dest_1")
+		require.NoError(t, err)
+		require.True(t, st.Disabled)
+		waiting := e.enqueue("evt_2", "dest_1")
+		e.step()
+		assert.Empty(t, e.rec.RequestsFor(waiting), "nothing is sent while disabled")
+
+		gone = false
+		require.NoError(t, e.client.EnableDestination(ctx, "dest_1"))
+		require.NoError(t, e.client.EnableDestination(ctx, "dest_1"), "enabling an enabled destination is a no-op")
+		st, err = e.client.DestinationStatus(ctx, "dest_1")
+		require.NoError(t, err)
+		assert.False(t, st.Disabled)
+		assert.Empty(t, st.DisabledReason)
+		e.clock.Add(time.Minute)
+		assert.Equal(t, hookrelay.StateDelivered, e.run(waiting).State, "its waiting delivery goes out")
+		assert.Len(t, e.events.of(hookrelay.EventDestinationEnabled), 2)
+		assert.ErrorIs(t, e.client.EnableDestination(ctx, "dest_missing"), hookrelay.ErrDestinationNotFound)
+	})
+
+	t.Run("DestinationsListStatusesOnly", func(t *testing.T) {
+		e := redriveEngine(t, newHarness(t), nil)
+		if _, ok := e.h.Destinations.(hookrelay.DestinationLister); !ok {
+			t.Skip("the Destinations port does not implement hookrelay.DestinationLister (an optional ability)")
+		}
+		require.NoError(t, e.h.Destinations.Put(ctx, hookrelay.Destination{ID: "dest_0", TenantID: "tenant_b", URL: "https://user:pw@b.example/", Secrets: []string{newSecret}}))
+		require.NoError(t, e.client.PauseDestination(ctx, "dest_0"))
+		require.NoError(t, e.h.Destinations.Disable(ctx, hookrelay.DisableParams{ID: "dest_1", Reason: hookrelay.ReasonDestinationGone, Now: e.clock.Now()}))
+		got, err := e.client.Destinations(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, []hookrelay.DestinationStatus{
+			{ID: "dest_0", TenantID: "tenant_b", Paused: true},
+			{ID: "dest_1", TenantID: "tenant_a", Disabled: true, DisabledReason: hookrelay.ReasonDestinationGone},
+		}, got, "ordered by ID, with no URL or secret")
+	})
+
+	t.Run("AuditLogListsNewestFirst", func(t *testing.T) {
+		e := redriveEngine(t, newHarness(t), nil)
+		if _, ok := e.h.Ledger.(hookrelay.RedriveAuditLister); !ok {
+			t.Skip("the Ledger does not implement hookrelay.RedriveAuditLister (an optional ability)")
+		}
+		e.rec.Script = failTimes(1, hookrelay.Permanent(hookrelay.ReasonBadRequest))
+		var made []string
+		for i := range 3 {
+			e.enqueue(fmt.Sprintf("evt_%d", i), "dest_1")
+			e.step()
+			a, err := e.redriveDriven(hookrelay.RedriveParams{Actor: fmt.Sprintf("op%d", i), Reason: "r", RatePerSecond: 10})
+			require.NoError(t, err)
+			made = append(made, a.ID)
+			e.clock.Add(time.Minute)
+		}
+		got, err := e.client.RedriveAudits(ctx, 2)
+		require.NoError(t, err)
+		require.Len(t, got, 2)
+		assert.Equal(t, []string{made[2], made[1]}, []string{got[0].ID, got[1].ID}, "newest first, limited")
+		assert.Equal(t, "op2", got[0].Actor)
+		assert.Equal(t, hookrelay.RedriveFinished, got[0].State)
+		all, err := e.client.RedriveAudits(ctx, 0)
+		require.NoError(t, err)
+		assert.Len(t, all, 3)
 	})
 
 	t.Run("ErrorsWhenTheLedgerLacksTheAbility", func(t *testing.T) {

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/hookrelay/hookrelay"
 )
 
@@ -30,6 +33,59 @@ func RunStats(t *testing.T, newHarness NewHarness) {
 				t.Errorf("empty ledger reported %+v", s)
 			}
 		}
+	})
+	t.Run("RecentOutcomesAgreeWithTheAttemptHistory", func(t *testing.T) {
+		h := newHarness(t)
+		as, ok := h.Ledger.(hookrelay.AttemptStats)
+		if !ok {
+			t.Skip("the Ledger does not implement hookrelay.AttemptStats (an optional ability)")
+		}
+		e := newEngine(t, h)
+		require.NoError(t, h.Destinations.Put(context.Background(), hookrelay.Destination{ID: "dest_2", TenantID: "tenant_a", URL: "https://two.example/"}))
+		e.rec.Script = func(d hookrelay.Delivery, n int) RecipientAnswer {
+			if d.DestinationID == "dest_2" {
+				return Reject(hookrelay.Permanent(hookrelay.ReasonBadRequest))
+			}
+			if n <= 2 {
+				return Reject(hookrelay.Retryable(hookrelay.ReasonServerError))
+			}
+			return Accept()
+		}
+		old := e.enqueue("evt_old", "dest_2")
+		e.step()
+		e.clock.Add(time.Hour)
+		since := e.clock.Now()
+		ids := []string{e.enqueue("evt_1", "dest_1"), e.enqueue("evt_2", "dest_2")}
+		for _, id := range ids {
+			e.run(id)
+		}
+		want := map[hookrelay.OutcomeCount]int64{}
+		for _, id := range ids {
+			d := e.get(id)
+			for _, a := range e.attempts(id) {
+				want[hookrelay.OutcomeCount{DestinationID: d.DestinationID, Kind: a.Kind, Reason: a.Reason}]++
+			}
+		}
+		got, err := as.RecentOutcomes(context.Background(), hookrelay.RecentOutcomesParams{Since: since})
+		require.NoError(t, err)
+		gotMap := map[hookrelay.OutcomeCount]int64{}
+		for _, c := range got {
+			n := c.Count
+			c.Count = 0
+			gotMap[c] = n
+		}
+		assert.Equal(t, want, gotMap, "one count per destination, kind and reason; the attempt before Since is left out")
+		assert.True(t, slices.IsSortedFunc(got, hookrelay.CompareOutcomeCounts), "ordered by destination, kind, reason")
+		assert.EqualValues(t, 2, gotMap[hookrelay.OutcomeCount{DestinationID: "dest_1", Kind: hookrelay.KindRetryable, Reason: hookrelay.ReasonServerError}])
+		all, err := as.RecentOutcomes(context.Background(), hookrelay.RecentOutcomesParams{Since: since.Add(-2 * time.Hour)})
+		require.NoError(t, err)
+		var n int64
+		for _, c := range all {
+			if c.DestinationID == "dest_2" && c.Kind == hookrelay.KindPermanent {
+				n += c.Count
+			}
+		}
+		assert.EqualValues(t, 2, n, "a wider window counts %s too", old)
 	})
 	t.Run("CountsAndAgesPerDestination", func(t *testing.T) {
 		h := newHarness(t)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/hookrelay/hookrelay"
@@ -18,7 +19,11 @@ type Destinations struct {
 	m  map[string]hookrelay.Destination
 }
 
-var _ hookrelay.Destinations = (*Destinations)(nil)
+var (
+	_ hookrelay.Destinations       = (*Destinations)(nil)
+	_ hookrelay.DestinationEnabler = (*Destinations)(nil)
+	_ hookrelay.DestinationLister  = (*Destinations)(nil)
+)
 
 // NewDestinations returns a set holding ds. It panics on an empty ID, which
 // is a programming error in test setup.
@@ -100,6 +105,24 @@ func (s *Destinations) SetPaused(ctx context.Context, id string, paused bool) er
 		return fmt.Errorf("hookrelay/memory: set paused: %w", err)
 	}
 	return s.update(id, func(d *hookrelay.Destination) { d.Paused = paused })
+}
+
+// Enable implements hookrelay.DestinationEnabler: it clears Disabled and
+// DisabledReason.
+func (s *Destinations) Enable(_ context.Context, id string) error {
+	return s.update(id, func(d *hookrelay.Destination) { d.Disabled, d.DisabledReason = false, "" })
+}
+
+// ListDestinations implements hookrelay.DestinationLister.
+func (s *Destinations) ListDestinations(_ context.Context) ([]hookrelay.DestinationStatus, error) {
+	s.mu.RLock()
+	out := make([]hookrelay.DestinationStatus, 0, len(s.m))
+	for _, d := range s.m {
+		out = append(out, d.Status())
+	}
+	s.mu.RUnlock()
+	slices.SortFunc(out, func(a, b hookrelay.DestinationStatus) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
 }
 
 func (s *Destinations) update(id string, f func(*hookrelay.Destination)) error {

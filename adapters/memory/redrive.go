@@ -11,9 +11,10 @@ import (
 )
 
 var (
-	_ hookrelay.DeadLetterLedger  = (*Store)(nil)
-	_ hookrelay.RedriveAuditLog   = (*Store)(nil)
-	_ hookrelay.DestinationPauser = (*Destinations)(nil)
+	_ hookrelay.DeadLetterLedger   = (*Store)(nil)
+	_ hookrelay.RedriveAuditLog    = (*Store)(nil)
+	_ hookrelay.DestinationPauser  = (*Destinations)(nil)
+	_ hookrelay.RedriveAuditLister = (*Store)(nil)
 )
 
 // ListDead implements hookrelay.DeadLetterLedger. It scans every record
@@ -91,7 +92,7 @@ func (s *Store) RedriveDelivery(ctx context.Context, p hookrelay.RedriveDelivery
 	}
 	r.d.State = hookrelay.StatePending
 	r.d.Attempt, r.d.BudgetStart = next, next
-	r.d.NextAttemptAt, r.d.UpdatedAt = p.Now, p.Now
+	r.d.WindowStart, r.d.NextAttemptAt, r.d.UpdatedAt = p.Now, p.Now, p.Now
 	// A holder that dead-lettered it but never finished its queue
 	// transition must not touch the redriven record: a new token fences it.
 	s.lastToken++
@@ -157,4 +158,18 @@ func (s *Store) UpdateRedriveAudit(ctx context.Context, u hookrelay.RedriveAudit
 	}
 	u.Apply(a)
 	return cloneAudit(*a), nil
+}
+
+// ListRedriveAudits implements hookrelay.RedriveAuditLister.
+func (s *Store) ListRedriveAudits(_ context.Context, p hookrelay.ListRedriveAuditsParams) ([]hookrelay.RedriveAudit, error) {
+	s.mu.Lock()
+	out := make([]hookrelay.RedriveAudit, 0, len(s.audits))
+	for _, a := range s.audits {
+		out = append(out, cloneAudit(*a))
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b hookrelay.RedriveAudit) int {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(b.ID, a.ID))
+	})
+	return out[:min(len(out), max(p.Limit, 1))], nil
 }

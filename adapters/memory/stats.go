@@ -9,7 +9,36 @@ import (
 	"github.com/hookrelay/hookrelay"
 )
 
-var _ hookrelay.LedgerStats = (*Store)(nil)
+var (
+	_ hookrelay.LedgerStats  = (*Store)(nil)
+	_ hookrelay.AttemptStats = (*Store)(nil)
+)
+
+// RecentOutcomes implements hookrelay.AttemptStats by scanning every
+// record's attempts under the store's lock.
+func (s *Store) RecentOutcomes(_ context.Context, p hookrelay.RecentOutcomesParams) ([]hookrelay.OutcomeCount, error) {
+	type key struct {
+		dest   string
+		kind   hookrelay.Kind
+		reason string
+	}
+	counts := map[key]int64{}
+	s.mu.Lock()
+	for _, r := range s.records {
+		for _, a := range r.attempts {
+			if !a.FinishedAt.Before(p.Since) {
+				counts[key{r.d.DestinationID, a.Kind, a.Reason}]++
+			}
+		}
+	}
+	s.mu.Unlock()
+	out := make([]hookrelay.OutcomeCount, 0, len(counts))
+	for k, n := range counts {
+		out = append(out, hookrelay.OutcomeCount{DestinationID: k.dest, Kind: k.kind, Reason: k.reason, Count: n})
+	}
+	slices.SortFunc(out, hookrelay.CompareOutcomeCounts)
+	return out, nil
+}
 
 // Stats implements hookrelay.LedgerStats: per destination, pending and dead
 // counts, how many pending deliveries could run at params.Now (due and not

@@ -127,6 +127,7 @@ var messages = map[hookrelay.EventKind]string{
 	hookrelay.EventRedriven:            "delivery redriven",
 	hookrelay.EventDestinationPaused:   "destination paused by an operator",
 	hookrelay.EventDestinationResumed:  "destination resumed by an operator",
+	hookrelay.EventDestinationEnabled:  "destination re-enabled by an operator",
 	hookrelay.EventWorkerError:         "worker error",
 }
 

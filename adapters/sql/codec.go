@@ -148,7 +148,7 @@ func (s *Store) encodeDelivery(d hookrelay.Delivery) (deliveryRow, error) {
 // selectDeliveryCols are read by scanDelivery, in this order.
 const selectDeliveryCols = "id, event_id, tenant_id, scope, destination_id, event_type, payload, " +
 	"CASE WHEN payload IS NULL THEN 1 ELSE 0 END, envelope_version, attempt, first_queued_at, " +
-	"next_attempt_at, policy_version, state, last_outcome, last_reason, updated_at, lease_token, budget_start"
+	"next_attempt_at, policy_version, state, last_outcome, last_reason, updated_at, lease_token, budget_start, window_start"
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -178,10 +178,11 @@ func scanDelivery(r scanner, extra ...any) (hookrelay.Delivery, int64, error) {
 		payloadNull                  int64
 		firstQueued, nextAt, updated int64
 		token                        int64
+		windowStart                  sql.NullInt64
 	)
 	dest := append([]any{&d.ID, &d.EventID, &d.TenantID, &scope, &d.DestinationID, &d.EventType,
 		&d.Payload, &payloadNull, &d.EnvelopeVersion, &d.Attempt, &firstQueued, &nextAt,
-		&d.PolicyVersion, &state, &outcome, &d.LastReason, &updated, &token, &d.BudgetStart}, extra...)
+		&d.PolicyVersion, &state, &outcome, &d.LastReason, &updated, &token, &d.BudgetStart, &windowStart}, extra...)
 	if err := r.Scan(dest...); err != nil {
 		return d, 0, err
 	}
@@ -208,5 +209,6 @@ func scanDelivery(r scanner, extra ...any) (hookrelay.Delivery, int64, error) {
 			"%w: version %d (this library reads versions 1 to %d)", hookrelay.ErrUnknownEnvelopeVersion, d.EnvelopeVersion, hookrelay.EnvelopeVersion)}
 	}
 	d.FirstQueuedAt, d.NextAttemptAt, d.UpdatedAt = decTime(firstQueued), decTime(nextAt), decTime(updated)
+	d.WindowStart = decNullTime(windowStart)
 	return d, token, nil
 }

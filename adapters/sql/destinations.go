@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hookrelay/hookrelay"
@@ -140,6 +142,39 @@ func (s *Store) SetPaused(ctx context.Context, id string, paused bool) error {
 		return s.notifyDue(ctx, s.db, time.Time{})
 	}
 	return nil
+}
+
+// Enable implements hookrelay.DestinationEnabler: it clears disabled and
+// disabled_reason.
+func (s *Store) Enable(ctx context.Context, id string) error {
+	return s.updateDestination(ctx, "enable destination", id,
+		"UPDATE {dst} SET disabled = 0, disabled_reason = '' WHERE id = ?", id)
+}
+
+// ListDestinations implements hookrelay.DestinationLister. It reads no URL,
+// secret or header column.
+func (s *Store) ListDestinations(ctx context.Context) ([]hookrelay.DestinationStatus, error) {
+	rows, err := s.db.QueryContext(ctx, s.q("SELECT id, tenant_id, paused, disabled, disabled_reason FROM {dst}"))
+	if err != nil {
+		return nil, s.dbErr("list destinations", err)
+	}
+	defer rows.Close()
+	var out []hookrelay.DestinationStatus
+	for rows.Next() {
+		var d hookrelay.DestinationStatus
+		var paused, disabled int64
+		if err := rows.Scan(&d.ID, &d.TenantID, &paused, &disabled, &d.DisabledReason); err != nil {
+			return nil, s.dbErr("list destinations", err)
+		}
+		d.Paused, d.Disabled = paused != 0, disabled != 0
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.dbErr("list destinations", err)
+	}
+	// Sorted here: database collations need not sort like Go strings.
+	slices.SortFunc(out, func(a, b hookrelay.DestinationStatus) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
 }
 
 // updateDestination runs update; when it changed nothing, the destination

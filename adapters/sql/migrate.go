@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io/fs"
@@ -12,11 +13,16 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // SchemaVersion is the schema version this library writes and reads.
-// Migrate brings a database up to it and refuses a newer one.
-const SchemaVersion = 3
+// Migrate brings a database up to it and refuses a newer one. Versions need
+// not be contiguous: Migrate applies every embedded step the database has
+// not recorded, also one numbered below the database's highest (a step
+// merged later from a parallel line of work).
+const SchemaVersion = 5
 
 //go:embed migrations
 var migrationFiles embed.FS
@@ -134,8 +140,12 @@ func (s *Store) applyMigrations(ctx context.Context, q querier, ms []migration) 
 		return fmt.Errorf("%w: tables %s* are at version %d, this library knows versions up to %d; upgrade hookrelay",
 			ErrSchemaTooNew, s.prefix, current, SchemaVersion)
 	}
+	applied, err := s.appliedVersions(ctx, q)
+	if err != nil {
+		return err
+	}
 	for _, m := range ms {
-		if m.version <= current {
+		if applied[m.version] {
 			continue
 		}
 		for _, st := range m.stmts {
@@ -148,7 +158,7 @@ func (s *Store) applyMigrations(ctx context.Context, q querier, ms []migration) 
 					continue
 				}
 			}
-			if _, err := q.ExecContext(ctx, st); err != nil {
+			if _, err := q.ExecContext(ctx, st); err != nil && !s.alreadyApplied(err) {
 				return s.dbErr("migrate: "+m.name, err)
 			}
 		}
@@ -182,6 +192,36 @@ func (s *Store) mysqlDone(ctx context.Context, q querier, stmt string) (bool, er
 		return false, err
 	}
 	return n > 0, nil
+}
+
+// appliedVersions returns the versions recorded in schema_migrations.
+func (s *Store) appliedVersions(ctx context.Context, q querier) (map[int]bool, error) {
+	rows, err := q.QueryContext(ctx, s.q(`SELECT version FROM {m}`))
+	if err != nil {
+		return nil, s.dbErr("schema versions", err)
+	}
+	defer rows.Close()
+	out := map[int]bool{}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, s.dbErr("schema versions", err)
+		}
+		out[v] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.dbErr("schema versions", err)
+	}
+	return out, nil
+}
+
+// alreadyApplied reports a MySQL error that says a re-run statement's
+// change is already there: MySQL 8 has no ADD COLUMN IF NOT EXISTS nor
+// CREATE INDEX IF NOT EXISTS, and it commits DDL at once, so a step
+// interrupted after one of them re-runs it.
+func (s *Store) alreadyApplied(err error) bool {
+	var me *mysql.MySQLError
+	return s.dialect == MySQL && errors.As(err, &me) && (me.Number == 1060 || me.Number == 1061) // ER_DUP_FIELDNAME, ER_DUP_KEYNAME
 }
 
 func (s *Store) schemaVersion(ctx context.Context, q querier) (int, error) {

@@ -15,9 +15,12 @@ import (
 )
 
 var (
-	_ hookrelay.DeadLetterLedger  = (*Store)(nil)
-	_ hookrelay.RedriveAuditLog   = (*Store)(nil)
-	_ hookrelay.DestinationPauser = (*Store)(nil)
+	_ hookrelay.DeadLetterLedger   = (*Store)(nil)
+	_ hookrelay.RedriveAuditLog    = (*Store)(nil)
+	_ hookrelay.DestinationPauser  = (*Store)(nil)
+	_ hookrelay.DestinationEnabler = (*Store)(nil)
+	_ hookrelay.DestinationLister  = (*Store)(nil)
+	_ hookrelay.RedriveAuditLister = (*Store)(nil)
 )
 
 // idOrder makes ID comparisons and ordering bytewise on every dialect
@@ -171,9 +174,9 @@ func (s *Store) RedriveDelivery(ctx context.Context, p hookrelay.RedriveDelivery
 			return s.dbErr("redrive "+p.ID, err)
 		}
 		next := max(attempt, int(last.Int64)+1)
-		res, err := q.ExecContext(ctx, s.q("UPDATE {d} SET state = 'pending', attempt = ?, budget_start = ?, next_attempt_at = ?, updated_at = ?,"+
+		res, err := q.ExecContext(ctx, s.q("UPDATE {d} SET state = 'pending', attempt = ?, budget_start = ?, window_start = ?, next_attempt_at = ?, updated_at = ?,"+
 			" lease_token = lease_token + 1, lease_holder = '', lease_expires_at = NULL WHERE id = ? AND state = 'dead'"),
-			next, next, now, now, p.ID)
+			next, next, now, now, now, p.ID)
 		if err != nil {
 			return s.dbErr("redrive "+p.ID, err)
 		}
@@ -303,6 +306,31 @@ func (s *Store) readAudit(ctx context.Context, q querier, id string, lock bool) 
 		return hookrelay.RedriveAudit{}, s.dbErr("redrive audit "+id, err)
 	}
 	return a, err
+}
+
+// ListRedriveAudits implements hookrelay.RedriveAuditLister.
+func (s *Store) ListRedriveAudits(ctx context.Context, p hookrelay.ListRedriveAuditsParams) ([]hookrelay.RedriveAudit, error) {
+	rows, err := s.db.QueryContext(ctx, s.q("SELECT "+auditCols+" FROM {r} ORDER BY created_at DESC, "+s.idOrder()+" DESC LIMIT ?"), max(p.Limit, 1))
+	if err != nil {
+		return nil, s.dbErr("list redrive audits", err)
+	}
+	defer rows.Close()
+	var out []hookrelay.RedriveAudit
+	for rows.Next() {
+		a, err := scanAudit(rows)
+		var de *AuditDecodeError
+		if errors.As(err, &de) {
+			return nil, err
+		}
+		if err != nil {
+			return nil, s.dbErr("list redrive audits", err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.dbErr("list redrive audits", err)
+	}
+	return out, nil
 }
 
 // UpdateRedriveAudit implements hookrelay.RedriveAuditLog: a

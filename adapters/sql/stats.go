@@ -52,3 +52,34 @@ func (s *Store) Stats(ctx context.Context, p hookrelay.StatsParams) ([]hookrelay
 	slices.SortFunc(out, func(a, b hookrelay.DestinationStats) int { return strings.Compare(a.DestinationID, b.DestinationID) })
 	return out, nil
 }
+
+var _ hookrelay.AttemptStats = (*Store)(nil)
+
+// RecentOutcomes implements hookrelay.AttemptStats with one grouped query
+// over the attempts finished since params.Since (indexed by finished_at).
+func (s *Store) RecentOutcomes(ctx context.Context, p hookrelay.RecentOutcomesParams) ([]hookrelay.OutcomeCount, error) {
+	since, err := encTime("Since", p.Since)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT d.destination_id, a.kind, a.reason, COUNT(*)
+		FROM {a} a JOIN {d} d ON d.id = a.delivery_id
+		WHERE a.finished_at >= ? GROUP BY d.destination_id, a.kind, a.reason`), since)
+	if err != nil {
+		return nil, s.dbErr("recent outcomes", err)
+	}
+	defer rows.Close()
+	var out []hookrelay.OutcomeCount
+	for rows.Next() {
+		var c hookrelay.OutcomeCount
+		if err := rows.Scan(&c.DestinationID, &c.Kind, &c.Reason, &c.Count); err != nil {
+			return nil, s.dbErr("recent outcomes", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.dbErr("recent outcomes", err)
+	}
+	slices.SortFunc(out, hookrelay.CompareOutcomeCounts)
+	return out, nil
+}

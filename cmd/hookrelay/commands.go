@@ -230,6 +230,7 @@ func (g *globals) deadShow(ctx context.Context, args []string) error {
 		row(kv, "budget starts at", max(d.BudgetStart, 1))
 		row(kv, "policy", d.PolicyVersion)
 		row(kv, "first queued", fmtTime(d.FirstQueuedAt))
+		row(kv, "window starts", fmtTime(d.WindowStartsAt()))
 		row(kv, "updated", fmtTime(d.UpdatedAt))
 		row(kv, "payload", payloadText(d.Payload))
 		if err := kv.Flush(); err != nil {
@@ -326,12 +327,44 @@ func (g *globals) redriveResume(ctx context.Context, args []string) error {
 	})
 }
 
-// progress prints one line per batch on stderr.
+// progress reports a redrive after each batch on stderr: on a terminal,
+// one line rewritten in place with moved/matched, rate and ETA; piped or
+// with --json, one plain line per batch.
 func (g *globals) progress(a hookrelay.RedriveAudit) {
+	if g.tty && !g.json {
+		fmt.Fprint(g.stderr, "\r\033[K"+progressLine(a, time.Now()))
+		g.progressOpen = true
+		return
+	}
 	fmt.Fprintf(g.stderr, "redrive %s: %d/%d re-enqueued, %d skipped, %s\n", a.ID, a.Redriven, a.Matched, a.Skipped, a.State)
 }
 
+// progressLine is the terminal's progress line.
+func progressLine(a hookrelay.RedriveAudit, now time.Time) string {
+	p := a.Progress(now)
+	pct := 0
+	if p.Matched > 0 {
+		pct = int(100 * p.Handled / p.Matched)
+	}
+	line := fmt.Sprintf("redrive %s: %d/%d moved (%d%%)", a.ID, a.Redriven, a.Matched, pct)
+	if a.Skipped > 0 {
+		line += fmt.Sprintf(", %d skipped", a.Skipped)
+	}
+	if p.PerSecond > 0 {
+		line += fmt.Sprintf(" · %.1f/s", p.PerSecond)
+	}
+	if p.ETA > 0 {
+		line += " · ETA " + p.ETA.String()
+	}
+	return line + " · " + string(a.State)
+}
+
 func (g *globals) redriveResult(a hookrelay.RedriveAudit, err error) error {
+	if g.progressOpen {
+		// The line's last state, then its newline.
+		fmt.Fprintln(g.stderr, "\r\033[K"+progressLine(a, time.Now()))
+		g.progressOpen = false
+	}
 	if a.ID != "" {
 		if werr := g.showAudit(a); werr != nil {
 			return werr
@@ -473,5 +506,22 @@ func (g *globals) stats(ctx context.Context, args []string) error {
 			row(tw, x.DestinationID, x.Pending, x.EligibleNow, fmtAge(x.OldestEligibleAge), x.Dead, fmtAge(x.OldestDeadAge))
 		}
 		return tw.Flush()
+	})
+}
+
+func (g *globals) destinationEnable(ctx context.Context, args []string) error {
+	pos, err := parse(g.flagSet("destination enable"), args, 1)
+	if err != nil {
+		return err
+	}
+	return g.withClient(ctx, false, func(_ *hooksql.Store, c *hookrelay.Client) error {
+		if err := c.EnableDestination(ctx, pos[0]); err != nil {
+			return err
+		}
+		if g.json {
+			return g.writeJSON(map[string]any{"destination": pos[0], "disabled": false})
+		}
+		fmt.Fprintf(g.stdout, "destination %s re-enabled: its waiting deliveries go out again\n", pos[0])
+		return nil
 	})
 }

@@ -14,6 +14,13 @@
 // Exit status: 0 success, 1 the operation failed, 2 bad usage, 3 the
 // database is unreachable or not migrated, 4 the redrive was refused by the
 // authorization rule, 5 no such delivery, redrive or destination.
+//
+// hookrelay console serves the operator console (adapters/http/console) on
+// --addr, 127.0.0.1:8089 by default: loopback only, so only this machine
+// can reach it. Every change it makes names an actor: --actor NAME
+// (default $USER) for a console you run for yourself, or --actor-header H
+// to take the name from a header that an authenticating reverse proxy in
+// front of it sets (bind it where only that proxy can reach it).
 package main
 
 import (
@@ -92,7 +99,8 @@ commands:
   dead show ID                    one delivery with its full attempt history
   redrive plan [FILTERS]          dry run: matches by tenant, destination, reason
   redrive start [FILTERS] --rate N --actor NAME --reason TEXT [--batch N] [--cross-tenant]
-                                  move matches back to pending at N/s per destination
+                                  move matches back to pending at N/s per destination;
+                                  on a terminal, a live line: moved/matched, rate, ETA
   redrive stop ID [--actor NAME]  stop a running redrive before its next batch
   redrive resume ID               continue a stopped or failed redrive
   redrive status ID               a redrive's audit entry
@@ -101,6 +109,11 @@ commands:
   destination list [--tenant T] [--event-type E]
                                   destinations, their event types and state; with
                                   --event-type, what a publish of it would reach
+  destination enable ID           re-enable a destination its recipient disabled (HTTP 410)
+  console [--addr 127.0.0.1:8089] [--actor NAME | --actor-header H] [--cross-tenant]
+                                  serve the operator console (web page); loopback only
+                                  by default; the actor is --actor (default $USER) or
+                                  the header an authenticating proxy sets
   stats                           per-destination pending, eligible and dead counts
 
 filters (repeatable or comma-separated):
@@ -118,7 +131,7 @@ migrated, 4 redrive refused by authorization, 5 not found
 `
 
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	g := &globals{dsn: getenv("HOOKRELAY_DSN"), prefix: "", stdout: stdout, stderr: stderr, getenv: getenv}
+	g := &globals{dsn: getenv("HOOKRELAY_DSN"), prefix: "", stdout: stdout, stderr: stderr, getenv: getenv, tty: isTerminal(stderr)}
 	fs := g.flagSet("hookrelay")
 	// The root's flags stop at the command; the rest is the command's.
 	if err := fs.Parse(args); err != nil {
@@ -149,7 +162,10 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 			"pause":  func(ctx context.Context, a []string) error { return g.destination(ctx, a, true) },
 			"resume": func(ctx context.Context, a []string) error { return g.destination(ctx, a, false) },
 			"list":   g.destinationList,
+			"enable": g.destinationEnable,
 		})
+	case "console":
+		return g.console(ctx, rest)
 	case "stats":
 		return g.stats(ctx, rest)
 	}

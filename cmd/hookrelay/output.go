@@ -88,6 +88,7 @@ type deliveryView struct {
 	PolicyVersion   string            `json:"policy_version"`
 	EnvelopeVersion int               `json:"envelope_version"`
 	FirstQueuedAt   string            `json:"first_queued_at"`
+	WindowStart     string            `json:"window_start"`
 	NextAttemptAt   string            `json:"next_attempt_at"`
 	UpdatedAt       string            `json:"updated_at"`
 	Payload         json.RawMessage   `json:"payload"`
@@ -102,7 +103,7 @@ func viewDelivery(d hookrelay.Delivery) deliveryView {
 		ID: d.ID, EventID: d.EventID, TenantID: d.TenantID, Scope: d.Scope, DestinationID: d.DestinationID,
 		EventType: d.EventType, State: d.State, LastOutcome: d.LastOutcome, LastReason: d.LastReason,
 		Attempt: d.Attempt, BudgetStart: max(d.BudgetStart, 1), PolicyVersion: d.PolicyVersion,
-		EnvelopeVersion: d.EnvelopeVersion, FirstQueuedAt: fmtTime(d.FirstQueuedAt),
+		EnvelopeVersion: d.EnvelopeVersion, FirstQueuedAt: fmtTime(d.FirstQueuedAt), WindowStart: fmtTime(d.WindowStartsAt()),
 		NextAttemptAt: fmtTime(d.NextAttemptAt), UpdatedAt: fmtTime(d.UpdatedAt), Payload: payload,
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/hookrelay/hookrelay"
 	hooksql "github.com/hookrelay/hookrelay/adapters/sql"
 )
@@ -24,6 +26,17 @@ type globals struct {
 
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// tty says stderr is a terminal: redrive progress is then one line
+	// rewritten in place.
+	tty bool
+	// progressOpen says a terminal progress line awaits its newline.
+	progressOpen bool
+}
+
+// isTerminal reports whether w is a terminal (a character device).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // flagSet returns a flag set with the global flags registered on g.

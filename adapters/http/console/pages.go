@@ -1,0 +1,598 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/internal/redact"
+)
+
+func (h *Handler) routes() {
+	m := http.NewServeMux()
+	static, _ := fs.Sub(assets, "assets/static") // a constant path in the embedded tree
+	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	m.HandleFunc("GET /{$}", h.view("overview", h.overview))
+	m.HandleFunc("GET /dead", h.view("dead", h.deadLetters))
+	m.HandleFunc("GET /deliveries/{id}", h.view("delivery", h.delivery))
+	m.HandleFunc("GET /redrive", h.view("redrive", h.redrivePlan))
+	m.HandleFunc("GET /redrives", h.view("redrives", h.redriveList))
+	m.HandleFunc("GET /redrives/{id}", h.view("redrive_status", h.redriveStatus))
+	m.HandleFunc("GET /destinations", h.view("destinations", h.destinations))
+	m.HandleFunc("POST /redrive", h.change(h.redriveStart))
+	m.HandleFunc("POST /redrives/{id}/stop", h.change(h.redriveStop))
+	m.HandleFunc("POST /redrives/{id}/resume", h.change(h.redriveResume))
+	m.HandleFunc("POST /destinations/{id}/{op}", h.change(h.destinationChange))
+	h.mux = m
+}
+
+// page is what every template gets.
+type page struct {
+	Title  string
+	Nav    string
+	Actor  string
+	CSRF   string
+	Now    time.Time
+	Notice string
+	Data   any
+	// Refresh, when positive, reloads the page after that many seconds
+	// (a running redrive's progress) without JavaScript.
+	Refresh int
+}
+
+type (
+	viewFunc   func(r *http.Request, p *page) (status int, err error)
+	changeFunc func(r *http.Request, actor string) (redirect string, status int, err error)
+)
+
+// view wraps a GET page: actor, authorization, rendering.
+func (h *Handler) view(name string, f viewFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		actor, err := h.actor(r)
+		if err != nil {
+			h.fail(w, r, http.StatusUnauthorized, "", err)
+			return
+		}
+		if err := h.authorize(r, ActionRequest{Action: ActionView, Actor: actor, Page: name}); err != nil {
+			h.fail(w, r, http.StatusForbidden, actor, err)
+			return
+		}
+		p := &page{Actor: actor, CSRF: h.csrfToken(actor), Now: h.cfg.Client.Clock().Now(), Nav: name, Notice: notice(r.URL.Query())}
+		status, err := f(r, p)
+		if err != nil {
+			h.fail(w, r, status, actor, err)
+			return
+		}
+		h.render(w, status, name, p)
+	}
+}
+
+// change wraps a POST: actor, CSRF token, then the action (which asks
+// Authorize itself, knowing its target), then a redirect (303) to a page.
+func (h *Handler) change(f changeFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+		actor, err := h.actor(r)
+		if err != nil {
+			h.fail(w, r, http.StatusUnauthorized, "", err)
+			return
+		}
+		if err := h.checkCSRF(r, actor); err != nil {
+			h.fail(w, r, http.StatusForbidden, actor, err)
+			return
+		}
+		to, status, err := f(r, actor)
+		if err != nil {
+			h.fail(w, r, status, actor, err)
+			return
+		}
+		http.Redirect(w, r, h.cfg.Prefix+to, http.StatusSeeOther)
+	}
+}
+
+func (h *Handler) render(w http.ResponseWriter, status int, name string, p *page) {
+	t, ok := h.pages[name]
+	if !ok {
+		http.Error(w, "console: no template "+name, http.StatusInternalServerError)
+		return
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "layout.html", p); err != nil {
+		h.cfg.Logger.Error("hookrelay console: render", "page", name, "err", err)
+		http.Error(w, "console: cannot render the page", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes()) //nolint:errcheck // the client went away
+}
+
+// fail renders the error page. Library errors carry no secret by
+// contract; the text is masked again and cut all the same.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, status int, actor string, err error) {
+	if status == 0 {
+		status = statusOf(err)
+	}
+	h.render(w, status, "error", &page{
+		Title: http.StatusText(status), Actor: actor, Now: h.cfg.Client.Clock().Now(),
+		Data: struct {
+			Status  int
+			Message string
+		}{status, redact.Text(err.Error(), 1024)},
+	})
+}
+
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, hookrelay.ErrRedriveRefused):
+		return http.StatusForbidden
+	case errors.Is(err, hookrelay.ErrNotFound), errors.Is(err, hookrelay.ErrRedriveNotFound), errors.Is(err, hookrelay.ErrDestinationNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, hookrelay.ErrInvalidRequest), errors.Is(err, hookrelay.ErrInvalidState), errors.Is(err, errBadForm):
+		return http.StatusBadRequest
+	case errors.Is(err, hookrelay.ErrUnsupported):
+		return http.StatusNotImplemented
+	}
+	return http.StatusInternalServerError
+}
+
+var errBadForm = errors.New("invalid form")
+
+func badForm(field, problem string) error {
+	return fmt.Errorf("%w: %s %s", errBadForm, field, problem)
+}
+
+// --- overview ---
+
+type destinationRow struct {
+	hookrelay.DestinationStats
+	Status hookrelay.DestinationStatus
+	Known  bool // the Destinations port knows it
+	// Recent are the outcomes of the attempts of the last RecentWindow.
+	Recent []hookrelay.OutcomeCount
+}
+
+func (h *Handler) destinationRows(ctx context.Context, now time.Time) ([]destinationRow, error) {
+	stats, err := h.cfg.Stats.Stats(ctx, hookrelay.StatsParams{Now: now})
+	if err != nil {
+		return nil, fmt.Errorf("ledger stats: %w", err)
+	}
+	rows := map[string]*destinationRow{}
+	for _, s := range stats {
+		rows[s.DestinationID] = &destinationRow{DestinationStats: s}
+	}
+	statuses, err := h.cfg.Client.Destinations(ctx)
+	if err != nil && !errors.Is(err, hookrelay.ErrUnsupported) {
+		return nil, err
+	}
+	for _, st := range statuses {
+		r, ok := rows[st.ID]
+		if !ok {
+			r = &destinationRow{DestinationStats: hookrelay.DestinationStats{DestinationID: st.ID}}
+			rows[st.ID] = r
+		}
+		r.Status, r.Known = st, true
+	}
+	if errors.Is(err, hookrelay.ErrUnsupported) {
+		// No listing: look each destination with work up by ID.
+		for id, r := range rows {
+			st, err := h.cfg.Client.DestinationStatus(ctx, id)
+			if err == nil {
+				r.Status, r.Known = st, true
+			} else if !errors.Is(err, hookrelay.ErrDestinationNotFound) {
+				return nil, err
+			}
+		}
+	}
+	if as, ok := h.cfg.Stats.(hookrelay.AttemptStats); ok {
+		recent, err := as.RecentOutcomes(ctx, hookrelay.RecentOutcomesParams{Since: now.Add(-h.cfg.RecentWindow)})
+		if err != nil {
+			return nil, fmt.Errorf("recent outcomes: %w", err)
+		}
+		for _, c := range recent {
+			r, ok := rows[c.DestinationID]
+			if !ok {
+				r = &destinationRow{DestinationStats: hookrelay.DestinationStats{DestinationID: c.DestinationID}}
+				rows[c.DestinationID] = r
+			}
+			r.Recent = append(r.Recent, c)
+		}
+	}
+	out := make([]destinationRow, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, *r)
+	}
+	slices.SortFunc(out, func(a, b destinationRow) int { return strings.Compare(a.DestinationID, b.DestinationID) })
+	return out, nil
+}
+
+func (h *Handler) overview(r *http.Request, p *page) (int, error) {
+	rows, err := h.destinationRows(r.Context(), p.Now)
+	if err != nil {
+		return http.StatusInternalServerError, err
+	}
+	audits, err := h.cfg.Client.RedriveAudits(r.Context(), 20)
+	if err != nil && !errors.Is(err, hookrelay.ErrUnsupported) {
+		return http.StatusInternalServerError, err
+	}
+	var running []auditView
+	for _, a := range audits {
+		if a.State == hookrelay.RedriveRunning {
+			running = append(running, h.auditView(a, p))
+		}
+	}
+	p.Title = "Overview"
+	_, recent := h.cfg.Stats.(hookrelay.AttemptStats)
+	p.Data = struct {
+		Destinations []destinationRow
+		Running      []auditView
+		Recent       bool
+		Window       time.Duration
+	}{rows, running, recent, h.cfg.RecentWindow}
+	return http.StatusOK, nil
+}
+
+// --- dead letters ---
+
+// filterForm is a DeadLetterFilter as the forms carry it.
+type filterForm struct {
+	Tenant, Destination, EventType, Reason, Since, Before string
+}
+
+// Query is the filter as a URL query, for links.
+func (f filterForm) Query() template.URL {
+	v := url.Values{}
+	for k, s := range map[string]string{"tenant": f.Tenant, "destination": f.Destination, "event_type": f.EventType,
+		"reason": f.Reason, "since": f.Since, "before": f.Before} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	return template.URL(v.Encode()) //nolint:gosec // built by url.Values.Encode
+}
+
+func (f filterForm) Empty() bool { return f == filterForm{} }
+
+func readFilter(get func(string) string, now time.Time) (filterForm, hookrelay.DeadLetterFilter, error) {
+	f := filterForm{
+		Tenant: strings.TrimSpace(get("tenant")), Destination: strings.TrimSpace(get("destination")),
+		EventType: strings.TrimSpace(get("event_type")), Reason: strings.TrimSpace(get("reason")),
+		Since: strings.TrimSpace(get("since")), Before: strings.TrimSpace(get("before")),
+	}
+	list := func(s string) []string {
+		var out []string
+		for _, v := range strings.Split(s, ",") {
+			if v = strings.TrimSpace(v); v != "" {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	sel := hookrelay.DeadLetterFilter{
+		TenantIDs: list(f.Tenant), DestinationIDs: list(f.Destination),
+		EventTypes: list(f.EventType), Reasons: list(f.Reason),
+	}
+	var err error
+	if sel.DeadSince, err = parseTime("since", f.Since, now); err != nil {
+		return f, sel, err
+	}
+	if sel.DeadBefore, err = parseTime("before", f.Before, now); err != nil {
+		return f, sel, err
+	}
+	return f, sel, nil
+}
+
+// parseTime reads RFC 3339, a datetime-local value (UTC) or a duration
+// ago ("24h").
+func parseTime(field, s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, badForm(field, fmt.Sprintf("%q is not a time (RFC 3339, YYYY-MM-DDTHH:MM in UTC, or a duration ago such as 24h)", cut(s, 40)))
+}
+
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func (h *Handler) deadLetters(r *http.Request, p *page) (int, error) {
+	q := r.URL.Query()
+	form, sel, err := readFilter(q.Get, p.Now)
+	if err != nil {
+		return http.StatusBadRequest, err
+	}
+	res, err := h.cfg.Client.DeadLetters(r.Context(), hookrelay.DeadLettersParams{Filter: sel, Limit: h.cfg.PageSize, Cursor: q.Get("cursor")})
+	if err != nil {
+		return 0, err
+	}
+	var next template.URL
+	if res.Next != "" {
+		v, _ := url.ParseQuery(string(form.Query()))
+		v.Set("cursor", res.Next)
+		next = template.URL(v.Encode()) //nolint:gosec // built by url.Values.Encode
+	}
+	p.Title = "Dead letters"
+	p.Data = struct {
+		Filter     filterForm
+		Deliveries []hookrelay.Delivery
+		Next       template.URL
+		Paged      bool
+	}{form, res.Deliveries, next, q.Get("cursor") != ""}
+	return http.StatusOK, nil
+}
+
+// --- one delivery ---
+
+type attemptView struct {
+	hookrelay.Attempt
+	Detail string
+}
+
+func (h *Handler) delivery(r *http.Request, p *page) (int, error) {
+	d, err := h.cfg.Client.Delivery(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return 0, err
+	}
+	as := make([]attemptView, len(d.Attempts))
+	for i, a := range d.Attempts {
+		as[i] = attemptView{Attempt: a, Detail: redact.Text(a.Detail, 512)}
+	}
+	payload := d.Delivery.Payload
+	shown := payload[:min(len(payload), h.cfg.PayloadLimit)]
+	text, binary := string(shown), !utf8.Valid(shown)
+	if binary {
+		text = fmt.Sprintf("% x", shown)
+	}
+	scope := make([]string, 0, len(d.Delivery.Scope))
+	for k, v := range d.Delivery.Scope {
+		scope = append(scope, k+"="+v)
+	}
+	slices.Sort(scope)
+	p.Title = "Delivery " + d.Delivery.ID
+	p.Data = struct {
+		D            hookrelay.Delivery
+		Attempts     []attemptView
+		Scope        []string
+		Payload      string
+		PayloadBytes int
+		ShownBytes   int
+		Binary       bool
+		Truncated    bool
+	}{d.Delivery, as, scope, text, len(payload), len(shown), binary, len(shown) < len(payload)}
+	return http.StatusOK, nil
+}
+
+// --- redrive ---
+
+func (h *Handler) redrivePlan(r *http.Request, p *page) (int, error) {
+	form, sel, err := readFilter(r.URL.Query().Get, p.Now)
+	if err != nil {
+		return http.StatusBadRequest, err
+	}
+	plan, err := h.cfg.Client.PlanRedrive(r.Context(), sel)
+	if err != nil {
+		return 0, err
+	}
+	p.Title = "Redrive"
+	p.Data = struct {
+		Filter      filterForm
+		Selection   string
+		Plan        hookrelay.RedrivePlan
+		DefaultRate float64
+	}{form, sel.String(), plan, h.cfg.DefaultRate}
+	return http.StatusOK, nil
+}
+
+func (h *Handler) redriveStart(r *http.Request, actor string) (string, int, error) {
+	now := h.cfg.Client.Clock().Now()
+	// The form names the dead-letter reason filter "failure" and the
+	// operator's reason for the redrive "why".
+	_, sel, err := readFilter(func(k string) string {
+		if k == "reason" {
+			k = "failure"
+		}
+		return r.PostFormValue(k)
+	}, now)
+	if err != nil {
+		return "", http.StatusBadRequest, err
+	}
+	reason := strings.TrimSpace(r.PostFormValue("why"))
+	if reason == "" {
+		return "", http.StatusBadRequest, badForm("why", "is required: say why you redrive, it goes in the audit log")
+	}
+	rate, err := strconv.ParseFloat(strings.TrimSpace(r.PostFormValue("rate")), 64)
+	if err != nil || !(rate > 0) {
+		return "", http.StatusBadRequest, badForm("rate", "must be a positive number of deliveries per second per destination")
+	}
+	if err := h.authorize(r, ActionRequest{Action: ActionRedrive, Actor: actor, Filter: sel}); err != nil {
+		return "", http.StatusForbidden, err
+	}
+	id, err := h.startRedrive(func(ctx context.Context, progress func(hookrelay.RedriveAudit)) (hookrelay.RedriveAudit, error) {
+		return h.cfg.Client.Redrive(ctx, hookrelay.RedriveParams{Filter: sel, Actor: actor, Reason: reason, RatePerSecond: rate, Progress: progress})
+	})
+	if err != nil {
+		return "", 0, err
+	}
+	return "/redrives/" + url.PathEscape(id), 0, nil
+}
+
+func (h *Handler) redriveStop(r *http.Request, actor string) (string, int, error) {
+	id := r.PathValue("id")
+	if err := h.authorize(r, ActionRequest{Action: ActionStopRedrive, Actor: actor, RedriveID: id}); err != nil {
+		return "", http.StatusForbidden, err
+	}
+	if _, err := h.cfg.Client.StopRedrive(r.Context(), id, actor); err != nil {
+		return "", 0, err
+	}
+	return "/redrives/" + url.PathEscape(id) + "?notice=stop", 0, nil
+}
+
+func (h *Handler) redriveResume(r *http.Request, actor string) (string, int, error) {
+	id := r.PathValue("id")
+	if err := h.authorize(r, ActionRequest{Action: ActionResumeRedrive, Actor: actor, RedriveID: id}); err != nil {
+		return "", http.StatusForbidden, err
+	}
+	if _, err := h.cfg.Client.RedriveStatus(r.Context(), id); err != nil {
+		return "", 0, err
+	}
+	_, err := h.startRedrive(func(ctx context.Context, progress func(hookrelay.RedriveAudit)) (hookrelay.RedriveAudit, error) {
+		return h.cfg.Client.ResumeRedrive(ctx, id, progress)
+	})
+	if err != nil {
+		return "", 0, err
+	}
+	return "/redrives/" + url.PathEscape(id), 0, nil
+}
+
+type auditView struct {
+	hookrelay.RedriveAudit
+	Selection string
+	Progress  hookrelay.RedriveProgress
+	Percent   int
+	// Here says this handler runs it (so a Close would stop it).
+	Here bool
+	// CSRF is the page's form token, for the Stop button.
+	CSRF string
+}
+
+func (h *Handler) auditView(a hookrelay.RedriveAudit, p *page) auditView {
+	v := auditView{RedriveAudit: a, Selection: a.Filter.String(), Progress: a.Progress(p.Now), CSRF: p.CSRF}
+	if a.Matched > 0 {
+		v.Percent = int(100 * v.Progress.Handled / a.Matched)
+	}
+	h.mu.Lock()
+	v.Here = h.redrives[a.ID]
+	h.mu.Unlock()
+	return v
+}
+
+func (h *Handler) redriveList(r *http.Request, p *page) (int, error) {
+	audits, err := h.cfg.Client.RedriveAudits(r.Context(), 100)
+	if err != nil {
+		return 0, err
+	}
+	vs := make([]auditView, len(audits))
+	for i, a := range audits {
+		vs[i] = h.auditView(a, p)
+	}
+	p.Title = "Redrive audit log"
+	p.Data = vs
+	return http.StatusOK, nil
+}
+
+func (h *Handler) redriveStatus(r *http.Request, p *page) (int, error) {
+	a, err := h.cfg.Client.RedriveStatus(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return 0, err
+	}
+	if a.State == hookrelay.RedriveRunning {
+		p.Refresh = 2
+	}
+	p.Title = "Redrive " + a.ID
+	p.Nav = "redrives"
+	p.Data = h.auditView(a, p)
+	return http.StatusOK, nil
+}
+
+// --- destinations ---
+
+func (h *Handler) destinations(r *http.Request, p *page) (int, error) {
+	rows, err := h.destinationRows(r.Context(), p.Now)
+	if err != nil {
+		return http.StatusInternalServerError, err
+	}
+	p.Title = "Destinations"
+	p.Data = rows
+	return http.StatusOK, nil
+}
+
+func (h *Handler) destinationChange(r *http.Request, actor string) (string, int, error) {
+	id, op := r.PathValue("id"), r.PathValue("op")
+	actions := map[string]Action{"pause": ActionPauseDestination, "resume": ActionResumeDestination, "enable": ActionEnableDestination}
+	action, ok := actions[op]
+	if !ok {
+		return "", http.StatusNotFound, badForm("operation", fmt.Sprintf("%q is not pause, resume or enable", cut(op, 20)))
+	}
+	if err := h.authorize(r, ActionRequest{Action: action, Actor: actor, DestinationID: id}); err != nil {
+		return "", http.StatusForbidden, err
+	}
+	var err error
+	switch action {
+	case ActionPauseDestination:
+		err = h.cfg.Client.PauseDestination(r.Context(), id)
+	case ActionResumeDestination:
+		err = h.cfg.Client.ResumeDestination(r.Context(), id)
+	case ActionEnableDestination:
+		err = h.cfg.Client.EnableDestination(r.Context(), id)
+	}
+	if err != nil {
+		return "", 0, err
+	}
+	h.cfg.Logger.Info("hookrelay console: destination changed", "destination_id", id, "operation", op, "actor", actor)
+	return "/destinations?" + url.Values{"notice": {op}, "destination": {id}}.Encode(), 0, nil
+}
+
+// notice is the message a redirect after a change asks for. Only known
+// notices are shown, so a crafted link cannot put words on the page.
+func notice(q url.Values) string {
+	dest := cut(q.Get("destination"), 100)
+	switch q.Get("notice") {
+	case "stop":
+		return "Stop requested: the redrive stops before its next delivery, in whichever process runs it."
+	case "pause":
+		return "Destination " + dest + " paused: its deliveries wait without spending attempts."
+	case "resume":
+		return "Destination " + dest + " resumed."
+	case "enable":
+		return "Destination " + dest + " re-enabled."
+	}
+	return ""
+}
+
+// --- formatting ---
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+func fmtAge(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "—"
+	case d < time.Minute:
+		return d.Round(time.Second).String()
+	case d < 48*time.Hour:
+		return d.Round(time.Minute).String()
+	}
+	return fmt.Sprintf("%dd%dh", int(d.Hours())/24, int(d.Hours())%24)
+}
+
+func trimFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay"
+)
+
+func TestDestinationEnableReEnablesADisabledDestination(t *testing.T) {
+	forEachDatabase(t, func(t *testing.T, db database) {
+		require.Equal(t, 0, db.cli(t, "migrate").code)
+		db.open(t)
+		db.seed(t, 1)
+		ctx := context.Background()
+		require.NoError(t, db.store.Disable(ctx, hookrelay.DisableParams{ID: "acct", Reason: hookrelay.ReasonDestinationGone, Now: time.Now()}))
+		r := db.cli(t, "destination", "enable", "acct")
+		require.Equal(t, 0, r.code, r)
+		assert.Contains(t, r.stdout, "destination acct re-enabled")
+		d, err := db.store.Destination(ctx, "acct")
+		require.NoError(t, err)
+		assert.False(t, d.Disabled)
+		assert.Empty(t, d.DisabledReason)
+		r = db.cli(t, "destination", "enable", "nowhere")
+		assert.Equal(t, exitNotFound, r.code, r)
+	})
+}
+
+// The standalone console: loopback by default, the actor from --actor,
+// shut down cleanly by SIGINT.
+func TestConsoleServesTheOperatorPages(t *testing.T) {
+	forEachDatabase(t, func(t *testing.T, db database) {
+		require.Equal(t, 0, db.cli(t, "migrate").code)
+		db.open(t)
+		ids := db.seed(t, 2)
+		cmd, base, stderr := startConsole(t, db, "--actor", "night-shift")
+		get := func(path string) string {
+			resp, err := http.Get(base + path)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+			return string(b)
+		}
+		body := get("/")
+		assert.Contains(t, body, `signed in as <b id="actor">night-shift</b>`)
+		assert.Contains(t, body, `<tr id="dest-acct">`)
+		body = get("/dead?destination=acct")
+		assert.Contains(t, body, ids[0])
+		assert.Contains(t, get("/deliveries/"+ids[0]), "amount_cents must be positive")
+
+		// A form post from another origin is refused.
+		resp, err := http.PostForm(base+"/destinations/acct/pause", url.Values{"csrf_token": {"x"}})
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+
+		require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			assert.NoError(t, err, "a clean shutdown exits 0; stderr: %s", stderr.String())
+		case <-time.After(20 * time.Second):
+			t.Fatal("the console did not stop on SIGINT")
+		}
+	})
+}
+
+// startConsole runs hookrelay console on a free loopback port and returns
+// the process, its base URL and its stderr.
+func startConsole(t *testing.T, db database, args ...string) (*exec.Cmd, string, *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"--dsn", db.dsn, "--table-prefix", db.prefix, "console", "--addr", "127.0.0.1:0"}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := bufio.NewScanner(stdout)
+	require.True(t, lines.Scan(), "the console says where it listens")
+	m := regexp.MustCompile(`http://(127\.0\.0\.1:\d+)/`).FindStringSubmatch(lines.Text())
+	require.NotNil(t, m, "it binds loopback by default: %s", lines.Text())
+	return cmd, "http://" + m[1], stderr
+}
+
+// Behind an authenticating proxy, the operator's name comes from its header.
+func TestConsoleTakesTheActorFromAProxyHeader(t *testing.T) {
+	db := database{dsn: filepath.Join(t.TempDir(), "hookrelay.db"), prefix: "hookrelay_"}
+	require.Equal(t, 0, db.cli(t, "migrate").code)
+	_, base, _ := startConsole(t, db, "--actor-header", "X-Forwarded-User")
+	get := func(user string) (int, string) {
+		req, err := http.NewRequest("GET", base+"/", nil)
+		require.NoError(t, err)
+		if user != "" {
+			req.Header.Set("X-Forwarded-User", user)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	code, body := get("")
+	assert.Equal(t, http.StatusUnauthorized, code)
+	assert.Contains(t, body, "X-Forwarded-User")
+	code, body = get("carol@example")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `signed in as <b id="actor">carol@example</b>`)
+}
+
+func TestConsoleNeedsAnActor(t *testing.T) {
+	cmd := exec.Command(binary, "--dsn", t.TempDir()+"/x.db", "console", "--actor", "a", "--actor-header", "X-User")
+	out, err := cmd.CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	require.True(t, ok, string(out))
+	assert.Equal(t, exitUsage, ee.ExitCode())
+	assert.Contains(t, string(out), "not both")
+}
+
+func TestProgressLineShowsMovedRateAndETA(t *testing.T) {
+	start := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	a := hookrelay.RedriveAudit{ID: "rdv_1", Matched: 1000, Redriven: 290, Skipped: 10, State: hookrelay.RedriveRunning, CreatedAt: start}
+	line := progressLine(a, start.Add(time.Minute))
+	assert.Equal(t, "redrive rdv_1: 290/1000 moved (30%), 10 skipped · 5.0/s · ETA 2m20s · running", line)
+	a.State, a.Redriven = hookrelay.RedriveFinished, 990
+	assert.Equal(t, "redrive rdv_1: 990/1000 moved (100%), 10 skipped · 16.7/s · finished", progressLine(a, start.Add(time.Minute)))
+}
+
+func TestProgressIsPlainWhenPiped(t *testing.T) {
+	var buf strings.Builder
+	assert.False(t, isTerminal(&buf))
+	g := &globals{stderr: &buf, tty: isTerminal(&buf)}
+	g.progress(hookrelay.RedriveAudit{ID: "rdv_1", Matched: 4, Redriven: 1, State: hookrelay.RedriveRunning})
+	assert.Equal(t, "redrive rdv_1: 1/4 re-enqueued, 0 skipped, running\n", buf.String(), "no escape codes in a pipe")
+	buf.Reset()
+	g = &globals{stderr: &buf, tty: true, json: true}
+	g.progress(hookrelay.RedriveAudit{ID: "rdv_1", Matched: 4, Redriven: 1, State: hookrelay.RedriveRunning})
+	assert.NotContains(t, buf.String(), "\033", "nor with --json")
+	buf.Reset()
+	g = &globals{stderr: &buf, tty: true}
+	g.progress(hookrelay.RedriveAudit{ID: "rdv_1", Matched: 4, Redriven: 1, State: hookrelay.RedriveRunning})
+	assert.True(t, strings.HasPrefix(buf.String(), "\r\033[K"), "a terminal line is rewritten in place")
+}
