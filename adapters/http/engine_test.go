@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -360,4 +361,51 @@ func TestSecretsNeverLeakIntoResultsLedgerOrEvents(t *testing.T) {
 		"bad-scheme":  "dead/" + hookrelay.ReasonUnsupportedScheme,
 		"blocked":     "dead/" + hookrelay.ReasonDestinationBlocked,
 	}, reasons)
+}
+
+// A worker sending 50 requests at once to one host (many destinations on
+// one recipient) keeps its connections: the second wave opens none.
+func TestSenderKeepsAConnectionPerConcurrentSendToOneHost(t *testing.T) {
+	var opened atomic.Int64
+	gate := make(chan struct{})
+	var arrived sync.WaitGroup
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		arrived.Done()
+		<-gate
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			opened.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	s := newLoopbackSender(t, hookhttp.Config{})
+	const w = 50
+	wave := func() {
+		gate = make(chan struct{})
+		arrived.Add(w)
+		var done sync.WaitGroup
+		for i := range w {
+			done.Add(1)
+			go func() {
+				defer done.Done()
+				res := s.Send(context.Background(), hookrelay.SendParams{
+					Delivery:    hookrelay.Delivery{ID: "whd_" + strconv.Itoa(i), EventType: "x", Payload: []byte("{}")},
+					Destination: hookrelay.Destination{ID: "d" + strconv.Itoa(i%10), URL: srv.URL + "/d/" + strconv.Itoa(i%10)},
+					Now:         time.Now(),
+				})
+				assert.Equal(t, hookrelay.KindDelivered, res.Kind, res.Detail)
+			}()
+		}
+		arrived.Wait() // all 50 in flight at once
+		close(gate)
+		done.Wait()
+	}
+	wave()
+	first := opened.Load()
+	wave()
+	assert.Equal(t, first, opened.Load(), "the second wave reused every connection")
 }

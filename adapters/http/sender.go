@@ -57,6 +57,12 @@ type Config struct {
 	// is zero. It is a real network deadline, not read from the client's
 	// clock. Defaults to 10s.
 	Timeout time.Duration
+	// MaxIdleConnsPerHost is how many kept-alive connections to one host
+	// stay open between requests. Every send beyond it to a busy host opens
+	// a new connection (a TCP, and often a TLS, handshake), so it should be
+	// at least the worker's Concurrency when many destinations share a
+	// host. Defaults to 128.
+	MaxIdleConnsPerHost int
 	// MaxPayloadBytes refuses larger payloads before anything is sent, as
 	// permanent payload_too_large. Defaults to 1 MiB.
 	MaxPayloadBytes int
@@ -127,6 +133,11 @@ func New(cfg Config) (*Sender, error) {
 		return nil, bad("MaxPayloadBytes", "must not be negative")
 	case cfg.MaxSnippetBytes < 0:
 		return nil, bad("MaxSnippetBytes", "must not be negative")
+	case cfg.MaxIdleConnsPerHost < 0:
+		return nil, bad("MaxIdleConnsPerHost", "must not be negative")
+	}
+	if cfg.MaxIdleConnsPerHost == 0 {
+		cfg.MaxIdleConnsPerHost = 128
 	}
 	for i, p := range cfg.AllowNetworks {
 		if !p.IsValid() {
@@ -173,8 +184,8 @@ func New(cfg Config) (*Sender, error) {
 		Proxy:                 nil, // a proxy would make the guard check the proxy, not the destination
 		DialContext:           d.DialContext,
 		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          100,
-		MaxIdleConnsPerHost:   16,
+		MaxIdleConns:          max(256, cfg.MaxIdleConnsPerHost),
+		MaxIdleConnsPerHost:   cfg.MaxIdleConnsPerHost,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
