@@ -192,7 +192,11 @@ func TestConnectionDropMidRunLosesNothingAndAcknowledgesNothingTwice(t *testing.
 	require.NoError(t, q.Close())
 	assert.Zero(t, total(depth(t, cfg)), "no message lost in the broker or put back at close")
 	assert.EqualValues(t, 2, q.Generation(), "one reconnect: no acknowledgement of a stale delivery tag closed the new channel")
-	assert.Positive(t, workerErrors.Load(), "the failed acknowledgements were reported")
+	// The four stale acknowledgements either fail (reported as worker
+	// errors) or, when a claim forgot the closed channel's handles first,
+	// find the ledger already delivered and are no-ops: which one depends
+	// on timing, and both are right. What must hold is checked below.
+	t.Logf("worker errors reported: %d", workerErrors.Load())
 	for _, id := range ids {
 		assert.Len(t, rec.RequestsFor(id), 1, "delivery %s sent once", id)
 		assert.Equal(t, 1, rec.Effects(id))
