@@ -106,22 +106,33 @@ func (s *claimCountingStore) Claim(ctx context.Context, p hookrelay.ClaimParams)
 }
 
 // Ten busy destinations with a limit of 5 each fill a worker of 50 in one
-// claim, not in claims held to one destination's room.
+// claim, not in claims held to one destination's room; the same claim takes
+// as much again to hold for the slots about to free. Stopping hands the
+// held ones back without spending an attempt.
 func TestOneClaimFillsTheWorkerAcrossDestinations(t *testing.T) {
+	ctx := context.Background()
 	store := &claimCountingStore{Store: memory.NewStore()}
 	dests := memory.NewDestinations()
 	for i := range 10 {
-		require.NoError(t, dests.Put(context.Background(), hookrelay.Destination{ID: fmt.Sprintf("d%d", i), URL: "https://example.com/hook"}))
+		require.NoError(t, dests.Put(ctx, hookrelay.Destination{ID: fmt.Sprintf("d%d", i), URL: "https://example.com/hook"}))
 	}
-	release := make(chan struct{})
-	started := make(chan struct{}, 100)
+	started := make(chan struct{}, 200)
+	var (
+		mu      sync.Mutex
+		perDest = map[string]int{}
+		peak    int
+	)
 	c, err := hookrelay.New(hookrelay.Config{
 		Queue: store, Ledger: store, Destinations: dests, Clock: clock.NewMock(),
 		Concurrency: 50, PerDestinationConcurrency: 5,
-		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result {
+		Sender: hookrelay.SenderFunc(func(ctx context.Context, p hookrelay.SendParams) hookrelay.Result {
+			mu.Lock()
+			perDest[p.Destination.ID]++
+			peak = max(peak, perDest[p.Destination.ID])
+			mu.Unlock()
 			started <- struct{}{}
-			<-release
-			return hookrelay.Delivered(204)
+			<-ctx.Done() // until StopAndCancel
+			return hookrelay.Unknown(hookrelay.ReasonTimeout)
 		}),
 	})
 	require.NoError(t, err)
@@ -130,9 +141,9 @@ func TestOneClaimFillsTheWorkerAcrossDestinations(t *testing.T) {
 		params = append(params, hookrelay.EnqueueParams{EventID: fmt.Sprintf("e%d", i), TenantID: "t",
 			DestinationID: fmt.Sprintf("d%d", i%10), EventType: "x", Payload: []byte("{}")})
 	}
-	_, err = c.EnqueueMany(context.Background(), params)
+	res, err := c.EnqueueMany(ctx, params)
 	require.NoError(t, err)
-	require.NoError(t, c.Start(context.Background()))
+	require.NoError(t, c.Start(ctx))
 	for range 50 {
 		select {
 		case <-started:
@@ -141,10 +152,21 @@ func TestOneClaimFillsTheWorkerAcrossDestinations(t *testing.T) {
 		}
 	}
 	store.mu.Lock()
-	assert.Equal(t, 50, store.claims[0], "the first claim took 5 for each of the 10 destinations")
+	assert.Equal(t, 100, store.claims[0], "the first claim took 10 for each of the 10 destinations: 5 to send, 5 held")
 	store.mu.Unlock()
-	close(release)
-	require.NoError(t, c.Stop(context.Background()))
+	require.NoError(t, c.StopAndCancel(ctx))
+	mu.Lock()
+	assert.Equal(t, 5, peak, "the per-destination limit holds")
+	mu.Unlock()
+	for _, r := range res {
+		d, err := store.Get(ctx, r.ID)
+		require.NoError(t, err)
+		assert.Equal(t, hookrelay.StatePending, d.State)
+		assert.Equal(t, 1, d.Attempt, "nothing held or cancelled spent an attempt")
+	}
+	got, err := store.Store.Claim(ctx, hookrelay.ClaimParams{Now: c.Clock().Now(), Limit: 500, LeaseFor: time.Minute})
+	require.NoError(t, err)
+	assert.Len(t, got, 200, "held and cancelled deliveries are claimable again at once")
 }
 
 // countingDestinations counts lookups.

@@ -85,6 +85,9 @@ const (
 	ReasonOperatorRedrive      = "operator_redrive"
 	ReasonDestinationPaused    = "destination_paused"
 	ReasonDestinationSaturated = "destination_saturated"
+	// ReasonWorkerStopped: a delivery claimed ahead was handed back, with
+	// no attempt spent, because its worker stopped before a slot freed.
+	ReasonWorkerStopped = "worker_stopped"
 )
 
 // Result is a classified send attempt. Senders build one with [Delivered],

@@ -2,6 +2,7 @@ package hookrelay
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"time"
 )
@@ -20,6 +21,14 @@ type worker struct {
 	paused    map[string]time.Time // destination → skip claims until
 	due       time.Time            // a wake-up the store announced for this time; zero: none
 	dests     destinationCache
+	// held are claims taken ahead (prefetched) that wait for a free slot,
+	// oldest first; heldPer counts them per destination. A claim is a
+	// commit, so the worker claims for the slots that will free up soon
+	// too and starts a held claim the moment a slot frees, instead of
+	// leaving the slot idle until the next claim returns.
+	held     []Claim
+	heldPer  map[string]int
+	draining bool // the loop has stopped: held claims are released, not started
 }
 
 func (w *worker) init() {
@@ -27,6 +36,7 @@ func (w *worker) init() {
 	w.perDest = map[string]int{}
 	w.limits = map[string]int{}
 	w.paused = map[string]time.Time{}
+	w.heldPer = map[string]int{}
 	w.dests.entries = map[string]cachedDestination{}
 	w.stopped = make(chan struct{})
 	close(w.stopped) // a client that never started is stopped
@@ -81,6 +91,7 @@ func (c *Client) Start(ctx context.Context) error {
 	}
 	workCtx, cancel := context.WithCancel(ctx)
 	w.running = true
+	w.draining = false
 	w.stopClaim = make(chan struct{})
 	w.cancel = cancel
 	w.stopped = make(chan struct{})
@@ -150,7 +161,36 @@ func (c *Client) run(ctx context.Context, stopClaim <-chan struct{}, stopped cha
 			c.listenDue(ctx, stopClaim)
 		}()
 	}
+	var launch func(cl Claim)
+	launch = func(cl Claim) {
+		destID := cl.Delivery.DestinationID
+		attempts.Add(1)
+		go func() {
+			defer attempts.Done()
+			held := true
+			freeSlot := func() {
+				if !held {
+					return
+				}
+				held = false
+				w.mu.Lock()
+				w.inflight--
+				if w.perDest[destID]--; w.perDest[destID] <= 0 {
+					delete(w.perDest, destID)
+				}
+				w.mu.Unlock()
+				c.startHeld(launch)
+				w.wakeUp()
+			}
+			err := c.process(ctx, cl, attemptRun{fresh: true, batch: batch, freeSlot: freeSlot})
+			freeSlot()
+			if err != nil && ctx.Err() == nil {
+				c.observe(ctx, Event{Kind: EventWorkerError, Delivery: cl.Delivery, Err: err})
+			}
+		}()
+	}
 	defer func() {
+		c.releaseHeld(ctx)
 		attempts.Wait()
 		if batch != nil {
 			batch.close() // every attempt has its answer: nothing is left to write
@@ -174,7 +214,7 @@ func (c *Client) run(ctx context.Context, stopClaim <-chan struct{}, stopped cha
 			return
 		default:
 		}
-		full, err := c.claimOnce(ctx, &attempts, batch)
+		full, err := c.claimOnce(ctx, launch)
 		wait := c.cfg.PollInterval
 		switch {
 		case err != nil:
@@ -216,10 +256,11 @@ func (c *Client) run(ctx context.Context, stopClaim <-chan struct{}, stopped cha
 	}
 }
 
-// claimOnce claims up to the free capacity and starts an attempt goroutine
-// per claim. It reports whether the batch was full and capacity remains, in
-// which case more work may be due at once.
-func (c *Client) claimOnce(ctx context.Context, attempts *sync.WaitGroup, batch *batcher) (bool, error) {
+// claimOnce claims up to the free capacity — and, from a queue that claims
+// by destination room, as much again to hold for the slots about to free —
+// and launches an attempt per claim that has a slot. It reports whether
+// the claim was full, in which case more work may be due at once.
+func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error) {
 	w := &c.worker
 	now := c.clock.Now()
 	w.mu.Lock()
@@ -233,18 +274,29 @@ func (c *Client) claimOnce(ctx context.Context, attempts *sync.WaitGroup, batch 
 		}
 	}
 	// Each destination may take no more than its room: its limit less its
-	// attempts in flight. A queue that honours rooms gets them all and fills
-	// every free slot across destinations in one claim. For one that does
-	// not, a claim may return deliveries to a single destination, and those
-	// beyond its room would be handed back at once (a store write each) and
-	// claimed again, over and over while it has a backlog; so such a claim
-	// is held to the tightest room.
-	rooms := make(map[string]int, len(w.limits)+len(w.perDest))
-	for id, limit := range w.limits {
-		rooms[id] = limit
+	// attempts in flight (and, when claiming ahead, twice its limit less
+	// what is in flight and held). A queue that honours rooms gets them all
+	// and fills every free slot across destinations in one claim. For one
+	// that does not, a claim may return deliveries to a single destination,
+	// and those beyond its room would be handed back at once (a store write
+	// each) and claimed again, over and over while it has a backlog; so
+	// such a claim is held to the tightest room and nothing is claimed
+	// ahead.
+	ahead := 1
+	if c.roomClaims {
+		ahead = 2
+		free = min(ahead*c.cfg.Concurrency-w.inflight-len(w.held), ahead*c.cfg.BatchSize)
 	}
-	for id, n := range w.perDest {
-		if room := w.limitFor(id, c.cfg) - n; room <= 0 {
+	rooms := make(map[string]int, len(w.limits)+len(w.perDest)+len(w.heldPer))
+	for id, limit := range w.limits {
+		rooms[id] = ahead * limit
+	}
+	busy := maps.Clone(w.perDest)
+	for id, n := range w.heldPer {
+		busy[id] += n
+	}
+	for id, n := range busy {
+		if room := ahead*w.limitFor(id, c.cfg) - n; room <= 0 {
 			skip = append(skip, id)
 			delete(rooms, id)
 		} else {
@@ -265,12 +317,20 @@ func (c *Client) claimOnce(ctx context.Context, attempts *sync.WaitGroup, batch 
 	}
 	claims, err := c.queue.Claim(ctx, ClaimParams{
 		Now: now, Limit: free, LeaseFor: c.cfg.LeaseFor, Holder: c.cfg.Holder, SkipDestinations: skip,
-		DestinationRoom: rooms, DefaultDestinationRoom: c.cfg.PerDestinationConcurrency,
+		DestinationRoom: rooms, DefaultDestinationRoom: ahead * c.cfg.PerDestinationConcurrency,
 	})
 	if err != nil {
 		return false, opErr("queue.claim", "", err)
 	}
 	for _, cl := range claims {
+		c.observe(ctx, Event{Kind: EventClaimed, Delivery: cl.Delivery})
+		if c.roomClaims {
+			w.mu.Lock()
+			w.held = append(w.held, cl)
+			w.heldPer[cl.Delivery.DestinationID]++
+			w.mu.Unlock()
+			continue
+		}
 		destID := cl.Delivery.DestinationID
 		w.mu.Lock()
 		saturated := w.perDest[destID] >= w.limitFor(destID, c.cfg)
@@ -287,32 +347,58 @@ func (c *Client) claimOnce(ctx context.Context, attempts *sync.WaitGroup, batch 
 			}
 			continue
 		}
-		c.observe(ctx, Event{Kind: EventClaimed, Delivery: cl.Delivery})
-		attempts.Add(1)
-		go func() {
-			defer attempts.Done()
-			held := true
-			freeSlot := func() {
-				if !held {
-					return
-				}
-				held = false
-				w.mu.Lock()
-				w.inflight--
-				if w.perDest[destID]--; w.perDest[destID] <= 0 {
-					delete(w.perDest, destID)
-				}
-				w.mu.Unlock()
-				w.wakeUp()
-			}
-			err := c.process(ctx, cl, attemptRun{fresh: true, batch: batch, freeSlot: freeSlot})
-			freeSlot()
-			if err != nil && ctx.Err() == nil {
-				c.observe(ctx, Event{Kind: EventWorkerError, Delivery: cl.Delivery, Err: err})
-			}
-		}()
+		launch(cl)
 	}
+	c.startHeld(launch)
 	return len(claims) == free, nil
+}
+
+// startHeld launches held claims, oldest first, while there are free slots
+// and their destinations have room.
+func (c *Client) startHeld(launch func(Claim)) {
+	w := &c.worker
+	var start []Claim
+	w.mu.Lock()
+	if !w.draining {
+		kept := w.held[:0]
+		for _, cl := range w.held {
+			id := cl.Delivery.DestinationID
+			if w.inflight < c.cfg.Concurrency && w.perDest[id] < w.limitFor(id, c.cfg) {
+				w.inflight++
+				w.perDest[id]++
+				if w.heldPer[id]--; w.heldPer[id] <= 0 {
+					delete(w.heldPer, id)
+				}
+				start = append(start, cl)
+				continue
+			}
+			kept = append(kept, cl)
+		}
+		clear(w.held[len(kept):])
+		w.held = kept
+	}
+	w.mu.Unlock()
+	for _, cl := range start {
+		launch(cl)
+	}
+}
+
+// releaseHeld hands back the claims held when the worker stops, without
+// spending their attempts: they are claimable again at once.
+func (c *Client) releaseHeld(ctx context.Context) {
+	w := &c.worker
+	w.mu.Lock()
+	w.draining = true
+	held := w.held
+	w.held, w.heldPer = nil, map[string]int{}
+	w.mu.Unlock()
+	ctx = context.WithoutCancel(ctx)
+	for _, cl := range held {
+		now := c.clock.Now()
+		if err := c.release(ctx, cl.Delivery, cl.Lease, ReasonWorkerStopped, now, now); err != nil {
+			c.observe(ctx, Event{Kind: EventWorkerError, Delivery: cl.Delivery, Err: err})
+		}
+	}
 }
 
 // listenDue runs the store's wake-up listener (DueNotifier) until the
