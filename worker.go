@@ -127,6 +127,7 @@ func (c *Client) stop(ctx context.Context, cancel bool) error {
 	stopped := w.stopped
 	if w.running {
 		w.running = false
+		w.draining = true // held claims are handed back, not started
 		close(w.stopClaim)
 	}
 	if cancel && w.cancel != nil {
@@ -241,19 +242,26 @@ func (c *Client) run(ctx context.Context, stopClaim <-chan struct{}, stopped cha
 		if wait == 0 {
 			continue
 		}
-		timer := c.clock.Timer(wait)
-		select {
-		case <-stopClaim:
-			timer.Stop()
+		if !c.waitFor(ctx, stopClaim, w.wake, wait) {
 			return
-		case <-ctx.Done():
-			timer.Stop()
-			return
-		case <-w.wake:
-		case <-timer.C:
 		}
-		timer.Stop()
 	}
+}
+
+// waitFor waits on the client's clock for d, or until wake fires (nil:
+// never). It returns false when the worker is stopping instead.
+func (c *Client) waitFor(ctx context.Context, stopClaim <-chan struct{}, wake <-chan struct{}, d time.Duration) bool {
+	timer := c.clock.Timer(d)
+	defer timer.Stop()
+	select {
+	case <-stopClaim:
+		return false
+	case <-ctx.Done():
+		return false
+	case <-wake:
+	case <-timer.C:
+	}
+	return true
 }
 
 // claimOnce claims up to the free capacity — and, from a queue that claims
@@ -423,15 +431,8 @@ func (c *Client) listenDue(ctx context.Context, stopClaim <-chan struct{}) {
 			c.observe(ctx, Event{Kind: EventWorkerError, Err: opErr("queue.listen_due", "", err)})
 		}
 		delay = min(max(2*delay, 100*time.Millisecond), 30*time.Second)
-		timer := c.clock.Timer(delay)
-		select {
-		case <-stopClaim:
-			timer.Stop()
+		if !c.waitFor(ctx, stopClaim, nil, delay) {
 			return
-		case <-ctx.Done():
-			timer.Stop()
-			return
-		case <-timer.C:
 		}
 	}
 }

@@ -145,23 +145,7 @@ func RunBatchLedger(t *testing.T, newHarness NewHarness) {
 	t.Run("WorkerReportsDeliveredOnlyAfterItsBatchCommitted", func(t *testing.T) {
 		h, bl := batchLedger(t)
 		gate := &gatedBatch{BatchLedger: bl, open: make(chan struct{}), entered: make(chan struct{}, 16)}
-		events := &eventLog{}
-		rec := &Recipient{}
-		clk := clock.NewMock()
-		clk.Set(base)
-		require.NoError(t, h.Destinations.Put(ctx, hookrelay.Destination{ID: "dest_1", TenantID: "tenant_a", URL: "https://accounting.example/webhooks"}))
-		c, err := hookrelay.New(hookrelay.Config{
-			Queue: h.Queue, Ledger: gate, Destinations: h.Destinations, Sender: rec, Clock: clk,
-			Random: FixedRandom(0.5), LeaseFor: leaseFor, Observer: events,
-		})
-		require.NoError(t, err)
-		var want []string
-		for i := range 3 {
-			r, err := c.Enqueue(ctx, hookrelay.EnqueueParams{EventID: fmt.Sprintf("evt_%d", i), TenantID: "tenant_a",
-				DestinationID: "dest_1", EventType: "lease.payment_recorded", Payload: []byte(`{}`)})
-			require.NoError(t, err)
-			want = append(want, r.ID)
-		}
+		c, events, rec, want := batchWorker(t, h, gate, 3)
 		require.NoError(t, c.Start(ctx))
 		waitFor(t, gate.entered, "a batch reached the ledger")
 		assert.NotEmpty(t, rec.Requests(), "sent")
@@ -184,23 +168,7 @@ func RunBatchLedger(t *testing.T, newHarness NewHarness) {
 	t.Run("ACrashBeforeTheBatchCommitsLeavesEveryDeliveryClaimable", func(t *testing.T) {
 		h, bl := batchLedger(t)
 		crash := &crashingBatch{BatchLedger: bl}
-		events := &eventLog{}
-		rec := &Recipient{}
-		clk := clock.NewMock()
-		clk.Set(base)
-		require.NoError(t, h.Destinations.Put(ctx, hookrelay.Destination{ID: "dest_1", TenantID: "tenant_a", URL: "https://accounting.example/webhooks"}))
-		c, err := hookrelay.New(hookrelay.Config{
-			Queue: h.Queue, Ledger: crash, Destinations: h.Destinations, Sender: rec, Clock: clk,
-			Random: FixedRandom(0.5), LeaseFor: leaseFor, Observer: events,
-		})
-		require.NoError(t, err)
-		var want []string
-		for i := range 4 {
-			r, err := c.Enqueue(ctx, hookrelay.EnqueueParams{EventID: fmt.Sprintf("evt_%d", i), TenantID: "tenant_a",
-				DestinationID: "dest_1", EventType: "lease.payment_recorded", Payload: []byte(`{}`)})
-			require.NoError(t, err)
-			want = append(want, r.ID)
-		}
+		c, events, rec, want := batchWorker(t, h, crash, 4)
 		require.NoError(t, c.Start(ctx))
 		require.Eventually(t, func() bool { return len(events.of(hookrelay.EventWorkerError)) >= 4 }, 10*time.Second, time.Millisecond,
 			"every attempt reports its failed write")
@@ -335,6 +303,32 @@ func RunClaimsByDestinationRoom(t *testing.T, newHarness NewHarness) {
 		cs := claimRooms(t, h, 20, 0, map[string]int{"dest_a": 1})
 		assert.Equal(t, map[string]int{"dest_a": 1, "dest_b": 6}, perDest(cs))
 	})
+}
+
+// batchWorker is a client over h with ledger as its Ledger (a wrapper of
+// h's BatchLedger), a mock clock and a recording recipient, with n
+// deliveries to dest_1 enqueued; it returns their IDs.
+func batchWorker(t *testing.T, h Harness, ledger hookrelay.BatchLedger, n int) (*hookrelay.Client, *eventLog, *Recipient, []string) {
+	t.Helper()
+	ctx := context.Background()
+	events := &eventLog{}
+	rec := &Recipient{}
+	clk := clock.NewMock()
+	clk.Set(base)
+	require.NoError(t, h.Destinations.Put(ctx, hookrelay.Destination{ID: "dest_1", TenantID: "tenant_a", URL: "https://accounting.example/webhooks"}))
+	c, err := hookrelay.New(hookrelay.Config{
+		Queue: h.Queue, Ledger: ledger, Destinations: h.Destinations, Sender: rec, Clock: clk,
+		Random: FixedRandom(0.5), LeaseFor: leaseFor, Observer: events,
+	})
+	require.NoError(t, err)
+	var want []string
+	for i := range n {
+		r, err := c.Enqueue(ctx, hookrelay.EnqueueParams{EventID: fmt.Sprintf("evt_%d", i), TenantID: "tenant_a",
+			DestinationID: "dest_1", EventType: "lease.payment_recorded", Payload: []byte(`{}`)})
+		require.NoError(t, err)
+		want = append(want, r.ID)
+	}
+	return c, events, rec, want
 }
 
 // gatedBatch holds every RecordBatch until open is closed.
