@@ -69,7 +69,20 @@ func testConfig(t testing.TB, js jetstream.JetStream) hooknats.Config {
 
 func newQueue(t testing.TB, js jetstream.JetStream, ledger hookrelay.LeaseLedger, cfg hooknats.Config) *hooknats.Queue {
 	t.Helper()
-	q, err := hooknats.New(context.Background(), js, ledger, cfg)
+	// The test server (NATS 2.9) sometimes fails a stream create with
+	// "error creating store for stream" while another test deletes the
+	// last stream and it removes the streams directory (10077 in its log).
+	// That race is the server's, not the adapter's: try again, a few times.
+	var (
+		q   *hooknats.Queue
+		err error
+	)
+	for try := range 5 {
+		if q, err = hooknats.New(context.Background(), js, ledger, cfg); err == nil || !strings.Contains(err.Error(), "err_code=10049") {
+			break
+		}
+		time.Sleep(time.Duration(try+1) * 50 * time.Millisecond)
+	}
 	require.NoError(t, err)
 	return q
 }

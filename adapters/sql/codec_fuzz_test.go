@@ -1,6 +1,7 @@
 package hooksql
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
 	"reflect"
@@ -31,6 +32,12 @@ func (r fakeRow) Scan(dest ...any) error {
 			*d = v.(int64)
 		case *int:
 			*d = int(v.(int64))
+		case *sql.NullInt64:
+			if v == nil {
+				*d = sql.NullInt64{}
+			} else {
+				*d = sql.NullInt64{Int64: v.(int64), Valid: true}
+			}
 		default:
 			return fmt.Errorf("scan: column %d: unsupported destination %T", i, dest[i])
 		}
@@ -46,7 +53,7 @@ func selected(row deliveryRow) fakeRow {
 		payloadNull = 1
 	}
 	return fakeRow{row[0], row[1], row[2], row[3], row[4], row[5], row[6], payloadNull,
-		int64(row[7].(int)), int64(row[8].(int)), row[9], row[10], row[11], row[12], row[13], row[14], row[15], int64(0), int64(0)}
+		int64(row[7].(int)), int64(row[8].(int)), row[9], row[10], row[11], row[12], row[13], row[14], row[15], int64(0), int64(0), nil}
 }
 
 // FuzzDeliveryRowCodec round-trips fuzzed deliveries through the row codec
@@ -93,7 +100,7 @@ func FuzzDeliveryRowCodec(f *testing.F) {
 		}
 
 		// A hand-edited stored row.
-		raw := fakeRow{id, event, tenant, storedScope, dest, eventType, payload, int64(0), int64(hookrelay.EnvelopeVersion), int64(attempt), nanos, nanos, policy, storedState, storedOutcome, reason, nanos, int64(0), int64(0)}
+		raw := fakeRow{id, event, tenant, storedScope, dest, eventType, payload, int64(0), int64(hookrelay.EnvelopeVersion), int64(attempt), nanos, nanos, policy, storedState, storedOutcome, reason, nanos, int64(0), int64(0), nil}
 		got, _, err := scanDelivery(raw)
 		if err != nil {
 			var de *DecodeError
