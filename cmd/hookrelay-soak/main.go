@@ -138,11 +138,6 @@ func runWorker(c config) error {
 		return err
 	}
 	defer store.Close()
-	// The soak checks correctness under chaos, at a throughput that drains
-	// its deliveries in time: a connection per attempt in flight plus the
-	// claim loop's, all kept idle between uses.
-	store.DB.SetMaxOpenConns(12)
-	store.DB.SetMaxIdleConns(12)
 	sender, err := benchenv.LoopbackSender(hookhttp.Config{Timeout: c.timeout})
 	if err != nil {
 		return err
@@ -151,9 +146,10 @@ func runWorker(c config) error {
 	policy := c.policy()
 	client, err := hookrelay.New(hookrelay.Config{
 		Queue: store.Queue, Ledger: store.Ledger, Destinations: store.Destinations, Sender: sender,
-		Policy: &policy, Concurrency: 8, PerDestinationConcurrency: 8,
-		// Other processes enqueue and schedule retries: poll often.
-		PollInterval: 50 * time.Millisecond, LeaseFor: c.leaseFor,
+		// The library's defaults otherwise: the pool Open sizes, the
+		// per-destination limit, and the PostgreSQL wake-up instead of a
+		// short poll for work other processes enqueue and schedule.
+		Policy: &policy, Concurrency: 8, LeaseFor: c.leaseFor,
 		Holder: fmt.Sprintf("soak-worker-%d-%d", c.workerID, os.Getpid()),
 		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
 			if e.Kind == hookrelay.EventWorkerError {
