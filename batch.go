@@ -81,6 +81,12 @@ func (b *batcher) run() {
 // arrives within the linger, up to max. It reports false once in is closed
 // and drained.
 func (b *batcher) gather(batch *[]*batchedWrite) bool {
+	var linger <-chan time.Time
+	if b.linger > 0 {
+		t := b.clock.Timer(b.linger)
+		defer t.Stop()
+		linger = t.C
+	}
 	for len(*batch) < b.max {
 		select {
 		case w, ok := <-b.in:
@@ -91,21 +97,16 @@ func (b *batcher) gather(batch *[]*batchedWrite) bool {
 			continue
 		default:
 		}
-		break
-	}
-	if b.linger <= 0 || len(*batch) >= b.max {
-		return true
-	}
-	t := b.clock.Timer(b.linger)
-	defer t.Stop()
-	for len(*batch) < b.max {
+		if linger == nil {
+			return true // nothing more is waiting: flush now
+		}
 		select {
 		case w, ok := <-b.in:
 			if !ok {
 				return false
 			}
 			*batch = append(*batch, w)
-		case <-t.C:
+		case <-linger:
 			return true
 		}
 	}

@@ -251,3 +251,75 @@ func TestWorkerReusesWhatItReadOfADestination(t *testing.T) {
 	defer mu.Unlock()
 	assert.Equal(t, 20, urls["https://new.example/hook"], "every redriven delivery read the corrected destination")
 }
+
+// batchSizes records the size of every RecordBatch; embedding keeps the
+// memory store's other abilities.
+type batchSizes struct {
+	*memory.Store
+	mu    sync.Mutex
+	sizes []int
+}
+
+func (b *batchSizes) RecordBatch(ctx context.Context, ws []hookrelay.LedgerWrite) ([]error, error) {
+	b.mu.Lock()
+	b.sizes = append(b.sizes, len(ws))
+	b.mu.Unlock()
+	return b.Store.RecordBatch(ctx, ws)
+}
+
+// With a CompletionLinger the first write of a batch waits, on the
+// client's clock, for the others: three attempts finishing together make
+// one batch, flushed when the linger ends and not before.
+func TestCompletionLingerGathersOneBatch(t *testing.T) {
+	ctx := context.Background()
+	store := &batchSizes{Store: memory.NewStore()}
+	clk := clock.NewMock()
+	sent := make(chan struct{}, 3)
+	delivered := make(chan struct{}, 3)
+	c, err := hookrelay.New(hookrelay.Config{
+		Queue: store, Ledger: store, Destinations: memory.NewDestinations(hookrelay.Destination{ID: "acct", URL: "https://example.com/hook"}),
+		Clock: clk, CompletionLinger: time.Second,
+		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result {
+			sent <- struct{}{}
+			return hookrelay.Delivered(204)
+		}),
+		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
+			if e.Kind == hookrelay.EventDelivered {
+				delivered <- struct{}{}
+			}
+		}),
+	})
+	require.NoError(t, err)
+	for i := range 3 {
+		_, err := c.Enqueue(ctx, hookrelay.EnqueueParams{EventID: fmt.Sprintf("e%d", i), TenantID: "t", DestinationID: "acct", EventType: "x", Payload: []byte("{}")})
+		require.NoError(t, err)
+	}
+	require.NoError(t, c.Start(ctx))
+	for range 3 {
+		select {
+		case <-sent:
+		case <-time.After(10 * time.Second): // a hang, not a speed check
+			t.Fatal("not sent")
+		}
+	}
+	require.Eventually(t, func() bool {
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		if len(store.sizes) > 0 {
+			return true
+		}
+		clk.Add(100 * time.Millisecond) // the linger runs on the client's clock
+		return false
+	}, 10*time.Second, 5*time.Millisecond)
+	for range 3 {
+		select {
+		case <-delivered:
+		case <-time.After(10 * time.Second):
+			t.Fatal("not delivered")
+		}
+	}
+	require.NoError(t, c.Stop(ctx))
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	assert.Equal(t, []int{3}, store.sizes, "one batch held open by the linger")
+}
