@@ -84,7 +84,10 @@ func Parse(header string) []Signature {
 
 // Match reports whether any v1 entry of sigs is the signature of the
 // message under any of keys. Comparisons are constant-time (hmac.Equal) on
-// the raw MAC bytes.
+// the raw MAC bytes. The base64 is decoded strictly: a value whose unused
+// trailing bits are set decodes to the same bytes as the genuine one, but
+// it is not the string the sender computed, so it is refused (as the
+// reference library, which compares the encoded strings, refuses it).
 func Match(keys [][]byte, id string, timestamp int64, body []byte, sigs []Signature) bool {
 	var want [][]byte
 	for _, k := range keys {
@@ -95,7 +98,7 @@ func Match(keys [][]byte, id string, timestamp int64, body []byte, sigs []Signat
 		if s.Version != "v1" {
 			continue
 		}
-		got, err := base64.StdEncoding.DecodeString(s.Value)
+		got, err := base64.StdEncoding.Strict().DecodeString(s.Value)
 		if err != nil {
 			continue
 		}

@@ -26,6 +26,14 @@ func TestMatchIsTheSignatureOfTheMessage(t *testing.T) {
 	assert.True(t, Match([][]byte{[]byte("other"), key}, id, ts, body, Parse("v1,bm9wZQ== "+sig)))
 	assert.False(t, Match([][]byte{key}, id, ts+1, body, Parse(sig)))
 	assert.False(t, Match([][]byte{key}, id, ts, body, Parse("v2,"+strings.TrimPrefix(sig, "v1,"))))
+	// The same MAC bytes spelled with the unused trailing bits set ("E" is
+	// 000100, "F" is 000101): lenient base64 decodes it to the genuine MAC,
+	// but it is not the signature the sender computed.
+	malleated := strings.TrimSuffix(sig, "E=") + "F="
+	lenient, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(malleated, "v1,"))
+	require.NoError(t, err)
+	require.Equal(t, mac(key, id, ts, body), lenient, "the test input must decode to the genuine MAC leniently")
+	assert.False(t, Match([][]byte{key}, id, ts, body, Parse(malleated)))
 }
 
 func TestDecodeSecret(t *testing.T) {
