@@ -83,32 +83,13 @@ func (s *Store) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay
 	if err != nil {
 		return nil, err
 	}
-	var b strings.Builder
-	// Deliveries to a destination this store knows as paused or disabled
-	// are not claimed at all, in any process: they wait without a claim,
-	// a release or an attempt until it is resumed.
-	b.WriteString(" FROM {d} WHERE state = 'pending' AND next_attempt_at <= ?" +
-		" AND (lease_expires_at IS NULL OR lease_expires_at <= ?) AND envelope_version <= ?" +
-		" AND destination_id NOT IN (SELECT id FROM {dst} WHERE paused <> 0 OR disabled <> 0)")
-	args := []any{now, now, hookrelay.EnvelopeVersion}
-	if len(p.SkipDestinations) > 0 {
-		b.WriteString(" AND destination_id NOT IN (" + placeholders(len(p.SkipDestinations)) + ")")
-		for _, id := range p.SkipDestinations {
-			args = append(args, id)
-		}
-	}
-	b.WriteString(" ORDER BY next_attempt_at, {seq} LIMIT ?" + s.lockSuffix(true))
+	from, args := s.claimCandidates(p, now)
 	byRoom := p.DefaultDestinationRoom > 0 || len(p.DestinationRoom) > 0
-	limit := p.Limit
-	if byRoom {
-		limit = min(p.Limit*claimCandidates, p.Limit+maxClaimCandidates)
-	}
-	args = append(args, limit)
 	if s.dialect != MySQL {
-		return s.claimInOneStatement(ctx, b.String(), args, p, now, expires)
+		return s.claimInOneStatement(ctx, from, args, p, now, expires)
 	}
-	candidates := s.q("SELECT id, destination_id" + b.String())
-	full := s.q("SELECT " + selectDeliveryCols + b.String())
+	candidates := s.q("SELECT id, destination_id" + from)
+	full := s.q("SELECT " + selectDeliveryCols + from)
 
 	var claims []hookrelay.Claim
 	err = s.inTx(ctx, "claim", func(q querier) error {
@@ -176,13 +157,9 @@ func (s *Store) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay
 	return claims, nil
 }
 
-// claimInOneStatement is Claim on PostgreSQL and SQLite: one UPDATE …
-// RETURNING whose CTEs pick the due candidates (locked, skipping rows other
-// claimers hold, on PostgreSQL), rank them per destination and keep each
-// destination's room — one round trip and one commit, where a claim is the
-// worker's only serial step. from is the candidates' FROM … LIMIT ? clause
-// and args its values.
-func (s *Store) claimInOneStatement(ctx context.Context, from string, args []any, p hookrelay.ClaimParams, now, expires int64) ([]hookrelay.Claim, error) {
+// claimStatement is the UPDATE … RETURNING that claims on PostgreSQL and
+// SQLite, with its values.
+func (s *Store) claimStatement(from string, args []any, p hookrelay.ClaimParams, expires int64) (string, []any) {
 	var b strings.Builder
 	b.WriteString("WITH cand AS (SELECT id, destination_id, next_attempt_at, {seq} AS cseq" + from + ")")
 	if p.DefaultDestinationRoom > 0 || len(p.DestinationRoom) > 0 {
@@ -213,7 +190,43 @@ func (s *Store) claimInOneStatement(ctx context.Context, from string, args []any
 	b.WriteString(" UPDATE {d} SET lease_token = lease_token + 1, lease_holder = ?, lease_expires_at = ?" +
 		" WHERE id IN (SELECT id FROM pick) RETURNING " + selectDeliveryCols + ", {seq}")
 	args = append(args, p.Holder, expires)
-	query := s.q(b.String())
+	return s.q(b.String()), args
+}
+
+// claimCandidates is the FROM … LIMIT ? clause that picks a claim's due
+// candidates, with its values.
+func (s *Store) claimCandidates(p hookrelay.ClaimParams, now int64) (string, []any) {
+	var b strings.Builder
+	// Deliveries to a destination this store knows as paused or disabled
+	// are not claimed at all, in any process: they wait without a claim,
+	// a release or an attempt until it is resumed.
+	b.WriteString(" FROM {d} WHERE state = 'pending' AND next_attempt_at <= ?" +
+		" AND (lease_expires_at IS NULL OR lease_expires_at <= ?) AND envelope_version <= ?" +
+		" AND destination_id NOT IN (SELECT id FROM {dst} WHERE paused <> 0 OR disabled <> 0)")
+	args := []any{now, now, hookrelay.EnvelopeVersion}
+	if len(p.SkipDestinations) > 0 {
+		b.WriteString(" AND destination_id NOT IN (" + placeholders(len(p.SkipDestinations)) + ")")
+		for _, id := range p.SkipDestinations {
+			args = append(args, id)
+		}
+	}
+	b.WriteString(" ORDER BY next_attempt_at, {seq} LIMIT ?" + s.lockSuffix(true))
+	limit := p.Limit
+	if p.DefaultDestinationRoom > 0 || len(p.DestinationRoom) > 0 {
+		limit = min(p.Limit*claimCandidates, p.Limit+maxClaimCandidates)
+	}
+	args = append(args, limit)
+	return b.String(), args
+}
+
+// claimInOneStatement is Claim on PostgreSQL and SQLite: one UPDATE …
+// RETURNING whose CTEs pick the due candidates (locked, skipping rows other
+// claimers hold, on PostgreSQL), rank them per destination and keep each
+// destination's room — one round trip and one commit, where a claim is the
+// worker's only serial step. from is the candidates' FROM … LIMIT ? clause
+// and args its values.
+func (s *Store) claimInOneStatement(ctx context.Context, from string, args []any, p hookrelay.ClaimParams, now, expires int64) ([]hookrelay.Claim, error) {
+	query, args := s.claimStatement(from, args, p, expires)
 
 	type claimed struct {
 		c   hookrelay.Claim
@@ -223,6 +236,9 @@ func (s *Store) claimInOneStatement(ctx context.Context, from string, args []any
 	var bad []string
 	err := s.inTx(ctx, "claim", func(q querier) error {
 		got, bad = got[:0], bad[:0]
+		if err := s.claimPlanSettings(ctx, q); err != nil {
+			return err
+		}
 		rows, err := q.QueryContext(ctx, query, args...)
 		if err != nil {
 			return s.dbErr("claim", err)
@@ -264,6 +280,23 @@ func (s *Store) claimInOneStatement(ctx context.Context, from string, args []any
 		claims[i] = g.c
 	}
 	return claims, nil
+}
+
+// claimPlanSettings steers the claim's plan within its transaction. On
+// PostgreSQL it turns bitmap scans off: a table whose statistics predate
+// its backlog (a burst enqueued since the last ANALYZE, or a new table)
+// makes the planner think few rows are due, and it then picks a bitmap
+// scan that reads every pending row and sorts them — work that grows with
+// the backlog, on every claim. The due index already yields rows in claim
+// order, so the index scan stops after LIMIT rows whatever the backlog.
+func (s *Store) claimPlanSettings(ctx context.Context, q querier) error {
+	if s.dialect != Postgres {
+		return nil
+	}
+	if _, err := q.ExecContext(ctx, "SET LOCAL enable_bitmapscan = off"); err != nil {
+		return s.dbErr("claim", err)
+	}
+	return nil
 }
 
 // deadLetterUndecodable moves claimed rows that could not be decoded to
