@@ -43,6 +43,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -93,8 +94,20 @@ func main() {
 	flag.StringVar(&o.child, "child", "", "internal: run as the latency mode's worker process for this system")
 	flag.StringVar(&o.childNamespace, "child-namespace", "", "internal: the child's table prefix or schema")
 	flag.StringVar(&o.childReceiver, "child-receiver", "", "internal: the receiver's URL")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	o.systems = strings.Split(systems, ",")
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "peerbench:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
