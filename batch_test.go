@@ -107,8 +107,9 @@ func (s *claimCountingStore) Claim(ctx context.Context, p hookrelay.ClaimParams)
 
 // Ten busy destinations with a limit of 5 each fill a worker of 50 in one
 // claim, not in claims held to one destination's room; the same claim takes
-// as much again to hold for the slots about to free. Stopping hands the
-// held ones back without spending an attempt.
+// three times as much again (the worker claims four times its capacity) to
+// hold for the slots about to free. Stopping hands the held ones back
+// without spending an attempt.
 func TestOneClaimFillsTheWorkerAcrossDestinations(t *testing.T) {
 	ctx := context.Background()
 	store := &claimCountingStore{Store: memory.NewStore()}
@@ -137,7 +138,7 @@ func TestOneClaimFillsTheWorkerAcrossDestinations(t *testing.T) {
 	})
 	require.NoError(t, err)
 	var params []hookrelay.EnqueueParams
-	for i := range 200 {
+	for i := range 300 {
 		params = append(params, hookrelay.EnqueueParams{EventID: fmt.Sprintf("e%d", i), TenantID: "t",
 			DestinationID: fmt.Sprintf("d%d", i%10), EventType: "x", Payload: []byte("{}")})
 	}
@@ -152,7 +153,7 @@ func TestOneClaimFillsTheWorkerAcrossDestinations(t *testing.T) {
 		}
 	}
 	store.mu.Lock()
-	assert.Equal(t, 100, store.claims[0], "the first claim took 10 for each of the 10 destinations: 5 to send, 5 held")
+	assert.Equal(t, 200, store.claims[0], "the first claim took 20 for each of the 10 destinations: 5 to send, 15 held")
 	store.mu.Unlock()
 	require.NoError(t, c.StopAndCancel(ctx))
 	mu.Lock()
@@ -166,7 +167,7 @@ func TestOneClaimFillsTheWorkerAcrossDestinations(t *testing.T) {
 	}
 	got, err := store.Store.Claim(ctx, hookrelay.ClaimParams{Now: c.Clock().Now(), Limit: 500, LeaseFor: time.Minute})
 	require.NoError(t, err)
-	assert.Len(t, got, 200, "held and cancelled deliveries are claimable again at once")
+	assert.Len(t, got, 300, "held and cancelled deliveries are claimable again at once")
 }
 
 // countingDestinations counts lookups.
@@ -322,4 +323,91 @@ func TestCompletionLingerGathersOneBatch(t *testing.T) {
 	store.mu.Lock()
 	defer store.mu.Unlock()
 	assert.Equal(t, []int{3}, store.sizes, "one batch held open by the linger")
+}
+
+// A claim held for a slow destination is not started once half its lease
+// has gone: it is handed back without spending an attempt and claimed again
+// with a fresh lease, so no send starts on a lease about to run out.
+func TestHeldClaimWithAShortLeaseIsHandedBack(t *testing.T) {
+	ctx := context.Background()
+	store := memory.NewStore()
+	dests := memory.NewDestinations()
+	require.NoError(t, dests.Put(ctx, hookrelay.Destination{ID: "slow", URL: "https://example.com/hook"}))
+	clk := clock.NewMock()
+	clk.Set(time.Date(2036, 1, 1, 0, 0, 0, 0, time.UTC))
+	const leaseFor = 2 * time.Minute
+	firstStarted, unblock := make(chan struct{}), make(chan struct{})
+	var (
+		mu       sync.Mutex
+		sends    int
+		leftOver []time.Duration // lease left when each later send started
+		released []string
+	)
+	delivered := make(chan string, 3)
+	c, err := hookrelay.New(hookrelay.Config{
+		Queue: store, Ledger: store, Destinations: dests, Clock: clk,
+		Concurrency: 1, PerDestinationConcurrency: 1, LeaseFor: leaseFor,
+		Sender: hookrelay.SenderFunc(func(ctx context.Context, p hookrelay.SendParams) hookrelay.Result {
+			mu.Lock()
+			sends++
+			first := sends == 1
+			if !first {
+				deadline, _ := ctx.Deadline()
+				leftOver = append(leftOver, deadline.Sub(clk.Now()))
+			}
+			mu.Unlock()
+			if first {
+				close(firstStarted)
+				<-unblock
+			}
+			return hookrelay.Delivered(204)
+		}),
+		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
+			switch e.Kind {
+			case hookrelay.EventReleased:
+				mu.Lock()
+				released = append(released, e.Reason)
+				mu.Unlock()
+			case hookrelay.EventDelivered:
+				delivered <- e.Delivery.ID
+			}
+		}),
+	})
+	require.NoError(t, err)
+	var params []hookrelay.EnqueueParams
+	for i := range 3 {
+		params = append(params, hookrelay.EnqueueParams{EventID: fmt.Sprintf("e%d", i), TenantID: "t",
+			DestinationID: "slow", EventType: "x", Payload: []byte("{}")})
+	}
+	res, err := c.EnqueueMany(ctx, params)
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	defer func() { require.NoError(t, c.Stop(ctx)) }()
+	select {
+	case <-firstStarted:
+	case <-time.After(10 * time.Second): // a hang, not a speed check
+		t.Fatal("the first send did not start")
+	}
+	clk.Add(leaseFor/2 + time.Second) // the two held claims now have less than half their lease
+	close(unblock)
+	for range 3 {
+		select {
+		case <-delivered:
+		case <-time.After(10 * time.Second):
+			t.Fatal("not every delivery was delivered")
+		}
+	}
+	mu.Lock()
+	assert.Equal(t, []string{hookrelay.ReasonDestinationSaturated, hookrelay.ReasonDestinationSaturated}, released,
+		"both held claims were handed back")
+	require.Len(t, leftOver, 2)
+	for _, left := range leftOver {
+		assert.Greater(t, left, leaseFor/2, "a later send started on a fresh lease")
+	}
+	mu.Unlock()
+	for _, r := range res {
+		as, err := store.Attempts(ctx, r.ID)
+		require.NoError(t, err)
+		assert.Len(t, as, 1, "handing a held claim back spent no attempt")
+	}
 }
