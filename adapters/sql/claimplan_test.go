@@ -89,3 +89,17 @@ func TestClaimWalksTheDueIndexWhateverTheBacklog(t *testing.T) {
 		assert.NotContains(t, plan, "Bitmap", "a bitmap scan reads every pending row:\n%s", plan)
 	})
 }
+
+// On PostgreSQL the deliveries table leaves room on its pages, so a claim
+// or a lease's end (unindexed columns only) can update a row in place
+// instead of adding an entry to every index.
+func TestDeliveriesTableLeavesRoomForInPlaceUpdates(t *testing.T) {
+	b := backends[1]
+	require.Equal(t, Postgres, b.dialect)
+	b.skipUnlessConfigured(t)
+	s := newStore(t, b, Options{})
+	var raw string
+	require.NoError(t, s.db.QueryRow("SELECT COALESCE(array_to_string(reloptions, ','), '') FROM pg_class WHERE relname = $1",
+		s.prefix+"deliveries").Scan(&raw))
+	assert.Contains(t, strings.Split(raw, ","), "fillfactor=70")
+}

@@ -1,0 +1,3 @@
+-- hookrelay schema version 6: nothing to do here. On PostgreSQL this
+-- version leaves room on the deliveries table's pages for in-place updates
+-- (fillfactor); this database has no such setting.
