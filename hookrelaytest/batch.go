@@ -87,6 +87,72 @@ func RunBatchLedger(t *testing.T, newHarness NewHarness) {
 		assert.Equal(t, []string{b.ID}, ids(claimDue(t, h, next, 10)))
 	})
 
+	t.Run("ManyDeliveredWritesAreEachJudgedAndStoredAsSingleWrites", func(t *testing.T) {
+		h, bl := batchLedger(t)
+		var ds []hookrelay.Delivery
+		for i := range 5 {
+			ds = append(ds, newDelivery(fmt.Sprintf("evt_many_%d", i), "dest_1", base))
+		}
+		seed(t, h, ds[4])
+		stale := claimDue(t, h, base, 1)
+		require.Len(t, stale, 1)
+		seed(t, h, ds[:4]...)
+		later := base.Add(leaseFor)
+		claims := claimDue(t, h, later, 5)
+		require.Len(t, claims, 5)
+		byID := map[string]hookrelay.Claim{}
+		for _, cl := range claims {
+			byID[cl.Delivery.ID] = cl
+		}
+		at := later.Add(time.Second)
+		require.NoError(t, deliver(t, h, byID[ds[3].ID], at)) // already delivered: a repeat is a no-op
+		written := make([]hookrelay.Attempt, 3)
+		for i := range written {
+			written[i] = hookrelay.Attempt{
+				DeliveryID: ds[i].ID, Number: byID[ds[i].ID].Delivery.Attempt, StartedAt: at, FinishedAt: at.Add(time.Duration(i+1) * time.Millisecond),
+				Kind: hookrelay.KindDelivered, Outcome: hookrelay.OutcomeAccepted, StatusCode: 200 + i, Detail: fmt.Sprintf("ok %d", i),
+			}
+		}
+		missing := hookrelay.Claim{Delivery: newDelivery("evt_never_created", "dest_1", base), Lease: byID[ds[0].ID].Lease}
+		writes := []hookrelay.LedgerWrite{
+			{Delivered: &hookrelay.MarkDeliveredParams{ID: ds[0].ID, Lease: byID[ds[0].ID].Lease, Attempt: written[0], Now: at}},
+			{Delivered: &hookrelay.MarkDeliveredParams{ID: ds[4].ID, Lease: stale[0].Lease, Attempt: attemptFor(stale[0], hookrelay.KindDelivered, at), Now: at}},
+			{Delivered: &hookrelay.MarkDeliveredParams{ID: ds[1].ID, Lease: byID[ds[1].ID].Lease, Attempt: written[1], Now: at}},
+			{Delivered: &hookrelay.MarkDeliveredParams{ID: missing.Delivery.ID, Lease: missing.Lease, Attempt: attemptFor(missing, hookrelay.KindDelivered, at), Now: at}},
+			{Delivered: &hookrelay.MarkDeliveredParams{ID: ds[3].ID, Lease: byID[ds[3].ID].Lease, Attempt: attemptFor(byID[ds[3].ID], hookrelay.KindDelivered, at), Now: at}},
+			{Delivered: &hookrelay.MarkDeliveredParams{ID: ds[2].ID, Lease: byID[ds[2].ID].Lease, Attempt: written[2], Now: at}},
+		}
+		errs, err := bl.RecordBatch(ctx, writes)
+		require.NoError(t, err, "the batch commits")
+		require.Len(t, errs, len(writes), "one result per write, in order")
+		assert.NoError(t, errs[0])
+		assert.ErrorIs(t, errs[1], hookrelay.ErrLeaseLost, "the stale holder is refused")
+		assert.NoError(t, errs[2])
+		assert.ErrorIs(t, errs[3], hookrelay.ErrNotFound, "a record that does not exist is refused alone")
+		assert.NoError(t, errs[4], "marking a delivered record again is a no-op")
+		assert.NoError(t, errs[5])
+		for i := range written {
+			got, err := h.Ledger.Get(ctx, ds[i].ID)
+			require.NoError(t, err)
+			assert.Equal(t, hookrelay.StateDelivered, got.State)
+			atts, err := h.Ledger.Attempts(ctx, ds[i].ID)
+			require.NoError(t, err)
+			require.Len(t, atts, 1, "one attempt row per delivered write")
+			assert.Equal(t, written[i].StatusCode, atts[0].StatusCode)
+			assert.Equal(t, written[i].Detail, atts[0].Detail)
+			assert.True(t, written[i].FinishedAt.Equal(atts[0].FinishedAt), "the attempt row is the write's own")
+		}
+		got, err := h.Ledger.Get(ctx, ds[4].ID)
+		require.NoError(t, err)
+		assert.Equal(t, hookrelay.StatePending, got.State, "the newer holder's delivery is untouched")
+		atts, err := h.Ledger.Attempts(ctx, ds[4].ID)
+		require.NoError(t, err)
+		assert.Empty(t, atts, "no attempt row from the stale holder")
+		atts, err = h.Ledger.Attempts(ctx, ds[3].ID)
+		require.NoError(t, err)
+		assert.Len(t, atts, 1, "the repeated write stored no second attempt")
+	})
+
 	t.Run("DeadLettersAndRepeatsBehaveAsSingleWrites", func(t *testing.T) {
 		h, bl := batchLedger(t)
 		a, b := newDelivery("evt_a", "dest_1", base), newDelivery("evt_b", "dest_1", base)

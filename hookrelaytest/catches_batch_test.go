@@ -3,6 +3,8 @@ package hookrelaytest_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/adapters/memory"
@@ -30,6 +32,30 @@ func (u *unfencedBatch) RecordBatch(ctx context.Context, ws []hookrelay.LedgerWr
 		}
 	}
 	return errs, err
+}
+
+// reorderedBatch returns the results of the Delivered writes in the order
+// the rows were stored (by delivery ID), not the order of the writes, as a
+// multi-row statement without an ordering would.
+type reorderedBatch struct{ *memory.Store }
+
+func (r *reorderedBatch) RecordBatch(ctx context.Context, ws []hookrelay.LedgerWrite) ([]error, error) {
+	errs, err := r.Store.RecordBatch(ctx, ws)
+	var at []int
+	for i, w := range ws {
+		if w.Delivered != nil {
+			at = append(at, i)
+		}
+	}
+	sorted := slices.Clone(at)
+	slices.SortFunc(sorted, func(a, b int) int { return strings.Compare(ws[a].Delivered.ID, ws[b].Delivered.ID) })
+	out := slices.Clone(errs)
+	for n, i := range at {
+		if err == nil {
+			out[i] = errs[sorted[n]]
+		}
+	}
+	return out, err
 }
 
 // allOrNothingBatch fails the whole batch when one row is refused: the

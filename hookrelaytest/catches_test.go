@@ -41,7 +41,12 @@ var brokenStores = []brokenStore{
 	{
 		name:     "BatchIgnoresFencing",
 		harness:  func() hookrelaytest.Harness { return storeHarness(&unfencedBatch{Store: memory.NewStore()}) },
-		caughtBy: []string{"BatchLedger/EachWriteIsFencedByItsOwnLease"},
+		caughtBy: []string{"BatchLedger/EachWriteIsFencedByItsOwnLease", "BatchLedger/ManyDeliveredWritesAreEachJudgedAndStoredAsSingleWrites"},
+	},
+	{
+		name:     "BatchResultsOutOfWriteOrder",
+		harness:  func() hookrelaytest.Harness { return storeHarness(&reorderedBatch{Store: memory.NewStore()}) },
+		caughtBy: []string{"BatchLedger/ManyDeliveredWritesAreEachJudgedAndStoredAsSingleWrites"},
 	},
 	{
 		name:     "BatchFailsWholeOnOneRefusedRow",

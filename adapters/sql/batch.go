@@ -2,6 +2,7 @@ package hooksql
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -131,16 +132,39 @@ func (s *Store) withPgxConn(ctx context.Context, op string, fn func(*pgx.Conn) e
 	return nil
 }
 
-// recordBatchPipeline sends every write's fenced statement (and the
-// announcement of the earliest retry) in one pipeline, which PostgreSQL
-// runs as one implicit transaction: one round trip and one commit. It
-// fills errs for the writes their fence refused. The batch committed only
-// when the pipeline's end (Close) reports no error.
+// recordBatchPipeline sends the batch in one pipeline, which PostgreSQL
+// runs as one implicit transaction: one round trip and one commit. The
+// MarkDelivered writes (each delivery's first in the batch) go as one
+// statement for all of them (deliveredManyPostgres); every other write as
+// its own fenced statement; then the announcement of the earliest retry.
+// It fills errs for the writes their fence refused. The batch committed
+// only when the pipeline's end (Close) reports no error.
 func (s *Store) recordBatchPipeline(ctx context.Context, ops []*fencedOp, errs []error, due time.Time) error {
+	var many []int // indexes of the writes in the one MarkDelivered statement
+	seen := make(map[string]bool, len(ops))
+	for i, o := range ops {
+		if o != nil && o.delivered && !seen[o.f.id] {
+			many = append(many, i)
+		}
+		if o != nil {
+			seen[o.f.id] = true
+		}
+	}
+	if len(many) < 2 {
+		many = nil
+	}
+	inMany := make(map[int]bool, len(many))
+	for _, i := range many {
+		inMany[i] = true
+	}
 	err := s.withPgxConn(ctx, "record batch", func(c *pgx.Conn) error {
 		b := &pgx.Batch{}
-		for _, o := range ops {
-			if o != nil {
+		if len(many) > 0 {
+			query, args := s.deliveredManyPostgres(ops, many)
+			b.Queue(query, args...)
+		}
+		for i, o := range ops {
+			if o != nil && !inMany[i] {
 				query, args := s.fencedQueryPostgres(*o)
 				b.Queue(query, args...)
 			}
@@ -149,8 +173,14 @@ func (s *Store) recordBatchPipeline(ctx context.Context, ops []*fencedOp, errs [
 			b.Queue("SELECT pg_notify($1, $2)", s.dueChannel(), duePayload(due))
 		}
 		br := c.SendBatch(ctx, b)
+		if len(many) > 0 {
+			if err := s.judgeDeliveredMany(br, ops, many, errs); err != nil {
+				_ = br.Close()
+				return err
+			}
+		}
 		for i, o := range ops {
-			if o == nil {
+			if o == nil || inMany[i] {
 				continue
 			}
 			var r fenceRead
@@ -185,4 +215,94 @@ func (s *Store) recordBatchPipeline(ctx context.Context, ops []*fencedOp, errs [
 		})
 	}
 	return err
+}
+
+// deliveredManyPostgres is MarkDelivered for many deliveries (distinct
+// IDs) in one statement: the values travel as arrays, cur locks the rows in
+// ID order and yields their values as they were, upd writes each row whose
+// own fence holds, ins stores the attempts of the rows upd wrote, and the
+// result is one row per write, in the order of idx, for
+// judgeDeliveredMany. It is fencedQueryPostgres for many rows: one
+// statement to plan and run instead of one per delivery.
+func (s *Store) deliveredManyPostgres(ops []*fencedOp, idx []int) (string, []any) {
+	const cols = 15
+	arrays := make([][]any, cols)
+	for c := range arrays {
+		arrays[c] = make([]any, len(idx))
+	}
+	for n, i := range idx {
+		o := ops[i]
+		row := append([]any{o.f.id, o.f.lease.Token, o.f.attempt}, o.args...) // outcome, reason, updated_at
+		row = append(row, o.attemptArgs[1:]...)                               // the attempt, less its delivery ID
+		for c, v := range row {
+			arrays[c][n] = v
+		}
+	}
+	args := make([]any, cols)
+	for c := range arrays {
+		args[c] = arrays[c]
+	}
+	query := "WITH input AS (SELECT * FROM unnest(CAST(? AS TEXT[]), CAST(? AS BIGINT[]), CAST(? AS INTEGER[])," +
+		" CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[])," +
+		" CAST(? AS INTEGER[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS INTEGER[]), CAST(? AS TEXT[])," +
+		" CAST(? AS TEXT[]), CAST(? AS INTEGER[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[]))" +
+		" WITH ORDINALITY AS i(id, token, fence_attempt, last_outcome, last_reason, updated_at," +
+		" a_number, a_started, a_finished, a_kind, a_outcome, a_reason, a_status, a_detail, a_next, ord))," +
+		" cur AS (SELECT id, state, lease_token, attempt, lease_expires_at FROM {d}" +
+		" WHERE id IN (SELECT id FROM input) ORDER BY id FOR UPDATE)," +
+		" upd AS (UPDATE {d} d SET state = 'delivered', last_outcome = i.last_outcome, last_reason = i.last_reason," +
+		" updated_at = i.updated_at, lease_expires_at = NULL FROM input i, cur c" +
+		" WHERE d.id = i.id AND c.id = i.id AND c.lease_token = i.token AND c.lease_token <> 0 AND c.state = 'pending'" +
+		" AND c.lease_expires_at IS NOT NULL AND (i.fence_attempt = 0 OR c.attempt = i.fence_attempt) RETURNING d.id)," +
+		" ins AS (INSERT INTO {a} (" + insertAttemptCols + ") SELECT i.id, i.a_number, i.a_started, i.a_finished," +
+		" i.a_kind, i.a_outcome, i.a_reason, i.a_status, i.a_detail, i.a_next FROM input i JOIN upd u ON u.id = i.id)" +
+		" SELECT c.state, c.lease_token, c.attempt, c.lease_expires_at IS NULL, u.id IS NOT NULL" +
+		" FROM input i LEFT JOIN cur c ON c.id = i.id LEFT JOIN upd u ON u.id = i.id ORDER BY i.ord"
+	return s.q(query), args
+}
+
+// judgeDeliveredMany reads deliveredManyPostgres's rows into errs, judging
+// each write as judgePostgres judges a single one.
+func (s *Store) judgeDeliveredMany(br pgx.BatchResults, ops []*fencedOp, idx []int, errs []error) error {
+	rows, err := br.Query()
+	if err != nil {
+		return s.dbErr("record batch", err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		if n >= len(idx) {
+			return fmt.Errorf("%w: record batch: more rows than writes", ErrDatabase)
+		}
+		var (
+			state          *string
+			token          *int64
+			attempt        *int
+			ended, written bool
+		)
+		if err := rows.Scan(&state, &token, &attempt, &ended, &written); err != nil {
+			return s.dbErr("record batch", err)
+		}
+		i := idx[n]
+		n++
+		if state == nil { // no such record
+			errs[i] = s.judgePostgres(*ops[i], fenceRead{}, sql.ErrNoRows)
+			continue
+		}
+		r := fenceRead{state: *state, token: *token, attempt: *attempt, ended: ended}
+		if written {
+			r.written = 1
+		}
+		errs[i] = s.judgePostgres(*ops[i], r, nil)
+		if errs[i] != nil && !isFenceErr(errs[i]) {
+			return errs[i]
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return s.dbErr("record batch", err)
+	}
+	if n != len(idx) {
+		return fmt.Errorf("%w: record batch: %d rows for %d writes", ErrDatabase, n, len(idx))
+	}
+	return nil
 }

@@ -359,6 +359,9 @@ const insertAttemptCols = "delivery_id, number, started_at, finished_at, kind, o
 // fencedOp is one ledger write: the fence it must pass, the record's SET
 // clause with its values, and the attempt row to store (nil: none).
 type fencedOp struct {
+	// delivered marks MarkDelivered's write (set and args are its three
+	// values), which a PostgreSQL batch writes for many rows at once.
+	delivered   bool
 	op          string
 	f           fence
 	attemptArgs []any
@@ -484,9 +487,11 @@ func markDeliveredOp(p hookrelay.MarkDeliveredParams) (fencedOp, error) {
 	if err != nil {
 		return fencedOp{}, err
 	}
-	return attemptOp("mark delivered", fence{id: p.ID, lease: p.Lease, attempt: p.Attempt.Number, deliveredOK: true}, &p.Attempt,
+	o, err := attemptOp("mark delivered", fence{id: p.ID, lease: p.Lease, attempt: p.Attempt.Number, deliveredOK: true}, &p.Attempt,
 		"state = 'delivered', last_outcome = ?, last_reason = ?, updated_at = ?, lease_expires_at = NULL",
 		cleanText(string(p.Attempt.Outcome)), cleanText(p.Attempt.Reason), now)
+	o.delivered = err == nil
+	return o, err
 }
 
 // attemptOp builds a fencedOp that stores attempt (when not nil).
