@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	hookhttp "github.com/hookrelay/hookrelay/adapters/http"
+	hooksql "github.com/hookrelay/hookrelay/adapters/sql"
 	"github.com/hookrelay/hookrelay/internal/benchenv"
 )
 
@@ -26,6 +27,7 @@ type hookrelaySystem struct {
 	dests    int
 	seq      int
 	dir      string
+	probe    *probedStore
 }
 
 func tablePrefix() string { return fmt.Sprintf("peerbench_%d_", os.Getpid()) }
@@ -54,8 +56,14 @@ func openHookrelay(ctx context.Context, backend string, o options, url string, p
 	if s.sender, err = benchenv.LoopbackSender(hookhttp.Config{}); err != nil {
 		return nil, err
 	}
+	var q hookrelay.Queue = s.store.Queue
+	var l hookrelay.Ledger = s.store.Ledger
+	if hs, ok := q.(*hooksql.Store); ok && o.probe {
+		s.probe = &probedStore{Store: hs}
+		q, l = s.probe, s.probe
+	}
 	s.client, err = hookrelay.New(hookrelay.Config{
-		Queue: s.store.Queue, Ledger: s.store.Ledger, Destinations: s.store.Destinations, Sender: s.sender,
+		Queue: q, Ledger: l, Destinations: s.store.Destinations, Sender: s.sender,
 		Concurrency: o.workers,
 		Observer:    hookrelay.ObserverFunc(s.observe),
 	})
@@ -108,12 +116,18 @@ func (s *hookrelaySystem) drain(ctx context.Context, n int) (time.Duration, erro
 		}
 	}
 	reached := s.progress.expect(n)
+	if s.probe != nil {
+		s.probe.begin()
+	}
 	start := time.Now()
 	if err := s.client.Start(ctx); err != nil {
 		return 0, err
 	}
 	err := s.progress.wait(ctx, reached)
 	elapsed := time.Since(start)
+	if s.probe != nil {
+		s.probe.report(os.Stderr, n)
+	}
 	return elapsed, errors.Join(err, s.client.Stop(context.Background()))
 }
 

@@ -64,6 +64,8 @@ type options struct {
 	latencyRate  float64
 	latencyFor   time.Duration
 
+	probe bool
+
 	// The worker process of the latency mode.
 	child          string
 	childNamespace string
@@ -91,6 +93,7 @@ func main() {
 	flag.StringVar(&o.postgresDSN, "postgres-dsn", os.Getenv(benchenv.PostgresDSNEnv), "PostgreSQL DSN (default $"+benchenv.PostgresDSNEnv+")")
 	flag.Float64Var(&o.latencyRate, "latency-rate", 200, "latency: deliveries enqueued per second, one at a time")
 	flag.DurationVar(&o.latencyFor, "latency-for", 5*time.Second, "latency: how long the producer enqueues")
+	flag.BoolVar(&o.probe, "probe", false, "throughput: time the SQL store's claims and batches and print them with the CPU per delivery (on PostgreSQL, of backends whose application_name is peerbench) after each hookrelay SQLite/PostgreSQL round, on stderr")
 	flag.StringVar(&o.child, "child", "", "internal: run as the latency mode's worker process for this system")
 	flag.StringVar(&o.childNamespace, "child-namespace", "", "internal: the child's table prefix or schema")
 	flag.StringVar(&o.childReceiver, "child-receiver", "", "internal: the receiver's URL")

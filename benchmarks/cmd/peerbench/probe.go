@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hookrelay/hookrelay"
+	hooksql "github.com/hookrelay/hookrelay/adapters/sql"
+)
+
+// probedStore is a SQL store whose Claim and RecordBatch are timed
+// (--probe). It embeds the store, so the worker finds the same abilities
+// (BatchLedger, ClaimsByDestinationRoom, DueNotifier) on it.
+type probedStore struct {
+	*hooksql.Store
+	mu              sync.Mutex
+	claims, claimed int
+	claimTime       time.Duration
+	batches, rows   int
+	batchTime       time.Duration
+	serverCPU0      time.Duration // at begin
+	selfCPU0        time.Duration
+}
+
+func (p *probedStore) Claim(ctx context.Context, cp hookrelay.ClaimParams) ([]hookrelay.Claim, error) {
+	start := time.Now()
+	cs, err := p.Store.Claim(ctx, cp)
+	d := time.Since(start)
+	p.mu.Lock()
+	p.claims++
+	p.claimed += len(cs)
+	p.claimTime += d
+	p.mu.Unlock()
+	return cs, err
+}
+
+func (p *probedStore) RecordBatch(ctx context.Context, ws []hookrelay.LedgerWrite) ([]error, error) {
+	start := time.Now()
+	errs, err := p.Store.RecordBatch(ctx, ws)
+	d := time.Since(start)
+	p.mu.Lock()
+	p.batches++
+	p.rows += len(ws)
+	p.batchTime += d
+	p.mu.Unlock()
+	return errs, err
+}
+
+// cpu returns the CPU time used so far by this process and, on PostgreSQL
+// on this machine, by the server backends of connections whose
+// application_name is "peerbench" (set it in the DSN); zero when they
+// cannot be read.
+func (p *probedStore) cpu() (server, self time.Duration) {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	if p.Dialect() != hooksql.Postgres {
+		return 0, self
+	}
+	rows, err := p.DB().Query("SELECT pid FROM pg_stat_activity WHERE application_name = 'peerbench'")
+	if err != nil {
+		return 0, self
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var pid int
+		if rows.Scan(&pid) != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			continue
+		}
+		// Fields after the command name: utime and stime are the 12th and
+		// 13th, in clock ticks (100 per second on Linux).
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+		if len(f) < 13 {
+			continue
+		}
+		u, _ := strconv.Atoi(f[11])
+		s, _ := strconv.Atoi(f[12])
+		server += time.Duration(u+s) * 10 * time.Millisecond
+	}
+	return server, self
+}
+
+// begin marks the start of a timed drain.
+func (p *probedStore) begin() {
+	p.mu.Lock()
+	p.claims, p.claimed, p.claimTime, p.batches, p.rows, p.batchTime = 0, 0, 0, 0, 0, 0
+	p.mu.Unlock()
+	p.serverCPU0, p.selfCPU0 = p.cpu()
+}
+
+// report prints what happened since begin, for n deliveries.
+func (p *probedStore) report(w io.Writer, n int) {
+	server, self := p.cpu()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(w, "probe: %d claims, %.1f deliveries each, %v each; %d batches, %.1f writes each, %v each; CPU per delivery: server backends %v, this process %v\n",
+		p.claims, ratio(p.claimed, p.claims), per(p.claimTime, p.claims),
+		p.batches, ratio(p.rows, p.batches), per(p.batchTime, p.batches),
+		per(server-p.serverCPU0, n), per(self-p.selfCPU0, n))
+}
+
+func ratio(a, b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+func per(d time.Duration, n int) time.Duration {
+	if n == 0 {
+		return 0
+	}
+	return (d / time.Duration(n)).Round(time.Microsecond / 4)
+}
