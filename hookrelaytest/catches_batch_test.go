@@ -65,3 +65,56 @@ func (r *roomBlindQueue) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]
 	p.DestinationRoom, p.DefaultDestinationRoom = nil, 0
 	return r.Store.Claim(ctx, p)
 }
+
+// Broken implementations of the retention and recovery abilities.
+
+// removesDead removes dead records whatever the policy says.
+type removesDead struct{ *memory.Store }
+
+func (r *removesDead) CleanHistory(ctx context.Context, p hookrelay.CleanHistoryParams) (hookrelay.CleanHistoryResult, error) {
+	p.Policy.RemoveDead, p.Policy.Dead = true, 0
+	return r.Store.CleanHistory(ctx, p)
+}
+
+// unboundedClean ignores the batch limit.
+type unboundedClean struct{ *memory.Store }
+
+func (u *unboundedClean) CleanHistory(ctx context.Context, p hookrelay.CleanHistoryParams) (hookrelay.CleanHistoryResult, error) {
+	p.Limit = 1 << 30
+	return u.Store.CleanHistory(ctx, p)
+}
+
+// dryRunWrites runs the cleaner for real when asked for a dry run.
+type dryRunWrites struct{ *memory.Store }
+
+func (d *dryRunWrites) CleanHistory(ctx context.Context, p hookrelay.CleanHistoryParams) (hookrelay.CleanHistoryResult, error) {
+	if p.DryRun {
+		p.DryRun, p.Limit = false, 1<<30
+	}
+	return d.Store.CleanHistory(ctx, p)
+}
+
+// compactsAtOnce compacts attempt details as soon as a record is
+// delivered.
+type compactsAtOnce struct{ *memory.Store }
+
+func (c *compactsAtOnce) CleanHistory(ctx context.Context, p hookrelay.CleanHistoryParams) (hookrelay.CleanHistoryResult, error) {
+	p.Policy.AttemptDetails = 0
+	return c.Store.CleanHistory(ctx, p)
+}
+
+// noGrace takes every due unleased record at once.
+type noGrace struct{ *memory.Store }
+
+func (n *noGrace) TakeUnpublished(ctx context.Context, p hookrelay.RecoverUnpublishedParams) ([]hookrelay.Delivery, error) {
+	p.Grace = 0
+	return n.Store.TakeUnpublished(ctx, p)
+}
+
+// takesSkipped ignores the destinations the worker skips.
+type takesSkipped struct{ *memory.Store }
+
+func (s *takesSkipped) TakeUnpublished(ctx context.Context, p hookrelay.RecoverUnpublishedParams) ([]hookrelay.Delivery, error) {
+	p.SkipDestinations = nil
+	return s.Store.TakeUnpublished(ctx, p)
+}
