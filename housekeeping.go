@@ -91,6 +91,7 @@ func (c *Client) recoverUnpublished(ctx context.Context) {
 			for _, d := range ds {
 				c.observe(ctx, Event{Kind: EventRepublished, Delivery: d})
 			}
+			c.worker.wakeUp() // claim the message now, not at the next poll
 		}
 	}
 	if err != nil && ctx.Err() == nil {
