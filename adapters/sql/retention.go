@@ -55,33 +55,16 @@ func (s *Store) CleanHistory(ctx context.Context, p hookrelay.CleanHistoryParams
 		counts[k] = &k
 		return &k
 	}
+	var removedCounts []hookrelay.HistoryCount
 	var removed, compacted int
-	err = s.inTx(ctx, "clean history: remove", func(q querier) error {
-		clear(counts)
-		victims, err := s.pickFinished(ctx, q, "state = 'delivered' AND updated_at <= ?", delivered, p.Limit)
-		if err != nil {
-			return err
-		}
-		if p.Policy.RemoveDead && len(victims) < p.Limit {
-			dv, err := s.pickFinished(ctx, q, "state = 'dead' AND updated_at <= ?", dead, p.Limit-len(victims))
-			if err != nil {
-				return err
-			}
-			victims = append(victims, dv...)
-		}
-		removed = len(victims)
-		for _, v := range victims {
-			count(v.dest, v.state).Removed++
-		}
-		return s.forChunks(ctx, q, victims, "clean history: remove", nil,
-			"DELETE FROM {a} WHERE delivery_id IN (%s)",
-			"DELETE FROM {sum} WHERE delivery_id IN (%s)",
-			"DELETE FROM {d} WHERE id IN (%s)")
-	})
+	if s.dialect == Postgres {
+		removedCounts, removed, err = s.removePostgres(ctx, p, delivered, dead)
+	} else {
+		removedCounts, removed, err = s.removeInTx(ctx, p, delivered, dead)
+	}
 	if err != nil {
 		return hookrelay.CleanHistoryResult{}, err
 	}
-	removedCounts := maps2slice(counts)
 	err = s.inTx(ctx, "clean history: compact", func(q querier) error {
 		clear(counts)
 		victims, err := s.pickFinished(ctx, q, "state = 'delivered' AND history_compacted = 0 AND updated_at <= ? AND updated_at > ?",
@@ -105,6 +88,80 @@ func (s *Store) CleanHistory(ctx context.Context, p hookrelay.CleanHistoryParams
 	}
 	all := append(removedCounts, maps2slice(counts)...)
 	return hookrelay.CleanHistoryResult{Counts: mergeCounts(all), More: removed == p.Limit || compacted == p.Limit}, nil
+}
+
+// removeInTx is the removal step on SQLite and MySQL: pick, then delete
+// the picked rows' attempts, summaries and records, in one transaction.
+func (s *Store) removeInTx(ctx context.Context, p hookrelay.CleanHistoryParams, delivered, dead int64) ([]hookrelay.HistoryCount, int, error) {
+	var out []hookrelay.HistoryCount
+	removed := 0
+	err := s.inTx(ctx, "clean history: remove", func(q querier) error {
+		victims, err := s.pickFinished(ctx, q, "state = 'delivered' AND updated_at <= ?", delivered, p.Limit)
+		if err != nil {
+			return err
+		}
+		if p.Policy.RemoveDead && len(victims) < p.Limit {
+			dv, err := s.pickFinished(ctx, q, "state = 'dead' AND updated_at <= ?", dead, p.Limit-len(victims))
+			if err != nil {
+				return err
+			}
+			victims = append(victims, dv...)
+		}
+		removed, out = len(victims), nil
+		for _, v := range victims {
+			out = append(out, hookrelay.HistoryCount{DestinationID: v.dest, State: v.state, Removed: 1})
+		}
+		return s.forChunks(ctx, q, victims, "clean history: remove", nil,
+			"DELETE FROM {a} WHERE delivery_id IN (%s)",
+			"DELETE FROM {sum} WHERE delivery_id IN (%s)",
+			"DELETE FROM {d} WHERE id IN (%s)")
+	})
+	return out, removed, err
+}
+
+// removePostgres is the removal step on PostgreSQL: one statement per
+// state picks the rows (SKIP LOCKED) and deletes them with their attempts
+// and summaries, in one round trip.
+func (s *Store) removePostgres(ctx context.Context, p hookrelay.CleanHistoryParams, delivered, dead int64) ([]hookrelay.HistoryCount, int, error) {
+	var out []hookrelay.HistoryCount
+	removed := 0
+	err := s.inTx(ctx, "clean history: remove", func(q querier) error {
+		removed, out = 0, nil
+		for _, st := range []struct {
+			state  hookrelay.State
+			cutoff int64
+			on     bool
+		}{{hookrelay.StateDelivered, delivered, true}, {hookrelay.StateDead, dead, p.Policy.RemoveDead}} {
+			if !st.on || removed == p.Limit {
+				continue
+			}
+			rows, err := q.QueryContext(ctx, s.q(`WITH v AS (SELECT id, destination_id FROM {d} WHERE state = ? AND updated_at <= ?
+				ORDER BY updated_at, id LIMIT ? FOR UPDATE SKIP LOCKED),
+				da AS (DELETE FROM {a} WHERE delivery_id IN (SELECT id FROM v)),
+				ds AS (DELETE FROM {sum} WHERE delivery_id IN (SELECT id FROM v)),
+				dd AS (DELETE FROM {d} WHERE id IN (SELECT id FROM v))
+				SELECT destination_id, COUNT(*) FROM v GROUP BY destination_id`), string(st.state), st.cutoff, p.Limit-removed)
+			if err != nil {
+				return s.dbErr("clean history: remove", err)
+			}
+			for rows.Next() {
+				var dest string
+				var n int
+				if err := rows.Scan(&dest, &n); err != nil {
+					rows.Close()
+					return s.dbErr("clean history: remove", err)
+				}
+				out = append(out, hookrelay.HistoryCount{DestinationID: dest, State: st.state, Removed: int64(n)})
+				removed += n
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return s.dbErr("clean history: remove", err)
+			}
+		}
+		return nil
+	})
+	return out, removed, err
 }
 
 // finishedRow is a row the cleaner picked.
