@@ -3,6 +3,8 @@ package hookrelaytest_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/adapters/memory"
@@ -117,4 +119,43 @@ type takesSkipped struct{ *memory.Store }
 func (s *takesSkipped) TakeUnpublished(ctx context.Context, p hookrelay.RecoverUnpublishedParams) ([]hookrelay.Delivery, error) {
 	p.SkipDestinations = nil
 	return s.Store.TakeUnpublished(ctx, p)
+}
+
+// rowCounter reports the rows its deletes affected — the record and its
+// attempt — instead of the records removed: an easy slip when a cleaner
+// sums RowsAffected over the statements of a batch.
+type rowCounter struct{ *memory.Store }
+
+func (r *rowCounter) CleanHistory(ctx context.Context, p hookrelay.CleanHistoryParams) (hookrelay.CleanHistoryResult, error) {
+	res, err := r.Store.CleanHistory(ctx, p)
+	for i := range res.Counts {
+		res.Counts[i].Removed *= 2 // each record the suite settles has one attempt
+	}
+	return res, err
+}
+
+// unmarkedTake never marks what it returned as taken, so the same records
+// come back on every call, to every caller.
+type unmarkedTake struct {
+	*memory.Store
+	mu    sync.Mutex
+	taken []hookrelay.Delivery
+}
+
+func (u *unmarkedTake) TakeUnpublished(ctx context.Context, p hookrelay.RecoverUnpublishedParams) ([]hookrelay.Delivery, error) {
+	got, err := u.Store.TakeUnpublished(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := slices.Clone(got)
+	for _, d := range u.taken {
+		if cur, err := u.Store.Get(ctx, d.ID); err == nil && cur.State == hookrelay.StatePending && len(out) < p.Limit &&
+			!slices.ContainsFunc(out, func(o hookrelay.Delivery) bool { return o.ID == d.ID }) {
+			out = append(out, cur)
+		}
+	}
+	u.taken = append(u.taken, got...)
+	return out, nil
 }

@@ -174,6 +174,19 @@ var brokenStores = []brokenStore{
 		caughtBy: []string{"Retention/OldAttemptDetailsAreCompactedIntoASummary"},
 	},
 	{
+		name:     "CleanerCountsDeletedRowsNotRecords",
+		harness:  func() hookrelaytest.Harness { return storeHarness(&rowCounter{Store: memory.NewStore()}) },
+		caughtBy: []string{"Retention/ConcurrentCleanersRemoveEachRecordOnce"},
+	},
+	{
+		name:    "RecoveryNeverMarksWhatItTook",
+		harness: func() hookrelaytest.Harness { return storeHarness(&unmarkedTake{Store: memory.NewStore()}) },
+		caughtBy: []string{
+			"UnpublishedRecovery/ADueRecordNobodyLeasedIsTakenOncePerGrace",
+			"UnpublishedRecovery/ConcurrentCallersTakeEachRecordOnce",
+		},
+	},
+	{
 		name:     "RecoveryIgnoresTheGrace",
 		harness:  func() hookrelaytest.Harness { return storeHarness(&noGrace{Store: memory.NewStore()}) },
 		caughtBy: []string{"UnpublishedRecovery/ADueRecordNobodyLeasedIsTakenOncePerGrace"},
