@@ -5,6 +5,8 @@
 // are a fake users can trust in their own tests, and
 // they are fast enough to run the engine in-process when durability across
 // restarts is not needed. Everything is lost when the process exits.
+// Delivered and dead records stay in memory until a retention cleaner
+// (hookrelay.Config.Retention, CleanHistory) removes them.
 package memory
 
 import (
