@@ -2,6 +2,7 @@ package hookrelay_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -150,4 +151,71 @@ func TestMaxRetrySpan(t *testing.T) {
 	} {
 		assert.Equal(t, tc.want, tc.p.MaxRetrySpan(), tc.name)
 	}
+}
+
+// failingCleaner is a memory store whose first cleaner batch fails.
+type failingCleaner struct {
+	*memory.Store
+	mu    sync.Mutex
+	calls int
+}
+
+func (f *failingCleaner) CleanHistory(ctx context.Context, p hookrelay.CleanHistoryParams) (hookrelay.CleanHistoryResult, error) {
+	f.mu.Lock()
+	f.calls++
+	first := f.calls == 1
+	f.mu.Unlock()
+	if first {
+		return hookrelay.CleanHistoryResult{}, errors.New("database unreachable")
+	}
+	return f.Store.CleanHistory(ctx, p)
+}
+
+// A cleaner pass that fails is reported as a worker error naming the
+// operation, and the next pass does the work.
+func TestWorkerCleanerReportsAFailedPassAndTriesAgain(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewMock()
+	store := &failingCleaner{Store: memory.NewStore()}
+	var mu sync.Mutex
+	var ops []string
+	removed := make(chan struct{})
+	c, err := hookrelay.New(hookrelay.Config{
+		Queue: store, Ledger: store, Destinations: memory.NewDestinations(hookrelay.Destination{ID: "ok", URL: "https://ok.example/"}),
+		Clock: clk, PollInterval: 24 * time.Hour,
+		Retention: &hookrelay.RetentionPolicy{Interval: time.Minute},
+		Sender:    hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result { return hookrelay.Delivered(204) }),
+		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch e.Kind {
+			case hookrelay.EventWorkerError:
+				var oe *hookrelay.OpError
+				if errors.As(e.Err, &oe) {
+					ops = append(ops, oe.Op)
+				}
+			case hookrelay.EventHistoryRemoved:
+				close(removed)
+			}
+		}),
+	})
+	require.NoError(t, err)
+	res, err := c.Enqueue(ctx, hookrelay.EnqueueParams{EventID: "evt_1", TenantID: "t", DestinationID: "ok", EventType: "x", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	defer func() { require.NoError(t, c.Stop(ctx)) }()
+	require.Eventually(t, func() bool { ok, _ := store.WasDelivered(ctx, res.ID); return ok }, 5*time.Second, time.Millisecond)
+	for i := 0; i < 100; i++ {
+		select {
+		case <-removed:
+			i = 100
+		default:
+			clk.Add(time.Minute)
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitClosed(t, removed, "the pass after the failure")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"ledger.clean_history"}, ops, "the failed pass is reported once, with its operation")
 }
