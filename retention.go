@@ -151,13 +151,14 @@ type AttemptSummary struct {
 // policy lets go — delivered records whose UpdatedAt is at or before
 // Now−Delivered and, with RemoveDead, dead records at or before Now−Dead —
 // together with their attempts and summaries; then compacts, oldest first,
-// up to params.Limit delivered records at or before Now−AttemptDetails that
-// still hold attempts, replacing their attempts by one AttemptSummary. A
-// pending record is never touched. Each step commits in a transaction of
-// its own that locks only the rows it changes; several cleaners (in one
-// process or many) may run at once, and each record is removed or
-// compacted by exactly one of them, counted once. Implementations must be
-// safe for concurrent use.
+// up to params.Limit delivered records at or before Now−AttemptDetails (and
+// not yet removable) that still hold attempts, replacing their attempts by
+// one AttemptSummary. A pending record is never touched. Each step is a
+// short atomic write of its own that holds no lock on records it does not
+// change (where the store has row locks); several cleaners, in one process
+// or many, may run at once, and each record is removed or compacted by
+// exactly one of them, counted once. Implementations must be safe for
+// concurrent use.
 type HistoryCleaner interface {
 	CleanHistory(ctx context.Context, params CleanHistoryParams) (CleanHistoryResult, error)
 	// AttemptSummary returns the summary of a record's compacted attempts
