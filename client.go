@@ -80,6 +80,27 @@ type Config struct {
 	Holder string
 	// Observer is called at every transition. Defaults to a no-op.
 	Observer Observer
+	// Retention, when set, makes the worker apply it to the Ledger's
+	// history — remove old delivered (and, if allowed, dead) records and
+	// compact old attempt details — every Retention.Interval, in batches of
+	// Retention.BatchSize, through the Ledger's HistoryCleaner ability (New
+	// refuses a Ledger without it). Safe with several workers on one store.
+	// Defaults to nil: all history is kept.
+	Retention *RetentionPolicy
+	// RecoverUnpublishedAfter is the grace period of broker outbox
+	// recovery. With a Queue that is not the Ledger's own store (a message
+	// broker) and a Ledger with the UnpublishedRecovery ability (memory,
+	// SQL), the worker looks every PollInterval for pending deliveries due
+	// and not leased for this long — their message was presumably lost
+	// between the ledger's create and the publish — and publishes them
+	// again, at most BatchSize a pass. It must exceed the longest time a
+	// due message waits in the broker unleased (its redelivery delays, the
+	// skip delay of a destination at its concurrency limit): a shorter one
+	// costs surplus messages, which the lease makes harmless, never a
+	// second send. Deliveries to destinations this worker knows are paused
+	// or disabled are left alone. Defaults to 5m; negative turns recovery
+	// off.
+	RecoverUnpublishedAfter time.Duration
 	// Authorizer decides who may redrive which dead-lettered deliveries.
 	// Defaults to SingleTenantOnly: a selection spanning several tenants is
 	// refused.
@@ -107,6 +128,11 @@ type Client struct {
 	batchLedger BatchLedger
 	// dueNotifier is the Queue's DueNotifier ability, nil without it.
 	dueNotifier DueNotifier
+	// cleaner is the Ledger's HistoryCleaner when Config.Retention is set.
+	cleaner HistoryCleaner
+	// recovery is the Ledger's UnpublishedRecovery when the worker
+	// republishes lost broker messages, nil otherwise.
+	recovery UnpublishedRecovery
 
 	randMu sync.Mutex
 	random Random
@@ -144,6 +170,13 @@ func New(cfg Config) (*Client, error) {
 	case cfg.MaxPayloadBytes < 0:
 		return nil, bad("MaxPayloadBytes", "must not be negative")
 	}
+	if cfg.Retention != nil {
+		if err := cfg.Retention.Validate(); err != nil {
+			return nil, err
+		}
+		r := cfg.Retention.withDefaults()
+		cfg.Retention = &r
+	}
 	c := &Client{
 		queue: cfg.Queue, ledger: cfg.Ledger, destinations: cfg.Destinations,
 		sender: cfg.Sender, clock: cfg.Clock, random: cfg.Random, observer: cfg.Observer,
@@ -167,6 +200,15 @@ func New(cfg Config) (*Client, error) {
 	c.ledgerQueue = sameLedgerQueue(cfg.Queue, cfg.Ledger)
 	_, c.roomClaims = As[ClaimsByDestinationRoom](cfg.Queue)
 	c.dueNotifier, _ = As[DueNotifier](cfg.Queue)
+	if cfg.Retention != nil {
+		var ok bool
+		if c.cleaner, ok = As[HistoryCleaner](cfg.Ledger); !ok {
+			return nil, bad("Retention", fmt.Sprintf("is set but the Ledger (%T) has no HistoryCleaner ability", cfg.Ledger))
+		}
+	}
+	if !c.ledgerQueue && cfg.RecoverUnpublishedAfter >= 0 {
+		c.recovery, _ = As[UnpublishedRecovery](cfg.Ledger)
+	}
 	// Not through Unwrap: a batch replaces the ledger's write methods, so a
 	// wrapper that intercepts them (metrics, fault injection) would be
 	// bypassed. A wrapper batches only if it implements BatchLedger itself.
@@ -200,6 +242,7 @@ func New(cfg Config) (*Client, error) {
 	defDur(&cfg.LeaseFor, 2*time.Minute)
 	defDur(&cfg.PausedRecheck, 5*time.Second)
 	defDur(&cfg.DestinationCacheTTL, time.Second)
+	defDur(&cfg.RecoverUnpublishedAfter, 5*time.Minute)
 	if cfg.Holder == "" {
 		cfg.Holder = uuid.NewString()
 	}

@@ -36,6 +36,17 @@ const (
 	EventDestinationEnabled EventKind = "destination_enabled"
 	// EventRedriven: an operator moved a dead delivery back to pending.
 	EventRedriven EventKind = "redriven"
+	// EventHistoryRemoved: the retention cleaner removed Count records of
+	// one destination (Delivery.DestinationID) in one state
+	// (Delivery.State), with their attempts.
+	EventHistoryRemoved EventKind = "history_removed"
+	// EventAttemptsCompacted: the retention cleaner compacted the attempts
+	// of Count delivered records of one destination into summaries.
+	EventAttemptsCompacted EventKind = "attempts_compacted"
+	// EventRepublished: a pending delivery that had gone unleased for the
+	// recovery grace period (its message presumably lost between the
+	// ledger's create and the broker's publish) was published again.
+	EventRepublished EventKind = "republished"
 	// EventWorkerError: a port call failed; Err is set. The worker backs off
 	// and resumes; the affected lease expires and is claimed again.
 	EventWorkerError EventKind = "worker_error"
@@ -56,6 +67,9 @@ type Event struct {
 	At    time.Time
 	// Reason is the dead-letter or release reason.
 	Reason string
+	// Count is the number of records an EventHistoryRemoved or
+	// EventAttemptsCompacted reports.
+	Count int64
 	// Err is set for EventWorkerError; it carries no secret.
 	Err error
 	// Time is when the event happened, from the client's clock.

@@ -162,6 +162,14 @@ func (c *Client) run(ctx context.Context, stopClaim <-chan struct{}, stopped cha
 			c.listenDue(ctx, stopClaim)
 		}()
 	}
+	var housekeeping sync.WaitGroup
+	if c.cleaner != nil || c.recovery != nil {
+		housekeeping.Add(1)
+		go func() {
+			defer housekeeping.Done()
+			c.keepHouse(ctx, stopClaim)
+		}()
+	}
 	var launch func(cl Claim)
 	launch = func(cl Claim) {
 		destID := cl.Delivery.DestinationID
@@ -203,6 +211,7 @@ func (c *Client) run(ctx context.Context, stopClaim <-chan struct{}, stopped cha
 		}
 		w.mu.Unlock()
 		listening.Wait()
+		housekeeping.Wait()
 		close(stopped)
 	}()
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/adapters/memory"
@@ -90,4 +91,96 @@ type roomBlindQueue struct{ *memory.Store }
 func (r *roomBlindQueue) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay.Claim, error) {
 	p.DestinationRoom, p.DefaultDestinationRoom = nil, 0
 	return r.Store.Claim(ctx, p)
+}
+
+// Broken implementations of the retention and recovery abilities.
+
+// removesDead removes dead records whatever the policy says.
+type removesDead struct{ *memory.Store }
+
+func (r *removesDead) CleanHistory(ctx context.Context, p hookrelay.CleanHistoryParams) (hookrelay.CleanHistoryResult, error) {
+	p.Policy.RemoveDead, p.Policy.Dead = true, 0
+	return r.Store.CleanHistory(ctx, p)
+}
+
+// unboundedClean ignores the batch limit.
+type unboundedClean struct{ *memory.Store }
+
+func (u *unboundedClean) CleanHistory(ctx context.Context, p hookrelay.CleanHistoryParams) (hookrelay.CleanHistoryResult, error) {
+	p.Limit = 1 << 30
+	return u.Store.CleanHistory(ctx, p)
+}
+
+// dryRunWrites runs the cleaner for real when asked for a dry run.
+type dryRunWrites struct{ *memory.Store }
+
+func (d *dryRunWrites) CleanHistory(ctx context.Context, p hookrelay.CleanHistoryParams) (hookrelay.CleanHistoryResult, error) {
+	if p.DryRun {
+		p.DryRun, p.Limit = false, 1<<30
+	}
+	return d.Store.CleanHistory(ctx, p)
+}
+
+// compactsAtOnce compacts attempt details as soon as a record is
+// delivered.
+type compactsAtOnce struct{ *memory.Store }
+
+func (c *compactsAtOnce) CleanHistory(ctx context.Context, p hookrelay.CleanHistoryParams) (hookrelay.CleanHistoryResult, error) {
+	p.Policy.AttemptDetails = 0
+	return c.Store.CleanHistory(ctx, p)
+}
+
+// noGrace takes every due unleased record at once.
+type noGrace struct{ *memory.Store }
+
+func (n *noGrace) TakeUnpublished(ctx context.Context, p hookrelay.RecoverUnpublishedParams) ([]hookrelay.Delivery, error) {
+	p.Grace = 0
+	return n.Store.TakeUnpublished(ctx, p)
+}
+
+// takesSkipped ignores the destinations the worker skips.
+type takesSkipped struct{ *memory.Store }
+
+func (s *takesSkipped) TakeUnpublished(ctx context.Context, p hookrelay.RecoverUnpublishedParams) ([]hookrelay.Delivery, error) {
+	p.SkipDestinations = nil
+	return s.Store.TakeUnpublished(ctx, p)
+}
+
+// rowCounter reports the rows its deletes affected — the record and its
+// attempt — instead of the records removed: an easy slip when a cleaner
+// sums RowsAffected over the statements of a batch.
+type rowCounter struct{ *memory.Store }
+
+func (r *rowCounter) CleanHistory(ctx context.Context, p hookrelay.CleanHistoryParams) (hookrelay.CleanHistoryResult, error) {
+	res, err := r.Store.CleanHistory(ctx, p)
+	for i := range res.Counts {
+		res.Counts[i].Removed *= 2 // each record the suite settles has one attempt
+	}
+	return res, err
+}
+
+// unmarkedTake never marks what it returned as taken, so the same records
+// come back on every call, to every caller.
+type unmarkedTake struct {
+	*memory.Store
+	mu    sync.Mutex
+	taken []hookrelay.Delivery
+}
+
+func (u *unmarkedTake) TakeUnpublished(ctx context.Context, p hookrelay.RecoverUnpublishedParams) ([]hookrelay.Delivery, error) {
+	got, err := u.Store.TakeUnpublished(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := slices.Clone(got)
+	for _, d := range u.taken {
+		if cur, err := u.Store.Get(ctx, d.ID); err == nil && cur.State == hookrelay.StatePending && len(out) < p.Limit &&
+			!slices.ContainsFunc(out, func(o hookrelay.Delivery) bool { return o.ID == d.ID }) {
+			out = append(out, cur)
+		}
+	}
+	u.taken = append(u.taken, got...)
+	return out, nil
 }

@@ -156,6 +156,52 @@ var brokenStores = []brokenStore{
 		},
 	},
 	{
+		name:    "CleanerRemovesDeadLetters",
+		harness: func() hookrelaytest.Harness { return storeHarness(&removesDead{Store: memory.NewStore()}) },
+		caughtBy: []string{
+			"Retention/OnlyDeliveredHistoryPastTheRetentionIsRemoved",
+			"Retention/DeadRecordsGoOnlyWhenRemoveDeadSaysSo",
+		},
+	},
+	{
+		name:     "CleanerIgnoresTheBatchLimit",
+		harness:  func() hookrelaytest.Harness { return storeHarness(&unboundedClean{Store: memory.NewStore()}) },
+		caughtBy: []string{"Retention/EachCallIsABoundedBatchOldestFirst"},
+	},
+	{
+		name:     "DryRunRemoves",
+		harness:  func() hookrelaytest.Harness { return storeHarness(&dryRunWrites{Store: memory.NewStore()}) },
+		caughtBy: []string{"Retention/DryRunCountsByDestinationAndStateAndChangesNothing"},
+	},
+	{
+		name:     "CompactsAttemptDetailsAtOnce",
+		harness:  func() hookrelaytest.Harness { return storeHarness(&compactsAtOnce{Store: memory.NewStore()}) },
+		caughtBy: []string{"Retention/OldAttemptDetailsAreCompactedIntoASummary"},
+	},
+	{
+		name:     "CleanerCountsDeletedRowsNotRecords",
+		harness:  func() hookrelaytest.Harness { return storeHarness(&rowCounter{Store: memory.NewStore()}) },
+		caughtBy: []string{"Retention/ConcurrentCleanersRemoveEachRecordOnce"},
+	},
+	{
+		name:    "RecoveryNeverMarksWhatItTook",
+		harness: func() hookrelaytest.Harness { return storeHarness(&unmarkedTake{Store: memory.NewStore()}) },
+		caughtBy: []string{
+			"UnpublishedRecovery/ADueRecordNobodyLeasedIsTakenOncePerGrace",
+			"UnpublishedRecovery/ConcurrentCallersTakeEachRecordOnce",
+		},
+	},
+	{
+		name:     "RecoveryIgnoresTheGrace",
+		harness:  func() hookrelaytest.Harness { return storeHarness(&noGrace{Store: memory.NewStore()}) },
+		caughtBy: []string{"UnpublishedRecovery/ADueRecordNobodyLeasedIsTakenOncePerGrace"},
+	},
+	{
+		name:     "RecoveryTakesSkippedDestinations",
+		harness:  func() hookrelaytest.Harness { return storeHarness(&takesSkipped{Store: memory.NewStore()}) },
+		caughtBy: []string{"UnpublishedRecovery/LeasedFinishedNotDueAndSkippedRecordsAreLeftAlone"},
+	},
+	{
 		name:     "CreateDropsBudgetStart",
 		harness:  func() hookrelaytest.Harness { return storeHarness(&dropsBudgetStart{Store: memory.NewStore()}) },
 		caughtBy: []string{"Ledger/CreateRoundTripsEveryFieldOfTheRecord"},

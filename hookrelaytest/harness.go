@@ -20,7 +20,8 @@
 // through fault-injecting wrappers and once on the store as it is, so a
 // LedgerQueue runs on the worker's fast path — and the optional abilities
 // (stats, lease ledger, batches, rooms, redrive, listing destinations for
-// Publish), each of which skips when the adapter lacks it.
+// Publish, retention, recovery of unpublished broker messages), each of
+// which skips when the adapter lacks it.
 // docs/adapters.md states the contract the suite checks.
 package hookrelaytest
 
@@ -81,4 +82,6 @@ func Run(t *testing.T, newHarness NewHarness) {
 	t.Run("ClaimsByDestinationRoom", func(t *testing.T) { RunClaimsByDestinationRoom(t, newHarness) })
 	t.Run("Redrive", func(t *testing.T) { RunRedrive(t, newHarness) })
 	t.Run("Publish", func(t *testing.T) { RunPublish(t, newHarness) })
+	t.Run("Retention", func(t *testing.T) { RunRetention(t, newHarness) })
+	t.Run("UnpublishedRecovery", func(t *testing.T) { RunUnpublishedRecovery(t, newHarness) })
 }

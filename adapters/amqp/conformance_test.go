@@ -25,3 +25,12 @@ func TestOperatorRedriveThroughTheBroker(t *testing.T) {
 	store := brokertest.SQLite(t)
 	brokertest.Redrive(t, newQueue(t, store, testConfig(t)), store)
 }
+
+// TestLostPublishIsRecovered: a crash between the ledger's create and the
+// publish leaves a pending record with no message; the worker publishes it
+// again after the grace period, on the SQL ledgers.
+func TestLostPublishIsRecovered(t *testing.T) {
+	brokertest.LostPublish(t, func(t *testing.T, ledger brokertest.Ledger) hookrelay.Queue {
+		return newQueue(t, ledger, testConfig(t))
+	})
+}

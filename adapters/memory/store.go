@@ -5,6 +5,8 @@
 // are a fake users can trust in their own tests, and
 // they are fast enough to run the engine in-process when durability across
 // restarts is not needed. Everything is lost when the process exits.
+// Delivered and dead records stay in memory until a retention cleaner
+// (hookrelay.Config.Retention, CleanHistory) removes them.
 package memory
 
 import (
@@ -47,6 +49,10 @@ type record struct {
 	leased bool
 	index  int // position in its destination's queue, -1 when not there
 	seq    uint64
+	// summary holds the attempts compacted by the cleaner (retention.go).
+	summary hookrelay.AttemptSummary
+	// touched is when the record was last leased or taken as unpublished.
+	touched time.Time
 }
 
 var (
@@ -342,6 +348,7 @@ func (s *Store) lease(r *record, holder string, now time.Time, leaseFor time.Dur
 	s.lastToken++
 	r.lease = hookrelay.Lease{Token: s.lastToken, Holder: holder, ExpiresAt: now.Add(leaseFor)}
 	r.leased = true
+	r.touched = now
 	heap.Push(&s.leases, leaseEntry{id: r.d.ID, token: r.lease.Token, expires: r.lease.ExpiresAt})
 	return hookrelay.Claim{Delivery: cloneDelivery(r.d), Lease: r.lease}
 }

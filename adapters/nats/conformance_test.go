@@ -27,3 +27,13 @@ func TestOperatorRedriveThroughTheBroker(t *testing.T) {
 	store := brokertest.SQLite(t)
 	brokertest.Redrive(t, newQueue(t, js, store, testConfig(t, js)), store)
 }
+
+// TestLostPublishIsRecovered: a crash between the ledger's create and the
+// publish leaves a pending record with no message; the worker publishes it
+// again after the grace period, on the SQL ledgers.
+func TestLostPublishIsRecovered(t *testing.T) {
+	brokertest.LostPublish(t, func(t *testing.T, ledger brokertest.Ledger) hookrelay.Queue {
+		js := connect(t)
+		return newQueue(t, js, ledger, testConfig(t, js))
+	})
+}

@@ -35,6 +35,9 @@
 //	hookrelay.redriven                  counter {delivery}: hookrelay.destination.id
 //	hookrelay.duplicates                counter {delivery}: hookrelay.destination.id
 //	hookrelay.worker.errors             counter {error}: hookrelay.op
+//	hookrelay.history.removed           counter {delivery}: hookrelay.destination.id, hookrelay.state
+//	hookrelay.attempts.compacted        counter {delivery}: hookrelay.destination.id
+//	hookrelay.republished               counter {delivery}: hookrelay.destination.id
 //
 // and, with MetricsConfig.Stats set, observable gauges read once per
 // collection from the ledger:

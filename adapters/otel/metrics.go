@@ -22,6 +22,8 @@ const (
 	AttrOutcome = attribute.Key("hookrelay.outcome")
 	// AttrOp is the core operation of a worker error.
 	AttrOp = attribute.Key("hookrelay.op")
+	// AttrState is the state of records the retention cleaner removed.
+	AttrState = attribute.Key("hookrelay.state")
 )
 
 // DefaultLatencyBuckets are the attempt duration histogram's bucket bounds
@@ -51,6 +53,7 @@ type MetricsConfig struct {
 // safe for concurrent use. Close unregisters the stats callback.
 type Metrics struct {
 	attempts, deadLettered, released, disabled, redriven, duplicates, workerErrors metric.Int64Counter
+	removed, compacted, republished                                                metric.Int64Counter
 	latency                                                                        metric.Float64Histogram
 
 	mu           sync.Mutex
@@ -86,6 +89,9 @@ func NewMetrics(cfg MetricsConfig) (*Metrics, error) {
 	m.redriven = counter("hookrelay.redriven", "{delivery}", "Dead deliveries moved back to pending by an operator.")
 	m.duplicates = counter("hookrelay.duplicates", "{delivery}", "Deliveries acknowledged without sending because the ledger already said delivered.")
 	m.workerErrors = counter("hookrelay.worker.errors", "{error}", "Failed port calls of the worker by operation.")
+	m.removed = counter("hookrelay.history.removed", "{delivery}", "Records the retention cleaner removed, by destination and state.")
+	m.compacted = counter("hookrelay.attempts.compacted", "{delivery}", "Delivered records whose attempt details the retention cleaner compacted.")
+	m.republished = counter("hookrelay.republished", "{delivery}", "Pending deliveries published again because their broker message was presumably lost.")
 	var err error
 	m.latency, err = meter.Float64Histogram("hookrelay.attempt.duration", metric.WithUnit("s"),
 		metric.WithDescription("Send latency of each attempt by destination."),
@@ -208,4 +214,16 @@ func (r recorder) Duplicate(ctx context.Context, d string) {
 
 func (r recorder) WorkerError(ctx context.Context, op string) {
 	r.m.workerErrors.Add(ctx, 1, metric.WithAttributes(AttrOp.String(op)))
+}
+
+func (r recorder) HistoryRemoved(ctx context.Context, d, state string, n int64) {
+	r.m.removed.Add(ctx, n, metric.WithAttributes(dest(d), AttrState.String(state)))
+}
+
+func (r recorder) AttemptsCompacted(ctx context.Context, d string, n int64) {
+	r.m.compacted.Add(ctx, n, metric.WithAttributes(dest(d)))
+}
+
+func (r recorder) Republished(ctx context.Context, d string) {
+	r.m.republished.Add(ctx, 1, metric.WithAttributes(dest(d)))
 }

@@ -30,6 +30,14 @@
 //	hookrelay_redriven_total{destination}
 //	hookrelay_duplicates_total{destination}
 //	hookrelay_worker_errors_total{op}
+//	hookrelay_history_removed_total{destination,state}
+//	    Records the retention cleaner removed (Config.Retention), by state
+//	    (delivered; dead only when the policy allows it).
+//	hookrelay_attempts_compacted_total{destination}
+//	    Delivered records whose attempt details the cleaner compacted.
+//	hookrelay_republished_total{destination}
+//	    Pending deliveries published again because their broker message was
+//	    presumably lost (Config.RecoverUnpublishedAfter).
 //
 // With Config.Stats set, at each scrape:
 //
@@ -96,6 +104,9 @@ type Metrics struct {
 	redriven     *prometheus.CounterVec
 	duplicates   *prometheus.CounterVec
 	workerErrors *prometheus.CounterVec
+	removed      *prometheus.CounterVec
+	compacted    *prometheus.CounterVec
+	republished  *prometheus.CounterVec
 
 	stats        hookrelay.LedgerStats
 	clock        clock.Clock
@@ -157,6 +168,12 @@ func New(cfg Config) (*Metrics, error) {
 			"Deliveries acknowledged without sending because the ledger already said delivered.", "destination"),
 		workerErrors: counter("hookrelay_worker_errors_total",
 			"Failed port calls of the worker by operation; the affected lease expires and the delivery is claimed again.", "op"),
+		removed: counter("hookrelay_history_removed_total",
+			"Records the retention cleaner removed, by destination and state.", "destination", "state"),
+		compacted: counter("hookrelay_attempts_compacted_total",
+			"Delivered records whose attempt details the retention cleaner compacted into a summary.", "destination"),
+		republished: counter("hookrelay_republished_total",
+			"Pending deliveries published again because their broker message was presumably lost.", "destination"),
 		stats:        cfg.Stats,
 		clock:        cfg.Clock,
 		statsTimeout: cfg.StatsTimeout,
@@ -212,8 +229,21 @@ func (r recorder) WorkerError(_ context.Context, op string) {
 	r.m.workerErrors.WithLabelValues(op).Inc()
 }
 
+func (r recorder) HistoryRemoved(_ context.Context, dest, state string, n int64) {
+	r.m.removed.WithLabelValues(dest, state).Add(float64(n))
+}
+
+func (r recorder) AttemptsCompacted(_ context.Context, dest string, n int64) {
+	r.m.compacted.WithLabelValues(dest).Add(float64(n))
+}
+
+func (r recorder) Republished(_ context.Context, dest string) {
+	r.m.republished.WithLabelValues(dest).Inc()
+}
+
 func (m *Metrics) vectors() []prometheus.Collector {
-	return []prometheus.Collector{m.attempts, m.latency, m.deadLettered, m.released, m.disabled, m.redriven, m.duplicates, m.workerErrors}
+	return []prometheus.Collector{m.attempts, m.latency, m.deadLettered, m.released, m.disabled, m.redriven, m.duplicates, m.workerErrors,
+		m.removed, m.compacted, m.republished}
 }
 
 // Describe implements prometheus.Collector.

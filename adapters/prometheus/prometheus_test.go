@@ -219,3 +219,34 @@ func TestRegistrationIsExplicit(t *testing.T) {
 		t.Error("registering hookrelay metrics twice on one registry succeeded")
 	}
 }
+
+// The retention cleaner's batches and the recovery of lost broker messages
+// are counted per destination.
+func TestRetentionAndRecoveryAreCounted(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := hookprom.New(hookprom.Config{Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	delivered := hookrelay.Delivery{DestinationID: "acme", State: hookrelay.StateDelivered}
+	m.Observe(ctx, hookrelay.Event{Kind: hookrelay.EventHistoryRemoved, Delivery: delivered, Count: 500})
+	m.Observe(ctx, hookrelay.Event{Kind: hookrelay.EventHistoryRemoved, Delivery: delivered, Count: 20})
+	m.Observe(ctx, hookrelay.Event{Kind: hookrelay.EventAttemptsCompacted, Delivery: delivered, Count: 7})
+	m.Observe(ctx, hookrelay.Event{Kind: hookrelay.EventRepublished, Delivery: hookrelay.Delivery{ID: "whd_1", DestinationID: "acme"}})
+	want := `
+# HELP hookrelay_history_removed_total Records the retention cleaner removed, by destination and state.
+# TYPE hookrelay_history_removed_total counter
+hookrelay_history_removed_total{destination="acme",state="delivered"} 520
+# HELP hookrelay_attempts_compacted_total Delivered records whose attempt details the retention cleaner compacted into a summary.
+# TYPE hookrelay_attempts_compacted_total counter
+hookrelay_attempts_compacted_total{destination="acme"} 7
+# HELP hookrelay_republished_total Pending deliveries published again because their broker message was presumably lost.
+# TYPE hookrelay_republished_total counter
+hookrelay_republished_total{destination="acme"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"hookrelay_history_removed_total", "hookrelay_attempts_compacted_total", "hookrelay_republished_total"); err != nil {
+		t.Error(err)
+	}
+}

@@ -48,8 +48,8 @@ func (s *Store) AcquireLease(ctx context.Context, p hookrelay.AcquireLeaseParams
 		case d.NextAttemptAt.After(p.Now):
 			return &hookrelay.NotDueError{ID: p.ID, At: d.NextAttemptAt}
 		}
-		if _, err := q.ExecContext(ctx, s.q("UPDATE {d} SET lease_token = lease_token + 1, lease_holder = ?, lease_expires_at = ? WHERE id = ?"),
-			p.Holder, expires, p.ID); err != nil {
+		if _, err := q.ExecContext(ctx, s.q("UPDATE {d} SET lease_token = lease_token + 1, lease_holder = ?, lease_expires_at = ?, touched_at = ? WHERE id = ?"),
+			p.Holder, expires, now, p.ID); err != nil {
 			return s.dbErr("acquire lease "+p.ID, err)
 		}
 		claim = hookrelay.Claim{Delivery: d, Lease: hookrelay.Lease{Token: token + 1, Holder: p.Holder, ExpiresAt: decTime(expires)}}

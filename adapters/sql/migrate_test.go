@@ -92,7 +92,9 @@ func TestMigrateUpgradesAVersionTwoDatabase(t *testing.T) {
 		}
 		for _, st := range []string{"DELETE FROM {m} WHERE version >= 3", "ALTER TABLE {i} DROP COLUMN body_hash",
 			"ALTER TABLE {d} DROP COLUMN window_start", dropIndex("attempts_finished", "{a}"),
-			dropIndex("destinations_tenant", "{dst}"), "ALTER TABLE {dst} DROP COLUMN event_types"} {
+			dropIndex("destinations_tenant", "{dst}"), "ALTER TABLE {dst} DROP COLUMN event_types",
+			dropIndex("deliveries_uncompacted", "{d}"), "DROP TABLE {sum}",
+			"ALTER TABLE {d} DROP COLUMN touched_at", "ALTER TABLE {d} DROP COLUMN history_compacted"} {
 			_, err := s.db.ExecContext(ctx, s.q(st))
 			require.NoError(t, err, st)
 		}

@@ -253,9 +253,9 @@ func (s *Store) Close() error {
 }
 
 // tableNames lists the Store's tables (without the prefix), newest last.
-var tableNames = []string{"deliveries", "attempts", "destinations", "redrives", "idempotency", "schema_migrations"}
+var tableNames = []string{"deliveries", "attempts", "destinations", "redrives", "idempotency", "schema_migrations", "attempt_summaries"}
 
-// q binds a query written with {d}, {a}, {dst}, {r}, {i}, {m} for the tables,
+// q binds a query written with {d}, {a}, {dst}, {r}, {i}, {m}, {sum} for the tables,
 // {seq} for the insertion-order column and ? placeholders to this Store's
 // prefix and dialect. Results are cached.
 func (s *Store) q(raw string) string {
@@ -273,6 +273,7 @@ func (s *Store) q(raw string) string {
 		"{r}", s.prefix+"redrives",
 		"{m}", s.prefix+"schema_migrations",
 		"{i}", s.prefix+"idempotency",
+		"{sum}", s.prefix+"attempt_summaries",
 		"{seq}", seq,
 	).Replace(raw)
 	if s.dialect == Postgres {

@@ -2,7 +2,7 @@
 // migrate it, inspect dead-lettered deliveries, plan and run audited,
 // rate-limited redrives (and stop or resume them from any shell), pause,
 // resume and list destinations (which ones a publish of an event type
-// reaches), and show per-destination stats.
+// reaches), show per-destination stats, and purge old delivery history.
 //
 //	hookrelay --dsn PATH|URL [--json] COMMAND [ARGS] [FLAGS]
 //
@@ -115,6 +115,12 @@ commands:
                                   by default; the actor is --actor (default $USER) or
                                   the header an authenticating proxy sets
   stats                           per-destination pending, eligible and dead counts
+  purge [--delivered-after 30d] [--details-after 7d] [--dead-after AGE] [--batch N] [--dry-run]
+                                  remove delivered history older than --delivered-after and
+                                  compact attempt details older than --details-after, in
+                                  small transactions; dead records only with --dead-after;
+                                  pending ones never. --dry-run counts by destination and
+                                  state and changes nothing
 
 filters (repeatable or comma-separated):
   --tenant T  --destination D  --event-type E  --failure REASON
@@ -168,6 +174,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		return g.console(ctx, rest)
 	case "stats":
 		return g.stats(ctx, rest)
+	case "purge":
+		return g.purge(ctx, rest)
 	}
 	return fail(exitUsage, "unknown command %q (run hookrelay help)", cmd)
 }

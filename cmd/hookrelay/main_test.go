@@ -81,7 +81,7 @@ func forEachDatabase(t *testing.T, f func(t *testing.T, db database)) {
 			db, err := sql.Open("pgx", dsn)
 			require.NoError(t, err)
 			defer db.Close()
-			for _, table := range []string{"deliveries", "attempts", "destinations", "redrives", "idempotency", "schema_migrations"} {
+			for _, table := range []string{"deliveries", "attempts", "destinations", "redrives", "idempotency", "schema_migrations", "attempt_summaries"} {
 				_, err := db.Exec("DROP TABLE IF EXISTS " + prefix + table)
 				assert.NoError(t, err)
 			}

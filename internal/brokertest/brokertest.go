@@ -1,14 +1,17 @@
 // Package brokertest holds what the broker queue adapters' tests share: the
 // ledgers they run the conformance suite against (memory, SQLite,
-// PostgreSQL) and the operator-redrive scenario.
+// PostgreSQL), the operator-redrive scenario and the recovery of a record
+// whose publish was lost (LostPublish).
 package brokertest
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -243,4 +246,71 @@ func RetryAndDeadLetter(t *testing.T, q hookrelay.Queue, ledger hookrelay.Ledger
 		return a.State == hookrelay.StateDelivered && b.State == hookrelay.StateDead
 	}, 15*time.Second, 10*time.Millisecond)
 	return c, rec, retried, dead
+}
+
+// losesFirstPublish is a broker queue whose process dies between the
+// ledger's create and the publish, once: its first Enqueue publishes
+// nothing.
+type losesFirstPublish struct {
+	hookrelay.Queue
+	lost atomic.Bool
+}
+
+func (q *losesFirstPublish) Enqueue(ctx context.Context, ds []hookrelay.Delivery) error {
+	if q.lost.CompareAndSwap(false, true) {
+		return errors.New("brokertest: injected crash between the ledger's create and the publish")
+	}
+	return q.Queue.Enqueue(ctx, ds)
+}
+
+// LostPublish runs the broker outbox recovery scenario on each SQL ledger
+// (SQLite and PostgreSQL): the producer's process dies after the ledger
+// created the record and before the broker confirmed its message, so the
+// record is pending with no message; a worker with a short
+// RecoverUnpublishedAfter publishes it again once it has gone unleased for
+// that long, and it is delivered once, within the grace period plus one
+// poll (and the broker's hand-over). newQueue builds the broker queue over
+// the ledger.
+func LostPublish(t *testing.T, newQueue func(t *testing.T, ledger Ledger) hookrelay.Queue) {
+	for _, lc := range Ledgers()[1:] {
+		t.Run(lc.Name, func(t *testing.T) {
+			const grace = 500 * time.Millisecond
+			ctx := context.Background()
+			ledger := lc.New(t)
+			rec := &hookrelaytest.Recipient{}
+			var republished atomic.Int64
+			q := &losesFirstPublish{Queue: newQueue(t, ledger)}
+			c := NewClient(t, q, ledger, rec, func(cfg *hookrelay.Config) {
+				cfg.RecoverUnpublishedAfter = grace
+				cfg.Observer = hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
+					if e.Kind == hookrelay.EventRepublished {
+						republished.Add(1)
+					}
+				})
+			})
+			_, err := c.Enqueue(ctx, hookrelay.EnqueueParams{
+				EventID: "evt_lost", TenantID: "tenant_a", DestinationID: "dest_1",
+				EventType: "lease.payment_recorded", Payload: []byte(`{"payment_id":"pay_7319"}`),
+			})
+			require.Error(t, err, "the producer saw the crash")
+			id := hookrelay.DeliveryID("evt_lost", "dest_1")
+			d, err := ledger.Get(ctx, id)
+			require.NoError(t, err, "the record was created before the crash")
+			require.Equal(t, hookrelay.StatePending, d.State)
+
+			start := time.Now()
+			require.NoError(t, c.Start(ctx))
+			defer func() { require.NoError(t, c.Stop(ctx)) }()
+			delivered := func() bool { ok, _ := ledger.WasDelivered(ctx, id); return ok }
+			// The grace period counts from the record's due time, on the
+			// client's (wall) clock; allow one poll (20 ms) and a loaded
+			// machine's broker hand-over on top.
+			require.Eventually(t, delivered, grace+5*time.Second, 5*time.Millisecond, "the lost record is delivered")
+			took := time.Since(start)
+			assert.GreaterOrEqual(t, took, grace-50*time.Millisecond, "not republished before the grace period")
+			assert.Len(t, rec.RequestsFor(id), 1, "sent once")
+			assert.EqualValues(t, 1, republished.Load(), "one recovery reported")
+			t.Logf("delivered %s after the worker started (grace %s)", took, grace)
+		})
+	}
 }

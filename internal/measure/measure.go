@@ -48,6 +48,15 @@ type Recorder interface {
 	Duplicate(ctx context.Context, destination string)
 	// WorkerError counts a failed port call by operation.
 	WorkerError(ctx context.Context, op string)
+	// HistoryRemoved counts n records of one state (delivered, dead) that
+	// the retention cleaner removed.
+	HistoryRemoved(ctx context.Context, destination, state string, n int64)
+	// AttemptsCompacted counts n delivered records whose attempts the
+	// retention cleaner compacted into a summary.
+	AttemptsCompacted(ctx context.Context, destination string, n int64)
+	// Republished counts a pending delivery published again because its
+	// broker message was presumably lost.
+	Republished(ctx context.Context, destination string)
 }
 
 // Dispatch tells r what e adds to the metrics.
@@ -86,6 +95,12 @@ func Dispatch(ctx context.Context, e hookrelay.Event, r Recorder) {
 		r.Duplicate(ctx, dest)
 	case hookrelay.EventWorkerError:
 		r.WorkerError(ctx, Op(e.Err))
+	case hookrelay.EventHistoryRemoved:
+		r.HistoryRemoved(ctx, dest, Label(string(e.Delivery.State)), e.Count)
+	case hookrelay.EventAttemptsCompacted:
+		r.AttemptsCompacted(ctx, dest, e.Count)
+	case hookrelay.EventRepublished:
+		r.Republished(ctx, dest)
 	}
 }
 

@@ -33,6 +33,13 @@ func (c *calls) DestinationDisabled(_ context.Context, dest, reason string) {
 func (c *calls) Redriven(_ context.Context, dest string)  { c.add("redriven %s", dest) }
 func (c *calls) Duplicate(_ context.Context, dest string) { c.add("duplicate %s", dest) }
 func (c *calls) WorkerError(_ context.Context, op string) { c.add("worker_error %s", op) }
+func (c *calls) HistoryRemoved(_ context.Context, dest, state string, n int64) {
+	c.add("removed %s %s %d", dest, state, n)
+}
+func (c *calls) AttemptsCompacted(_ context.Context, dest string, n int64) {
+	c.add("compacted %s %d", dest, n)
+}
+func (c *calls) Republished(_ context.Context, dest string) { c.add("republished %s", dest) }
 
 func TestDispatchCountsEachAttemptByTheDecisionAfterIt(t *testing.T) {
 	d := hookrelay.Delivery{ID: "whd_1", DestinationID: "acme"}
@@ -72,6 +79,13 @@ func TestDispatchCountsEachAttemptByTheDecisionAfterIt(t *testing.T) {
 		{"worker error without an operation",
 			hookrelay.Event{Kind: hookrelay.EventWorkerError, Err: errors.New("boom")},
 			[]string{"worker_error unknown"}},
+		{"history removed counts the batch by state",
+			hookrelay.Event{Kind: hookrelay.EventHistoryRemoved, Delivery: hookrelay.Delivery{DestinationID: "acme", State: hookrelay.StateDelivered}, Count: 500},
+			[]string{"removed acme delivered 500"}},
+		{"attempts compacted counts the batch",
+			hookrelay.Event{Kind: hookrelay.EventAttemptsCompacted, Delivery: hookrelay.Delivery{DestinationID: "acme", State: hookrelay.StateDelivered}, Count: 3},
+			[]string{"compacted acme 3"}},
+		{"republished", hookrelay.Event{Kind: hookrelay.EventRepublished, Delivery: d}, []string{"republished acme"}},
 		{"free-text reason is bounded",
 			hookrelay.Event{Kind: hookrelay.EventRetryScheduled, Delivery: d, Result: res(hookrelay.Retryable("Bearer abc123 refused"))},
 			[]string{"attempt acme retry_scheduled other"}},

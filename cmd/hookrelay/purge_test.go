@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay"
+)
+
+// deliverAt delivers one webhook per event ID to dest, at the given time.
+func (db *database) deliverAt(t *testing.T, at time.Time, dest string, eventIDs ...string) []string {
+	t.Helper()
+	ctx := context.Background()
+	d, err := db.store.Destination(ctx, dest)
+	require.NoError(t, err)
+	mock := clock.NewMock()
+	mock.Set(at)
+	c, err := hookrelay.New(hookrelay.Config{
+		Queue: db.store, Ledger: db.store, Destinations: db.store, Clock: mock,
+		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result { return hookrelay.Delivered(204) }),
+	})
+	require.NoError(t, err)
+	var ids []string
+	for _, ev := range eventIDs {
+		res, err := c.Enqueue(ctx, hookrelay.EnqueueParams{EventID: ev, TenantID: d.TenantID, DestinationID: dest, EventType: "lease.payment_recorded", Payload: []byte(`{}`)})
+		require.NoError(t, err)
+		ids = append(ids, res.ID)
+	}
+	claims, err := db.store.Claim(ctx, hookrelay.ClaimParams{Now: mock.Now(), Limit: 100, LeaseFor: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, claims, len(ids))
+	for _, cl := range claims {
+		require.NoError(t, c.Process(ctx, cl))
+	}
+	return ids
+}
+
+type purgeOutput struct {
+	DryRun    bool  `json:"dry_run"`
+	Removed   int64 `json:"removed"`
+	Compacted int64 `json:"compacted"`
+	Counts    []struct {
+		DestinationID string `json:"destination_id"`
+		State         string `json:"state"`
+		Removed       int64  `json:"removed"`
+		Compacted     int64  `json:"compacted"`
+	} `json:"counts"`
+}
+
+// hookrelay purge removes delivered history past the retention and compacts
+// older attempt details; --dry-run counts the same by destination and
+// state without changing anything; dead records go only with --dead-after.
+func TestPurge(t *testing.T) {
+	forEachDatabase(t, func(t *testing.T, db database) {
+		require.Equal(t, 0, db.cli(t, "migrate").code)
+		db.open(t)
+		ctx := context.Background()
+		dead := db.seed(t, 2) // dead-lettered an hour ago: two to acct, one to crm
+		old := db.deliverAt(t, time.Now().Add(-40*24*time.Hour), "acct", "pay_old_1", "pay_old_2")
+		mid := db.deliverAt(t, time.Now().Add(-10*24*time.Hour), "crm", "contact_mid")
+		recent := db.deliverAt(t, time.Now().Add(-time.Hour), "acct", "pay_recent")
+
+		var out purgeOutput
+		r := db.cli(t, "purge", "--dry-run", "--json")
+		require.Equal(t, 0, r.code, r)
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r)
+		assert.True(t, out.DryRun)
+		assert.EqualValues(t, 2, out.Removed, "two delivered records older than 30 days")
+		assert.EqualValues(t, 1, out.Compacted, "one older than 7 days")
+		require.Len(t, out.Counts, 2)
+		assert.Equal(t, "acct", out.Counts[0].DestinationID)
+		assert.Equal(t, "delivered", out.Counts[0].State)
+		assert.EqualValues(t, 2, out.Counts[0].Removed)
+		assert.Equal(t, "crm", out.Counts[1].DestinationID)
+		assert.EqualValues(t, 1, out.Counts[1].Compacted)
+		for _, id := range old {
+			_, err := db.store.Get(ctx, id)
+			require.NoError(t, err, "a dry run removes nothing")
+		}
+		r = db.cli(t, "purge", "--dry-run")
+		require.Equal(t, 0, r.code, r)
+		assert.Contains(t, r.stdout, "would remove 2 records and compact the attempts of 1")
+
+		r = db.cli(t, "purge", "--json", "--batch", "1")
+		require.Equal(t, 0, r.code, r)
+		out = purgeOutput{}
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r)
+		assert.False(t, out.DryRun)
+		assert.EqualValues(t, 2, out.Removed)
+		assert.EqualValues(t, 1, out.Compacted)
+		for _, id := range old {
+			_, err := db.store.Get(ctx, id)
+			assert.ErrorIs(t, err, hookrelay.ErrNotFound, "removed")
+		}
+		as, err := db.store.Attempts(ctx, mid[0])
+		require.NoError(t, err)
+		assert.Empty(t, as, "compacted")
+		sum, err := db.store.AttemptSummary(ctx, mid[0])
+		require.NoError(t, err)
+		assert.Equal(t, 1, sum.Count)
+		assert.Equal(t, 204, sum.LastStatusCode)
+		assert.Equal(t, hookrelay.StateDelivered, db.state(t, recent[0]), "recent history is kept")
+		assert.Equal(t, hookrelay.StateDead, db.state(t, dead[0]), "dead letters are kept without --dead-after")
+
+		r = db.cli(t, "purge", "--dead-after", "0d")
+		require.Equal(t, 0, r.code, r)
+		assert.Contains(t, r.stdout, "removed 3 records")
+		_, err = db.store.Get(ctx, dead[0])
+		assert.ErrorIs(t, err, hookrelay.ErrNotFound, "removed once the operator said so")
+
+		r = db.cli(t, "purge", "--delivered-after", "soon")
+		assert.Equal(t, exitUsage, r.code, r)
+		assert.Contains(t, r.stderr, "delivered-after")
+	})
+}

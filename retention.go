@@ -1,0 +1,223 @@
+package hookrelay
+
+import (
+	"cmp"
+	"context"
+	"strings"
+	"time"
+)
+
+// RetentionPolicy says how long a ledger keeps delivery history. Pending
+// deliveries are never removed. Config.Retention makes the worker apply it
+// in small batches (a HistoryCleaner ability of the ledger); the CLI's
+// purge command applies it once.
+//
+// Removing a delivered record also removes what makes enqueue idempotent
+// for it: an event enqueued again after its record was removed is a new
+// delivery and is sent again. Keep delivered records longer than a
+// producer may retry the same event.
+type RetentionPolicy struct {
+	// Delivered is how long a delivered record and its attempts are kept
+	// after delivery (the record's UpdatedAt). Zero removes them at the next
+	// pass.
+	Delivered time.Duration
+	// AttemptDetails is how long a delivered record keeps every attempt in
+	// full after delivery; then its attempts are compacted into one
+	// AttemptSummary (count, first and last time, last status and reason)
+	// and Ledger.Attempts returns none. It only matters when below
+	// Delivered. Dead records always keep their attempts in full.
+	AttemptDetails time.Duration
+	// RemoveDead allows removing dead records. Defaults to false: dead
+	// letters are the evidence a redrive or a dispute needs, so they are
+	// kept until an operator removes them (hookrelay purge --dead-after).
+	RemoveDead bool
+	// Dead is how long a dead record and its attempts are kept after it was
+	// dead-lettered (its UpdatedAt), when RemoveDead is set.
+	Dead time.Duration
+	// Interval is the time between the worker's cleaner passes. Defaults
+	// to 1m.
+	Interval time.Duration
+	// BatchSize bounds the records one cleaner transaction removes or
+	// compacts, so no transaction holds many row locks for long. A pass
+	// runs batches until one is not full. Defaults to 500.
+	BatchSize int
+}
+
+// DefaultRetention returns a policy for a service that keeps a month of
+// history: delivered records for 30 days, attempt details for 7, dead
+// records until an operator removes them, a pass a minute in batches of 500.
+func DefaultRetention() RetentionPolicy {
+	return RetentionPolicy{
+		Delivered:      30 * 24 * time.Hour,
+		AttemptDetails: 7 * 24 * time.Hour,
+		Interval:       time.Minute,
+		BatchSize:      500,
+	}
+}
+
+// Validate reports the first invalid field as a *ValidationError wrapping
+// ErrInvalidConfig, or nil.
+func (r RetentionPolicy) Validate() error {
+	bad := func(field, problem string) error {
+		return &ValidationError{Kind: ErrInvalidConfig, Field: "Retention." + field, Problem: problem}
+	}
+	switch {
+	case r.Delivered < 0:
+		return bad("Delivered", "must not be negative")
+	case r.AttemptDetails < 0:
+		return bad("AttemptDetails", "must not be negative")
+	case r.Dead < 0:
+		return bad("Dead", "must not be negative")
+	case r.Dead > 0 && !r.RemoveDead:
+		return bad("Dead", "is set but RemoveDead is false: dead records are only removed when RemoveDead says so")
+	case r.Interval < 0:
+		return bad("Interval", "must not be negative")
+	case r.BatchSize < 0:
+		return bad("BatchSize", "must not be negative")
+	}
+	return nil
+}
+
+// withDefaults fills Interval and BatchSize.
+func (r RetentionPolicy) withDefaults() RetentionPolicy {
+	if r.Interval == 0 {
+		r.Interval = time.Minute
+	}
+	if r.BatchSize == 0 {
+		r.BatchSize = 500
+	}
+	return r
+}
+
+// CleanHistoryParams are the inputs of HistoryCleaner.CleanHistory.
+type CleanHistoryParams struct {
+	Now    time.Time
+	Policy RetentionPolicy
+	// Limit bounds the records one call removes, and separately the
+	// records it compacts. It must be positive unless DryRun.
+	Limit int
+	// DryRun counts everything the policy would remove and compact at Now,
+	// without a limit, and changes nothing.
+	DryRun bool
+}
+
+// HistoryCount is what a cleaner did (or, in a dry run, would do) to one
+// destination's records in one state.
+type HistoryCount struct {
+	DestinationID string
+	State         State
+	// Removed counts records removed with their attempts.
+	Removed int64
+	// Compacted counts records whose attempts were compacted into a
+	// summary.
+	Compacted int64
+}
+
+// CleanHistoryResult is the result of HistoryCleaner.CleanHistory.
+type CleanHistoryResult struct {
+	// Counts has one entry per destination and state with something to
+	// report, ordered by CompareHistoryCounts.
+	Counts []HistoryCount
+	// More reports that the call stopped at its Limit: more may be
+	// removable or compactable now.
+	More bool
+}
+
+// CompareHistoryCounts orders HistoryCounts by DestinationID, then State.
+func CompareHistoryCounts(a, b HistoryCount) int {
+	if c := strings.Compare(a.DestinationID, b.DestinationID); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.State, b.State)
+}
+
+// AttemptSummary is what remains of a delivered record's attempts after
+// compaction.
+type AttemptSummary struct {
+	// Count is the number of attempts compacted; zero when none was.
+	Count          int
+	FirstStartedAt time.Time
+	LastFinishedAt time.Time
+	LastStatusCode int
+	LastOutcome    Outcome
+	LastReason     string
+}
+
+// HistoryCleaner is an optional ability of a Ledger (the memory and SQL
+// ledgers have it; found with As): it applies a RetentionPolicy. The
+// hookrelaytest suite checks it (RunRetention).
+//
+// CleanHistory removes, oldest first, up to params.Limit records that the
+// policy lets go — delivered records whose UpdatedAt is at or before
+// Now−Delivered and, with RemoveDead, dead records at or before Now−Dead —
+// together with their attempts and summaries; then compacts, oldest first,
+// up to params.Limit delivered records at or before Now−AttemptDetails (and
+// not yet removable) that still hold attempts, replacing their attempts by
+// one AttemptSummary. A pending record is never touched. Each step is a
+// short atomic write of its own that holds no lock on records it does not
+// change (where the store has row locks); several cleaners, in one process
+// or many, may run at once, and each record is removed or compacted by
+// exactly one of them, counted once. Implementations must be safe for
+// concurrent use.
+type HistoryCleaner interface {
+	CleanHistory(ctx context.Context, params CleanHistoryParams) (CleanHistoryResult, error)
+	// AttemptSummary returns the summary of a record's compacted attempts
+	// (Count zero: none was compacted), or an error wrapping ErrNotFound
+	// when the record does not exist.
+	AttemptSummary(ctx context.Context, id string) (AttemptSummary, error)
+}
+
+// MaxRetrySpan is the longest time the policy's own schedule can spread
+// one delivery's attempts over: MaxAttempts−1 delays, each at most MaxDelay
+// (a recipient's Retry-After included), and never more than the delivery
+// window MaxAge when one is set. A recipient that deduplicates by
+// webhook-id must keep its idempotency records at least this long after
+// the first request, plus a margin for what the schedule does not bound:
+// a backlog or a paused destination delays every attempt, and an operator's
+// redrive sends the same ID again, any time later. The recipient kit's
+// Config.Retention is where that goes.
+func (p Policy) MaxRetrySpan() time.Duration {
+	gaps := max(p.MaxAttempts-1, 0)
+	span := time.Duration(gaps) * p.MaxDelay
+	if p.MaxDelay > 0 && span/p.MaxDelay != time.Duration(gaps) {
+		span = time.Duration(1<<63 - 1) // overflow: as long as a duration gets
+	}
+	if p.MaxAge > 0 && p.MaxAge < span {
+		span = p.MaxAge
+	}
+	return span
+}
+
+// RecoverUnpublishedParams are the inputs of
+// UnpublishedRecovery.TakeUnpublished.
+type RecoverUnpublishedParams struct {
+	Now time.Time
+	// Grace is how long a due delivery may go without being leased before
+	// it counts as having no message.
+	Grace time.Duration
+	Limit int
+	// SkipDestinations lists destinations whose deliveries are not taken:
+	// the worker passes those it knows are paused or disabled, whose
+	// messages wait in the broker without a lease by design.
+	SkipDestinations []string
+}
+
+// UnpublishedRecovery is an optional ability of a LeaseLedger used with a
+// queue that is not its own store (a message broker): it finds pending
+// records whose message looks lost. A broker queue's Enqueue publishes
+// after Ledger.Create; a process that dies between the two leaves a
+// pending record with no message, which nothing would ever lease. The
+// worker publishes such records again (Queue.Enqueue); the lease and its
+// fencing token make a surplus message harmless, so a wrong guess costs a
+// message, never a second send. The memory and SQL ledgers implement it.
+//
+// TakeUnpublished returns, oldest due first, up to params.Limit pending
+// records that have been due since Now−Grace or earlier, are not under a
+// live lease, and were neither leased through AcquireLease nor taken by
+// TakeUnpublished after Now−Grace; it marks each taken at Now in the same
+// transaction, so a concurrent or later call returns it again only after
+// another Grace without a lease. Implementations must be safe for
+// concurrent use.
+type UnpublishedRecovery interface {
+	TakeUnpublished(ctx context.Context, params RecoverUnpublishedParams) ([]Delivery, error)
+}

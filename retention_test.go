@@ -1,0 +1,221 @@
+package hookrelay_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/adapters/memory"
+)
+
+// The worker's cleaner removes delivered history once it is past the
+// retention, in bounded batches, and reports each batch to the observer;
+// pending and dead records stay.
+func TestWorkerCleanerRemovesDeliveredHistory(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewMock()
+	store := memory.NewStore()
+	dests := memory.NewDestinations(
+		hookrelay.Destination{ID: "ok", URL: "https://ok.example/"},
+		hookrelay.Destination{ID: "gone", URL: "https://gone.example/"},
+	)
+	var (
+		mu           sync.Mutex
+		delivered    int
+		removed      = map[string]int64{}
+		batches      int
+		firstRemoval time.Time
+	)
+	allDelivered, allRemoved := make(chan struct{}), make(chan struct{})
+	c, err := hookrelay.New(hookrelay.Config{
+		Queue: store, Ledger: store, Destinations: dests, Clock: clk,
+		PollInterval: 24 * time.Hour, // enqueues wake the worker; the test's clock steps need no poll
+		Retention:    &hookrelay.RetentionPolicy{Delivered: time.Hour, Interval: time.Minute, BatchSize: 2},
+		Sender: hookrelay.SenderFunc(func(_ context.Context, p hookrelay.SendParams) hookrelay.Result {
+			if p.Destination.ID == "gone" {
+				return hookrelay.Permanent(hookrelay.ReasonBadRequest).WithStatus(400)
+			}
+			return hookrelay.Delivered(204)
+		}),
+		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch e.Kind {
+			case hookrelay.EventDelivered, hookrelay.EventDeadLettered:
+				if delivered++; delivered == 6 {
+					close(allDelivered)
+				}
+			case hookrelay.EventHistoryRemoved:
+				if batches++; batches == 1 {
+					firstRemoval = e.Time
+				}
+				removed[fmt.Sprintf("%s/%s", e.Delivery.DestinationID, e.Delivery.State)] += e.Count
+				if removed["ok/delivered"] == 5 {
+					close(allRemoved)
+				}
+			}
+		}),
+	})
+	require.NoError(t, err)
+	var ids []string
+	for i := range 5 {
+		res, err := c.Enqueue(ctx, hookrelay.EnqueueParams{EventID: fmt.Sprintf("evt_%d", i), TenantID: "t", DestinationID: "ok", EventType: "x", Payload: []byte(`{}`)})
+		require.NoError(t, err)
+		ids = append(ids, res.ID)
+	}
+	dead, err := c.Enqueue(ctx, hookrelay.EnqueueParams{EventID: "evt_dead", TenantID: "t", DestinationID: "gone", EventType: "x", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	defer func() { require.NoError(t, c.Stop(ctx)) }()
+	waitClosed(t, allDelivered, "deliveries")
+	// The mock clock moves a minute at a time, with real time between the
+	// steps for the cleaner to run its pass.
+	deliveredAt := clk.Now()
+	for i := 0; i < 180; i++ {
+		select {
+		case <-allRemoved:
+			i = 180
+		default:
+			clk.Add(time.Minute)
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitClosed(t, allRemoved, "removals")
+	mu.Lock()
+	assert.Equal(t, map[string]int64{"ok/delivered": 5}, removed, "only delivered history, counted per destination and state")
+	assert.GreaterOrEqual(t, batches, 3, "batches of at most two")
+	assert.False(t, firstRemoval.Before(deliveredAt.Add(time.Hour)), "nothing removed within the retention: first removal at +%s", firstRemoval.Sub(deliveredAt))
+	mu.Unlock()
+	for _, id := range ids {
+		_, err := store.Get(ctx, id)
+		assert.ErrorIs(t, err, hookrelay.ErrNotFound, "removed")
+	}
+	_, err = store.Get(ctx, dead.ID)
+	assert.NoError(t, err, "a dead letter is kept")
+}
+
+func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second): // a hang, not a speed check
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// ledgerOnly hides every ability of the ledger it holds.
+type ledgerOnly struct{ hookrelay.Ledger }
+
+func TestNewRefusesARetentionItCannotApply(t *testing.T) {
+	store := memory.NewStore()
+	dests := memory.NewDestinations()
+	for _, tc := range []struct {
+		name   string
+		ledger hookrelay.Ledger
+		policy hookrelay.RetentionPolicy
+		field  string
+	}{
+		{"negative", store, hookrelay.RetentionPolicy{Delivered: -time.Hour}, "Retention.Delivered"},
+		{"dead age without RemoveDead", store, hookrelay.RetentionPolicy{Dead: time.Hour}, "Retention.Dead"},
+		{"ledger without the ability", ledgerOnly{store}, hookrelay.DefaultRetention(), "Retention"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := hookrelay.New(hookrelay.Config{Queue: store, Ledger: tc.ledger, Destinations: dests, Retention: &tc.policy})
+			var ve *hookrelay.ValidationError
+			require.ErrorAs(t, err, &ve)
+			assert.Equal(t, tc.field, ve.Field)
+			assert.ErrorIs(t, err, hookrelay.ErrInvalidConfig)
+		})
+	}
+}
+
+func TestMaxRetrySpan(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    hookrelay.Policy
+		want time.Duration
+	}{
+		{"default: six gaps of at most 15 minutes", hookrelay.DefaultPolicy(), 90 * time.Minute},
+		{"one attempt never retries", hookrelay.Policy{MaxAttempts: 1, MaxDelay: time.Hour}, 0},
+		{"the delivery window bounds it", hookrelay.Policy{MaxAttempts: 20, BaseDelay: time.Second, MaxDelay: time.Hour, MaxAge: 6 * time.Hour}, 6 * time.Hour},
+		{"a window longer than the schedule does not", hookrelay.Policy{MaxAttempts: 3, BaseDelay: time.Second, MaxDelay: time.Hour, MaxAge: 24 * time.Hour}, 2 * time.Hour},
+		{"no overflow", hookrelay.Policy{MaxAttempts: 1 << 40, BaseDelay: time.Second, MaxDelay: 1 << 40}, 1<<63 - 1},
+	} {
+		assert.Equal(t, tc.want, tc.p.MaxRetrySpan(), tc.name)
+	}
+}
+
+// failingCleaner is a memory store whose first cleaner batch fails.
+type failingCleaner struct {
+	*memory.Store
+	mu    sync.Mutex
+	calls int
+}
+
+func (f *failingCleaner) CleanHistory(ctx context.Context, p hookrelay.CleanHistoryParams) (hookrelay.CleanHistoryResult, error) {
+	f.mu.Lock()
+	f.calls++
+	first := f.calls == 1
+	f.mu.Unlock()
+	if first {
+		return hookrelay.CleanHistoryResult{}, errors.New("database unreachable")
+	}
+	return f.Store.CleanHistory(ctx, p)
+}
+
+// A cleaner pass that fails is reported as a worker error naming the
+// operation, and the next pass does the work.
+func TestWorkerCleanerReportsAFailedPassAndTriesAgain(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewMock()
+	store := &failingCleaner{Store: memory.NewStore()}
+	var mu sync.Mutex
+	var ops []string
+	removed := make(chan struct{})
+	c, err := hookrelay.New(hookrelay.Config{
+		Queue: store, Ledger: store, Destinations: memory.NewDestinations(hookrelay.Destination{ID: "ok", URL: "https://ok.example/"}),
+		Clock: clk, PollInterval: 24 * time.Hour,
+		Retention: &hookrelay.RetentionPolicy{Interval: time.Minute},
+		Sender:    hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result { return hookrelay.Delivered(204) }),
+		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch e.Kind {
+			case hookrelay.EventWorkerError:
+				var oe *hookrelay.OpError
+				if errors.As(e.Err, &oe) {
+					ops = append(ops, oe.Op)
+				}
+			case hookrelay.EventHistoryRemoved:
+				close(removed)
+			}
+		}),
+	})
+	require.NoError(t, err)
+	res, err := c.Enqueue(ctx, hookrelay.EnqueueParams{EventID: "evt_1", TenantID: "t", DestinationID: "ok", EventType: "x", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	defer func() { require.NoError(t, c.Stop(ctx)) }()
+	require.Eventually(t, func() bool { ok, _ := store.WasDelivered(ctx, res.ID); return ok }, 5*time.Second, time.Millisecond)
+	for i := 0; i < 100; i++ {
+		select {
+		case <-removed:
+			i = 100
+		default:
+			clk.Add(time.Minute)
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitClosed(t, removed, "the pass after the failure")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"ledger.clean_history"}, ops, "the failed pass is reported once, with its operation")
+}
