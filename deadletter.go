@@ -169,14 +169,20 @@ type DeadLetterLedger interface {
 	RedriveDelivery(ctx context.Context, params RedriveDeliveryParams) (Delivery, bool, error)
 }
 
-// DeliveryDetail is one delivery with its full attempt history.
+// DeliveryDetail is one delivery with its attempt history.
 type DeliveryDetail struct {
 	Delivery Delivery
+	// Attempts are the attempts recorded in full.
 	Attempts []Attempt
+	// Compacted summarizes the attempts a retention pass replaced by a
+	// summary (Config.Retention); nil when none was compacted.
+	Compacted *AttemptSummary
 }
 
-// Delivery returns the record with the given ID (any state) and its full
-// attempt history, or an error wrapping ErrNotFound.
+// Delivery returns the record with the given ID (any state) and its
+// attempt history — the attempts kept in full and, when a retention pass
+// compacted older ones (a Ledger with HistoryCleaner), their summary — or
+// an error wrapping ErrNotFound.
 func (c *Client) Delivery(ctx context.Context, id string) (DeliveryDetail, error) {
 	d, err := c.ledger.Get(ctx, id)
 	if err != nil {
@@ -186,7 +192,17 @@ func (c *Client) Delivery(ctx context.Context, id string) (DeliveryDetail, error
 	if err != nil {
 		return DeliveryDetail{}, opErr("ledger.attempts", id, err)
 	}
-	return DeliveryDetail{Delivery: d, Attempts: as}, nil
+	det := DeliveryDetail{Delivery: d, Attempts: as}
+	if hc, ok := As[HistoryCleaner](c.ledger); ok {
+		sum, err := hc.AttemptSummary(ctx, id)
+		if err != nil {
+			return DeliveryDetail{}, opErr("ledger.attempt_summary", id, err)
+		}
+		if sum.Count > 0 {
+			det.Compacted = &sum
+		}
+	}
+	return det, nil
 }
 
 // DeadLettersParams are the inputs of Client.DeadLetters.

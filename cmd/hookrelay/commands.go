@@ -205,9 +205,10 @@ func (g *globals) deadShow(ctx context.Context, args []string) error {
 		}
 		if g.json {
 			out := struct {
-				Delivery deliveryView  `json:"delivery"`
-				Attempts []attemptView `json:"attempts"`
-			}{Delivery: viewDelivery(det.Delivery), Attempts: []attemptView{}}
+				Delivery  deliveryView  `json:"delivery"`
+				Attempts  []attemptView `json:"attempts"`
+				Compacted *summaryView  `json:"compacted_attempts,omitempty"`
+			}{Delivery: viewDelivery(det.Delivery), Attempts: []attemptView{}, Compacted: viewSummary(det.Compacted)}
 			for _, a := range det.Attempts {
 				out.Attempts = append(out.Attempts, viewAttempt(a))
 			}
@@ -237,8 +238,21 @@ func (g *globals) deadShow(ctx context.Context, args []string) error {
 			return err
 		}
 		fmt.Fprintln(g.stdout)
+		if c := det.Compacted; c != nil {
+			fmt.Fprintf(g.stdout, "%d earlier attempts compacted by retention: first started %s, last finished %s, last result %s",
+				c.Count, fmtTime(c.FirstStartedAt), fmtTime(c.LastFinishedAt), c.LastOutcome)
+			if c.LastStatusCode != 0 {
+				fmt.Fprintf(g.stdout, " %d", c.LastStatusCode)
+			}
+			if c.LastReason != "" {
+				fmt.Fprintf(g.stdout, " (%s)", c.LastReason)
+			}
+			fmt.Fprintln(g.stdout)
+		}
 		if len(det.Attempts) == 0 {
-			fmt.Fprintln(g.stdout, "no attempts recorded")
+			if det.Compacted == nil {
+				fmt.Fprintln(g.stdout, "no attempts recorded")
+			}
 			return nil
 		}
 		tw := g.table("#", "STARTED", "TOOK", "KIND", "OUTCOME", "REASON", "STATUS", "RETRY AT", "DETAIL")

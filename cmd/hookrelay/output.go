@@ -128,6 +128,26 @@ func viewAttempt(a hookrelay.Attempt) attemptView {
 	}
 }
 
+// summaryView is the summary of attempts a retention pass compacted.
+type summaryView struct {
+	Count          int               `json:"count"`
+	FirstStartedAt string            `json:"first_started_at"`
+	LastFinishedAt string            `json:"last_finished_at"`
+	LastStatusCode int               `json:"last_status_code,omitempty"`
+	LastOutcome    hookrelay.Outcome `json:"last_outcome"`
+	LastReason     string            `json:"last_reason,omitempty"`
+}
+
+func viewSummary(s *hookrelay.AttemptSummary) *summaryView {
+	if s == nil {
+		return nil
+	}
+	return &summaryView{
+		Count: s.Count, FirstStartedAt: fmtTime(s.FirstStartedAt), LastFinishedAt: fmtTime(s.LastFinishedAt),
+		LastStatusCode: s.LastStatusCode, LastOutcome: s.LastOutcome, LastReason: s.LastReason,
+	}
+}
+
 type filterView struct {
 	TenantIDs      []string `json:"tenant_ids,omitempty"`
 	DestinationIDs []string `json:"destination_ids,omitempty"`

@@ -105,6 +105,24 @@ func TestPurge(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, 1, sum.Count)
 		assert.Equal(t, 204, sum.LastStatusCode)
+		r = db.cli(t, "--json", "dead", "show", mid[0])
+		require.Equal(t, 0, r.code, r)
+		var shown struct {
+			Attempts  []json.RawMessage `json:"attempts"`
+			Compacted *struct {
+				Count          int `json:"count"`
+				LastStatusCode int `json:"last_status_code"`
+			} `json:"compacted_attempts"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &shown), r)
+		assert.Empty(t, shown.Attempts)
+		require.NotNil(t, shown.Compacted, "show reports what compaction kept: %s", r.stdout)
+		assert.Equal(t, 1, shown.Compacted.Count)
+		assert.Equal(t, 204, shown.Compacted.LastStatusCode)
+		r = db.cli(t, "dead", "show", mid[0])
+		require.Equal(t, 0, r.code, r)
+		assert.Contains(t, r.stdout, "1 earlier attempts compacted by retention")
+		assert.NotContains(t, r.stdout, "no attempts recorded")
 		assert.Equal(t, hookrelay.StateDelivered, db.state(t, recent[0]), "recent history is kept")
 		assert.Equal(t, hookrelay.StateDead, db.state(t, dead[0]), "dead letters are kept without --dead-after")
 

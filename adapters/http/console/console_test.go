@@ -368,3 +368,25 @@ func TestPrefixIsUsedInLinksAndRedirects(t *testing.T) {
 	assert.Contains(t, resp, `href="/ops/hookrelay/deliveries/whd_`)
 	assert.Contains(t, resp, `href="/ops/hookrelay/static/style.css"`)
 }
+
+// A delivered record whose attempts a retention pass compacted shows their
+// summary, not "No attempt was made".
+func TestDeliveryPageShowsCompactedAttempts(t *testing.T) {
+	f := newFixture(t)
+	id := f.enqueue("evt_compacted", "prop_mgmt_co", "orders", "order.created", `{}`)
+	require.Equal(t, hookrelay.StateDelivered, f.get(id).State)
+	res, err := f.store.CleanHistory(context.Background(), hookrelay.CleanHistoryParams{
+		Now: f.clock.Now().Add(48 * time.Hour), Limit: 10,
+		Policy: hookrelay.RetentionPolicy{Delivered: 30 * 24 * time.Hour, AttemptDetails: 24 * time.Hour},
+	})
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Counts, "the pass compacted the delivery's attempts")
+	w := f.do("GET", "/deliveries/"+id, "alice", nil)
+	require.Equal(t, http.StatusOK, w.Code)
+	body := w.Body.String()
+	assert.Contains(t, body, `id="compacted"`)
+	assert.Contains(t, body, "1 earlier attempt compacted by retention")
+	assert.Contains(t, body, "accepted 204")
+	assert.Contains(t, body, "No attempt is kept in full.")
+	assert.NotContains(t, body, "No attempt was made.")
+}

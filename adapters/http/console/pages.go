@@ -377,13 +377,14 @@ func (h *Handler) delivery(r *http.Request, p *page) (int, error) {
 	p.Data = struct {
 		D            hookrelay.Delivery
 		Attempts     []attemptView
+		Compacted    *hookrelay.AttemptSummary
 		Scope        []string
 		Payload      string
 		PayloadBytes int
 		ShownBytes   int
 		Binary       bool
 		Truncated    bool
-	}{d.Delivery, as, scope, text, len(payload), len(shown), binary, len(shown) < len(payload)}
+	}{d.Delivery, as, d.Compacted, scope, text, len(payload), len(shown), binary, len(shown) < len(payload)}
 	return http.StatusOK, nil
 }
 
