@@ -1,8 +1,10 @@
 package hookrelay
 
 import (
+	"cmp"
 	"context"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 )
@@ -21,14 +23,67 @@ type worker struct {
 	paused    map[string]time.Time // destination → skip claims until
 	due       time.Time            // a wake-up the store announced for this time; zero: none
 	dests     destinationCache
-	// held are claims taken ahead (prefetched) that wait for a free slot,
-	// oldest first; heldPer counts them per destination. A claim is a
-	// commit, so the worker claims for the slots that will free up soon
-	// too and starts a held claim the moment a slot frees, instead of
-	// leaving the slot idle until the next claim returns.
-	held     []Claim
-	heldPer  map[string]int
+	// held are claims taken ahead (prefetched) that wait for a free slot.
+	// A claim is a commit, so the worker claims for the slots that will
+	// free up soon too and starts a held claim the moment a slot frees,
+	// instead of leaving the slot idle until the next claim returns.
+	held     heldClaims
 	draining bool // the loop has stopped: held claims are released, not started
+}
+
+// heldClaims are claims taken ahead, kept per destination in claim order,
+// so a freed slot finds the oldest claim it may start by looking at one
+// claim per destination, not at every held claim (up to claimAhead times
+// Concurrency of them, on every freed slot).
+type heldClaims struct {
+	byDest map[string][]heldClaim
+	n      int
+	seq    uint64
+}
+
+type heldClaim struct {
+	Claim
+	seq uint64 // claim order across destinations
+}
+
+func (h *heldClaims) add(cl Claim) {
+	if h.byDest == nil {
+		h.byDest = map[string][]heldClaim{}
+	}
+	h.seq++
+	id := cl.Delivery.DestinationID
+	h.byDest[id] = append(h.byDest[id], heldClaim{Claim: cl, seq: h.seq})
+	h.n++
+}
+
+// pop removes and returns the oldest held claim to destination id, which
+// must have one.
+func (h *heldClaims) pop(id string) Claim {
+	q := h.byDest[id]
+	cl := q[0].Claim
+	q[0] = heldClaim{}
+	if q = q[1:]; len(q) == 0 {
+		delete(h.byDest, id)
+	} else {
+		h.byDest[id] = q
+	}
+	h.n--
+	return cl
+}
+
+// drain removes and returns every held claim, oldest first.
+func (h *heldClaims) drain() []Claim {
+	var all []heldClaim
+	for _, q := range h.byDest {
+		all = append(all, q...)
+	}
+	slices.SortFunc(all, func(a, b heldClaim) int { return cmp.Compare(a.seq, b.seq) })
+	out := make([]Claim, len(all))
+	for i, hc := range all {
+		out[i] = hc.Claim
+	}
+	h.byDest, h.n = nil, 0
+	return out
 }
 
 func (w *worker) init() {
@@ -36,7 +91,6 @@ func (w *worker) init() {
 	w.perDest = map[string]int{}
 	w.limits = map[string]int{}
 	w.paused = map[string]time.Time{}
-	w.heldPer = map[string]int{}
 	w.dests.entries = map[string]cachedDestination{}
 	w.stopped = make(chan struct{})
 	close(w.stopped) // a client that never started is stopped
@@ -314,15 +368,15 @@ func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error
 	ahead := 1
 	if c.roomClaims {
 		ahead = claimAhead
-		free = min(ahead*c.cfg.Concurrency-w.inflight-len(w.held), ahead*c.cfg.BatchSize)
+		free = min(ahead*c.cfg.Concurrency-w.inflight-w.held.n, ahead*c.cfg.BatchSize)
 	}
-	rooms := make(map[string]int, len(w.limits)+len(w.perDest)+len(w.heldPer))
+	rooms := make(map[string]int, len(w.limits)+len(w.perDest)+len(w.held.byDest))
 	for id, limit := range w.limits {
 		rooms[id] = ahead * limit
 	}
 	busy := maps.Clone(w.perDest)
-	for id, n := range w.heldPer {
-		busy[id] += n
+	for id, q := range w.held.byDest {
+		busy[id] += len(q)
 	}
 	for id, n := range busy {
 		if room := ahead*w.limitFor(id, c.cfg) - n; room <= 0 {
@@ -355,8 +409,7 @@ func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error
 		c.observe(ctx, Event{Kind: EventClaimed, Delivery: cl.Delivery})
 		if c.roomClaims {
 			w.mu.Lock()
-			w.held = append(w.held, cl)
-			w.heldPer[cl.Delivery.DestinationID]++
+			w.held.add(cl)
 			w.mu.Unlock()
 			continue
 		}
@@ -393,27 +446,28 @@ func (c *Client) startHeld(ctx context.Context, launch func(Claim)) {
 	now := c.clock.Now()
 	w.mu.Lock()
 	if !w.draining {
-		kept := w.held[:0]
-		for _, cl := range w.held {
-			id := cl.Delivery.DestinationID
-			short := !now.Before(cl.Lease.ExpiresAt.Add(-c.cfg.LeaseFor / 2))
-			if short || w.inflight < c.cfg.Concurrency && w.perDest[id] < w.limitFor(id, c.cfg) {
-				if w.heldPer[id]--; w.heldPer[id] <= 0 {
-					delete(w.heldPer, id)
-				}
-				if short {
-					stale = append(stale, cl)
-					continue
-				}
-				w.inflight++
-				w.perDest[id]++
-				start = append(start, cl)
-				continue
+		// Leases run out in claim order, so a destination's stale claims
+		// are the oldest of its queue.
+		for id, q := range w.held.byDest {
+			for len(q) > 0 && !now.Before(q[0].Lease.ExpiresAt.Add(-c.cfg.LeaseFor/2)) {
+				stale = append(stale, w.held.pop(id))
+				q = w.held.byDest[id]
 			}
-			kept = append(kept, cl)
 		}
-		clear(w.held[len(kept):])
-		w.held = kept
+		for w.inflight < c.cfg.Concurrency {
+			next, oldest := "", uint64(0)
+			for id, q := range w.held.byDest {
+				if w.perDest[id] < w.limitFor(id, c.cfg) && (next == "" || q[0].seq < oldest) {
+					next, oldest = id, q[0].seq
+				}
+			}
+			if next == "" {
+				break
+			}
+			w.inflight++
+			w.perDest[next]++
+			start = append(start, w.held.pop(next))
+		}
 	}
 	w.mu.Unlock()
 	for _, cl := range start {
@@ -432,8 +486,7 @@ func (c *Client) releaseHeld(ctx context.Context) {
 	w := &c.worker
 	w.mu.Lock()
 	w.draining = true
-	held := w.held
-	w.held, w.heldPer = nil, map[string]int{}
+	held := w.held.drain()
 	w.mu.Unlock()
 	ctx = context.WithoutCancel(ctx)
 	for _, cl := range held {
