@@ -411,3 +411,89 @@ func TestHeldClaimWithAShortLeaseIsHandedBack(t *testing.T) {
 		assert.Len(t, as, 1, "handing a held claim back spent no attempt")
 	}
 }
+
+// claimCommittedLate is a Queue whose first Claim waits until proceed is
+// closed, then claims in the store and — if its caller gave up meanwhile —
+// answers with the caller's error: the claim committed, its answer was lost,
+// as a PostgreSQL claim sent with its commit in one round trip behaves.
+type claimCommittedLate struct {
+	hookrelay.Queue
+	entered, proceed chan struct{}
+	once             sync.Once
+}
+
+func (q *claimCommittedLate) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay.Claim, error) {
+	first := false
+	q.once.Do(func() { first = true })
+	if !first {
+		return q.Queue.Claim(ctx, p)
+	}
+	close(q.entered)
+	<-q.proceed
+	cs, err := q.Queue.Claim(context.Background(), p)
+	if err == nil && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return cs, err
+}
+
+// Stopping while a claim is on its way leaves nothing leased by nobody: the
+// claim runs to its answer and what it claimed is handed back at once,
+// instead of waiting out a whole lease.
+func TestStoppingDuringAClaimHandsItsDeliveriesBackAtOnce(t *testing.T) {
+	ctx := context.Background()
+	store := memory.NewStore()
+	dests := memory.NewDestinations(hookrelay.Destination{ID: "acct", URL: "https://example.com/hook"})
+	clk := clock.NewMock()
+	clk.Set(time.Date(2036, 1, 1, 0, 0, 0, 0, time.UTC))
+	q := &claimCommittedLate{Queue: store, entered: make(chan struct{}), proceed: make(chan struct{})}
+	var mu sync.Mutex
+	var released []string
+	sends := 0
+	c, err := hookrelay.New(hookrelay.Config{
+		Queue: q, Ledger: store, Destinations: dests, Clock: clk, LeaseFor: time.Hour,
+		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result {
+			mu.Lock()
+			sends++
+			mu.Unlock()
+			return hookrelay.Delivered(204)
+		}),
+		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
+			if e.Kind == hookrelay.EventReleased {
+				mu.Lock()
+				released = append(released, e.Reason)
+				mu.Unlock()
+			}
+		}),
+	})
+	require.NoError(t, err)
+	_, err = c.EnqueueMany(ctx, []hookrelay.EnqueueParams{
+		{EventID: "e1", TenantID: "t", DestinationID: "acct", EventType: "x", Payload: []byte("{}")},
+		{EventID: "e2", TenantID: "t", DestinationID: "acct", EventType: "x", Payload: []byte("{}")},
+	})
+	require.NoError(t, err)
+	runCtx, cancel := context.WithCancel(ctx)
+	require.NoError(t, c.Start(runCtx))
+	select {
+	case <-q.entered:
+	case <-time.After(10 * time.Second): // a hang, not a speed check
+		t.Fatal("the worker did not claim")
+	}
+	cancel() // the worker is cancelled while its claim is on its way
+	close(q.proceed)
+	select {
+	case <-c.Stopped():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker did not stop")
+	}
+	cs, err := store.Claim(ctx, hookrelay.ClaimParams{Now: clk.Now(), Limit: 10, LeaseFor: time.Minute, Holder: "test"})
+	require.NoError(t, err)
+	assert.Len(t, cs, 2, "both deliveries are claimable at once, not after the lost claim's hour-long lease")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Zero(t, sends, "nothing was sent after the cancellation")
+	assert.Equal(t, []string{hookrelay.ReasonWorkerStopped, hookrelay.ReasonWorkerStopped}, released)
+	for _, cl := range cs {
+		assert.Equal(t, 1, cl.Delivery.Attempt, "handing back spent no attempt")
+	}
+}

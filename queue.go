@@ -52,7 +52,11 @@ type Queue interface {
 	// release, every write and redrive: tokens never restart. A delivery
 	// whose lease expired (ExpiresAt <= Now) is due again. Two concurrent
 	// claims never return the same delivery under live leases. The claim
-	// carries the record as the Ledger holds it.
+	// carries the record as the Ledger holds it. A claim that returns an
+	// error may still have leased deliveries (a store may commit before
+	// its answer is lost); they are due again when those leases expire.
+	// The worker therefore lets its claims run to their answer when it is
+	// cancelled, and hands back at once what they return.
 	Claim(ctx context.Context, params ClaimParams) ([]Claim, error)
 	// Acknowledge ends the lease of a delivery that is done (after
 	// MarkDelivered). With a lease that has not ended, a delivery the

@@ -398,12 +398,33 @@ func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error
 	if free <= 0 {
 		return false, nil
 	}
-	claims, err := c.queue.Claim(ctx, ClaimParams{
+	// The claim does not observe the worker's cancellation. A store may
+	// commit a claim its caller has stopped waiting for (a PostgreSQL claim
+	// is sent together with its commit, in one round trip), and deliveries
+	// leased that way are held by nobody until their lease runs out: a
+	// StopAndCancel would leave them waiting a whole lease instead of
+	// handing them back. So the claim runs to its answer — bounded by the
+	// lease, past which its claims are worthless — and what it returns after
+	// a cancellation is released below.
+	claimCtx, cancelClaim := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.LeaseFor)
+	claims, err := c.queue.Claim(claimCtx, ClaimParams{
 		Now: now, Limit: free, LeaseFor: c.cfg.LeaseFor, Holder: c.cfg.Holder, SkipDestinations: skip,
 		DestinationRoom: rooms, DefaultDestinationRoom: ahead * c.cfg.PerDestinationConcurrency,
 	})
+	cancelClaim()
 	if err != nil {
 		return false, opErr("queue.claim", "", err)
+	}
+	if ctx.Err() != nil {
+		// StopAndCancel came while the claim was on its way: hand every
+		// claim back at once, no attempt spent.
+		stopCtx := context.WithoutCancel(ctx)
+		for _, cl := range claims {
+			if err := c.release(stopCtx, cl.Delivery, cl.Lease, ReasonWorkerStopped, now, now); err != nil {
+				c.observe(stopCtx, Event{Kind: EventWorkerError, Delivery: cl.Delivery, Err: err})
+			}
+		}
+		return false, nil
 	}
 	for _, cl := range claims {
 		c.observe(ctx, Event{Kind: EventClaimed, Delivery: cl.Delivery})
