@@ -113,10 +113,11 @@ type loopbackRecipient struct {
 	failFirst bool           // answer 503 to the first request of each delivery
 	hold      chan struct{}  // when non-nil, requests wait for it to close
 	heldNow   int
+	senders   map[string]bool // x-worker of every request seen
 }
 
 func newRecipient() *loopbackRecipient {
-	return &loopbackRecipient{inFlight: map[string]bool{}, accepted: map[string]int{}, byWorker: map[string]int{}, requests: map[string]int{}}
+	return &loopbackRecipient{inFlight: map[string]bool{}, accepted: map[string]int{}, byWorker: map[string]int{}, requests: map[string]int{}, senders: map[string]bool{}}
 }
 
 func (rc *loopbackRecipient) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -127,6 +128,7 @@ func (rc *loopbackRecipient) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rc.inFlight[id] = true
 	rc.requests[id]++
+	rc.senders[r.Header.Get("x-worker")] = true
 	first := rc.requests[id] == 1
 	hold := rc.hold
 	if hold != nil {
@@ -157,6 +159,13 @@ func (rc *loopbackRecipient) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc.byWorker[r.Header.Get("x-worker")]++
 	rc.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// sendersSeen is how many distinct workers have sent a request.
+func (rc *loopbackRecipient) sendersSeen() int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return len(rc.senders)
 }
 
 func (rc *loopbackRecipient) snapshot() (accepted map[string]int, byWorker map[string]int, overlaps []string, held int) {
@@ -295,8 +304,19 @@ func testManyProcesses(t *testing.T, b backend) {
 		startWorkerProcess(t, s, "proc-a", time.Minute),
 		startWorkerProcess(t, s, "proc-b", time.Minute),
 	}
+	// The recipient holds every request until both processes have sent
+	// one: a process holds at most its slots and claims ahead (8 + 24), so
+	// the other finds the rest of the backlog due, however late it gets
+	// the CPU on a busy machine.
+	hold := make(chan struct{})
+	rc.mu.Lock()
+	rc.hold = hold
+	rc.mu.Unlock()
 	const n = 300
 	ids := seedDeliveries(t, s, "dst_mp", n, time.Now())
+	require.Eventually(t, func() bool { return rc.sendersSeen() == 2 }, 60*time.Second, 10*time.Millisecond,
+		"both processes send while the other holds its claims")
+	close(hold)
 
 	require.Eventually(t, func() bool { return countState(t, s, "delivered") == n }, 90*time.Second, 50*time.Millisecond)
 	for _, w := range workers {
