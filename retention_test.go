@@ -79,16 +79,7 @@ func TestWorkerCleanerRemovesDeliveredHistory(t *testing.T) {
 	// The mock clock moves a minute at a time, with real time between the
 	// steps for the cleaner to run its pass.
 	deliveredAt := clk.Now()
-	for i := 0; i < 180; i++ {
-		select {
-		case <-allRemoved:
-			i = 180
-		default:
-			clk.Add(time.Minute)
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-	waitClosed(t, allRemoved, "removals")
+	stepUntilClosed(t, clk, allRemoved, "removals")
 	mu.Lock()
 	assert.Equal(t, map[string]int64{"ok/delivered": 5}, removed, "only delivered history, counted per destination and state")
 	assert.GreaterOrEqual(t, batches, 3, "batches of at most two")
@@ -100,6 +91,27 @@ func TestWorkerCleanerRemovesDeliveredHistory(t *testing.T) {
 	}
 	_, err = store.Get(ctx, dead.ID)
 	assert.NoError(t, err, "a dead letter is kept")
+}
+
+// stepUntilClosed moves the mock clock a minute at a time, with real time
+// between the steps for the worker to act, until ch is closed. It stops on
+// ch, not after a number of steps: a worker starved of CPU on a busy
+// machine sees more clock go by, which the callers' assertions (lower
+// bounds) allow, instead of the clock stopping before its next pass.
+func stepUntilClosed(t *testing.T, clk *clock.Mock, ch <-chan struct{}, what string) {
+	t.Helper()
+	deadline := time.After(10 * time.Second) // a hang, not a speed check
+	for {
+		select {
+		case <-ch:
+			return
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s", what)
+		default:
+			clk.Add(time.Minute)
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 }
 
 func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
@@ -205,16 +217,7 @@ func TestWorkerCleanerReportsAFailedPassAndTriesAgain(t *testing.T) {
 	require.NoError(t, c.Start(ctx))
 	defer func() { require.NoError(t, c.Stop(ctx)) }()
 	require.Eventually(t, func() bool { ok, _ := store.WasDelivered(ctx, res.ID); return ok }, 5*time.Second, time.Millisecond)
-	for i := 0; i < 100; i++ {
-		select {
-		case <-removed:
-			i = 100
-		default:
-			clk.Add(time.Minute)
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-	waitClosed(t, removed, "the pass after the failure")
+	stepUntilClosed(t, clk, removed, "the pass after the failure")
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, []string{"ledger.clean_history"}, ops, "the failed pass is reported once, with its operation")
