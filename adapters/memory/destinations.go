@@ -15,20 +15,22 @@ import (
 // concurrent use; every read returns a copy, so a caller cannot change a
 // stored destination by accident.
 type Destinations struct {
-	mu sync.RWMutex
-	m  map[string]hookrelay.Destination
+	mu     sync.RWMutex
+	m      map[string]hookrelay.Destination
+	guards map[string]hookrelay.GuardState
 }
 
 var (
 	_ hookrelay.Destinations       = (*Destinations)(nil)
 	_ hookrelay.DestinationEnabler = (*Destinations)(nil)
 	_ hookrelay.DestinationLister  = (*Destinations)(nil)
+	_ hookrelay.DestinationGuard   = (*Destinations)(nil)
 )
 
 // NewDestinations returns a set holding ds. It panics on an empty ID, which
 // is a programming error in test setup.
 func NewDestinations(ds ...hookrelay.Destination) *Destinations {
-	s := &Destinations{m: map[string]hookrelay.Destination{}}
+	s := &Destinations{m: map[string]hookrelay.Destination{}, guards: map[string]hookrelay.GuardState{}}
 	for _, d := range ds {
 		if err := s.Put(context.Background(), d); err != nil {
 			panic(err)
@@ -65,6 +67,9 @@ func (s *Destinations) Put(ctx context.Context, d hookrelay.Destination) error {
 		if err := d.Policy.Validate(); err != nil {
 			return fmt.Errorf("hookrelay/memory: destination %q: %w", d.ID, err)
 		}
+	}
+	if err := d.ValidateLimits(); err != nil {
+		return fmt.Errorf("hookrelay/memory: destination %q: %w", d.ID, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -135,4 +140,32 @@ func (s *Destinations) update(id string, f func(*hookrelay.Destination)) error {
 	f(&d)
 	s.m[id] = d
 	return nil
+}
+
+// UpdateGuard implements hookrelay.DestinationGuard under the set's lock,
+// so concurrent workers sharing the set see one state.
+func (s *Destinations) UpdateGuard(ctx context.Context, p hookrelay.UpdateGuardParams) (hookrelay.GuardState, error) {
+	if err := ctx.Err(); err != nil {
+		return hookrelay.GuardState{}, fmt.Errorf("hookrelay/memory: update guard: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, ok := s.guards[p.DestinationID]
+	if !ok {
+		g = hookrelay.GuardState{DestinationID: p.DestinationID}
+	}
+	g = p.Update(g)
+	g.DestinationID = p.DestinationID
+	s.guards[p.DestinationID] = g
+	return g, nil
+}
+
+// GuardStates implements hookrelay.DestinationGuard.
+func (s *Destinations) GuardStates(ctx context.Context, p hookrelay.GuardStatesParams) ([]hookrelay.GuardState, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("hookrelay/memory: guard states: %w", err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return hookrelay.SelectGuardStates(s.guards, p), nil
 }
