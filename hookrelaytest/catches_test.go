@@ -234,6 +234,40 @@ var brokenStores = []brokenStore{
 		},
 		caughtBy: []string{"Destinations/EveryFieldRoundTrips"},
 	},
+	{
+		name: "GuardUpdateNotAtomic",
+		harness: func() hookrelaytest.Harness {
+			h := storeHarness(memory.NewStore())
+			h.Destinations = &unlockedGuard{Destinations: memory.NewDestinations()}
+			return h
+		},
+		caughtBy: []string{"DestinationGuard/UpdatesAreAtomic"},
+	},
+	{
+		name:     "RateBucketNotKeptInTheStore",
+		harness:  func() hookrelaytest.Harness { return guardHarness(bucketPerCall) },
+		caughtBy: []string{"DestinationGuard/RateIsHonouredAcrossSeveralWorkers", "DestinationGuard/StateRoundTrips"},
+	},
+	{
+		name:     "RetryAfterHoldNotStored",
+		harness:  func() hookrelaytest.Harness { return guardHarness(holdNotStored) },
+		caughtBy: []string{"DestinationGuard/RetryAfterHoldsTheWholeDestinationWithoutSpendingAttempts", "DestinationGuard/StateRoundTrips"},
+	},
+	{
+		name:     "CircuitNeverHalfOpens",
+		harness:  func() hookrelaytest.Harness { return guardHarness(coolDownNeverEnds) },
+		caughtBy: []string{"DestinationGuard/CircuitOpensProbesOnceReopensAndCloses"},
+	},
+	{
+		name:     "CircuitProbeNotKept",
+		harness:  func() hookrelaytest.Harness { return guardHarness(probeNotKept) },
+		caughtBy: []string{"DestinationGuard/CircuitOpensProbesOnceReopensAndCloses", "DestinationGuard/StateRoundTrips"},
+	},
+	{
+		name:     "FailingSinceResetByAFailure",
+		harness:  func() hookrelaytest.Harness { return guardHarness(failingSinceResetByFailures) },
+		caughtBy: []string{"DestinationGuard/DestinationFailingForTheSpanIsDisabled", "DestinationGuard/StateRoundTrips"},
+	},
 }
 
 // brokenStoreEnv names the broken store TestBrokenStore runs the suite on.
