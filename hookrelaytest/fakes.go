@@ -223,6 +223,3 @@ func (d faultyDestinations) Destination(ctx context.Context, id string) (hookrel
 // base is the suite's start time: whole seconds, so every store can
 // round-trip it exactly.
 var base = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
-
-// Unwrap keeps the store's abilities (DestinationGuard…) visible.
-func (d faultyDestinations) Unwrap() hookrelay.Destinations { return d.DestinationStore }

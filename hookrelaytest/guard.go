@@ -263,6 +263,7 @@ func RunDestinationGuard(t *testing.T, newHarness NewHarness) {
 
 		f.clock.Set(base.Add(30 * time.Second))
 		assert.Zero(t, f.step(10), "nothing is sent during the cool-down")
+		f.assertStatsShowOpenCircuit(3)
 
 		f.clock.Set(base.Add(time.Minute))
 		assert.Equal(t, 1, f.step(10), "after the cool-down, one probe across both workers")
@@ -356,4 +357,30 @@ func (f *guardFleet) enqueueAt(d time.Duration, eventID string) string {
 	})
 	require.NoError(f.t, err)
 	return res.ID
+}
+
+// assertStatsShowOpenCircuit checks that stats show dest_1's circuit open
+// after failures: through StatsWithGuard, and through the Ledger's own
+// Stats when the Ledger is the Destinations store too (it then says so
+// itself).
+func (f *guardFleet) assertStatsShowOpenCircuit(failures int) {
+	f.t.Helper()
+	ls, ok := hookrelay.As[hookrelay.LedgerStats](f.h.Ledger)
+	if !ok {
+		return
+	}
+	guard, _ := hookrelay.As[hookrelay.DestinationGuard](f.h.Destinations)
+	views := []hookrelay.LedgerStats{hookrelay.StatsWithGuard(ls, guard)}
+	if any(f.h.Ledger) == any(f.h.Destinations) {
+		views = append(views, ls)
+	}
+	for _, v := range views {
+		st, err := v.Stats(context.Background(), hookrelay.StatsParams{Now: f.clock.Now()})
+		require.NoError(f.t, err)
+		require.Len(f.t, st, 1)
+		assert.Equal(f.t, hookrelay.CircuitOpen, st[0].Circuit)
+		assert.Equal(f.t, failures, st[0].ConsecutiveFailures)
+		assert.True(f.t, st[0].FailingSince.Equal(base), "failing since the first failure")
+		assert.EqualValues(f.t, 6, st[0].Pending)
+	}
 }
