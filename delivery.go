@@ -280,7 +280,7 @@ func (c *Client) process(ctx context.Context, claim Claim, run attemptRun) error
 		return ctx.Err()
 	}
 	ctx = context.WithoutCancel(ctx)
-	c.recordOutcome(ctx, d, &res, rules, policy, adm.probe, finished)
+	c.recordOutcome(ctx, &d, &res, rules, policy, adm.probe, finished)
 
 	if res.DisableDestination {
 		if err := c.destinations.Disable(ctx, DisableParams{ID: d.DestinationID, Reason: res.Reason, Now: finished}); err != nil {

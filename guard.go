@@ -433,12 +433,20 @@ func (c *Client) admitSend(ctx context.Context, d Delivery, rules guardRules, ca
 	if !a.ok || !update {
 		return a, nil
 	}
-	g, err = c.guard.UpdateGuard(ctx, UpdateGuardParams{DestinationID: d.DestinationID, Update: func(g GuardState) GuardState {
-		g, a = rules.admit(g, now, d.ID)
+	return c.admitInStore(ctx, d.DestinationID, d.ID, rules, now)
+}
+
+// admitInStore takes a token or starts a probe in the store. It is apart
+// from admitSend so that what its closure captures is allocated only when
+// a rule needs the store.
+func (c *Client) admitInStore(ctx context.Context, destID, deliveryID string, rules guardRules, now time.Time) (admission, error) {
+	var a admission
+	g, err := c.guard.UpdateGuard(ctx, UpdateGuardParams{DestinationID: destID, Update: func(g GuardState) GuardState {
+		g, a = rules.admit(g, now, deliveryID)
 		return g
 	}})
 	if err != nil {
-		return admission{}, opErr("destinations.update_guard", d.ID, err)
+		return admission{}, opErr("destinations.update_guard", deliveryID, err)
 	}
 	c.worker.guards.put(g, now, c.cfg.DestinationCacheTTL)
 	return a, nil
@@ -448,12 +456,19 @@ func (c *Client) admitSend(ctx context.Context, d Delivery, rules guardRules, ca
 // state when it changes it, and reports what changed to the observer. A
 // failed write is reported as a worker error; the attempt is recorded all
 // the same.
-func (c *Client) recordOutcome(ctx context.Context, d Delivery, res *Result, rules guardRules, policy Policy, probe bool, now time.Time) {
+func (c *Client) recordOutcome(ctx context.Context, d *Delivery, res *Result, rules guardRules, policy Policy, probe bool, now time.Time) {
 	hold := holdFor(*res, policy.MaxDelay)
 	g, _ := c.worker.guards.get(d.DestinationID, now)
 	if !rules.needsRecord(g, *res, hold, probe) {
 		return
 	}
+	c.recordInStore(ctx, *d, *res, rules, hold, probe, now)
+}
+
+// recordInStore is recordOutcome's store write, apart so that what its
+// closure captures is allocated only when there is something to record.
+func (c *Client) recordInStore(ctx context.Context, d Delivery, result Result, rules guardRules, hold time.Duration, probe bool, now time.Time) {
+	res := &result
 	probeID := ""
 	if probe {
 		probeID = d.ID
