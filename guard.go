@@ -192,11 +192,9 @@ type guardRules struct {
 	threshold int     // failures in a row that open the circuit; 0: off
 	coolDown  time.Duration
 	probeFor  time.Duration // how long a probe holds the half-open circuit
+	recheck   time.Duration // how soon a delivery waiting on a probe looks again
 	disableAt time.Duration // failing span that disables; 0: off
 }
-
-// any reports whether any rule needs the stored state on every send.
-func (r guardRules) any() bool { return r.rate > 0 || r.threshold > 0 || r.disableAt > 0 }
 
 // check decides a send from g without changing it: it says whether the
 // send must wait, and whether the state must be updated (a token taken, a
@@ -206,7 +204,15 @@ func (r guardRules) check(g GuardState, now time.Time) (admission, bool) {
 	case now.Before(g.HeldUntil):
 		return admission{reason: ReasonDestinationHeld, until: g.HeldUntil}, false
 	case r.threshold > 0 && g.IsOpen() && now.Before(g.OpenUntil):
-		return admission{reason: ReasonCircuitOpen, until: g.OpenUntil}, false
+		until := g.OpenUntil
+		if g.Circuit == CircuitHalfOpen && r.recheck > 0 {
+			// The probe's answer may close the circuit long before its
+			// lease runs out: look again soon, not only then.
+			if soon := now.Add(r.recheck); soon.Before(until) {
+				until = soon
+			}
+		}
+		return admission{reason: ReasonCircuitOpen, until: until}, false
 	case r.rate > 0 && now.Before(g.LimitedUntil):
 		return admission{reason: ReasonDestinationRateLimited, until: g.LimitedUntil}, false
 	}
@@ -395,18 +401,19 @@ func (c *Client) rulesFor(dest Destination) guardRules {
 	}
 	return guardRules{
 		rate: rate, threshold: c.cfg.CircuitFailureThreshold, coolDown: c.cfg.CircuitCoolDown,
-		probeFor: c.cfg.LeaseFor, disableAt: c.cfg.DisableAfterFailingFor,
+		probeFor: c.cfg.LeaseFor, recheck: c.cfg.PausedRecheck, disableAt: c.cfg.DisableAfterFailingFor,
 	}
 }
 
 // guardState returns the destination's guard state: for the worker's own
-// attempts (cached) from the cache while it is fresh, or the zero state
-// when no rule needs the stored one (a hold this worker saw is cached; one
-// another process recorded is skipped by the SQL store's claim); read from
-// the store otherwise.
-func (c *Client) guardState(ctx context.Context, id string, rules guardRules, cached bool, now time.Time) (GuardState, error) {
+// attempts (cached) from the cache while it is fresh (Config.DestinationCacheTTL,
+// or until the hold it records ends); read from the store otherwise. It is
+// read even when no rule of this client's needs it, since a hold or an open
+// circuit another worker recorded holds this one too, whatever its store's
+// claim skips.
+func (c *Client) guardState(ctx context.Context, id string, cached bool, now time.Time) (GuardState, error) {
 	g, ok := c.worker.guards.get(id, now)
-	if cached && (ok || !rules.any()) {
+	if cached && ok {
 		return g, nil
 	}
 	gs, err := c.guard.GuardStates(ctx, GuardStatesParams{IDs: []string{id}})
@@ -425,7 +432,7 @@ func (c *Client) guardState(ctx context.Context, id string, rules guardRules, ca
 // destination's guard, taking a rate-limit token or starting a probe in the
 // store when the rules say so.
 func (c *Client) admitSend(ctx context.Context, d Delivery, rules guardRules, cached bool, now time.Time) (admission, error) {
-	g, err := c.guardState(ctx, d.DestinationID, rules, cached, now)
+	g, err := c.guardState(ctx, d.DestinationID, cached, now)
 	if err != nil {
 		return admission{}, err
 	}
@@ -493,6 +500,7 @@ func (c *Client) recordInStore(ctx context.Context, d Delivery, result Result, r
 		c.observe(ctx, Event{Kind: EventCircuitOpened, Delivery: d, Result: res, Reason: res.Reason, At: g.OpenUntil, Delay: rules.coolDown, Count: int64(o.failures)})
 	}
 	if o.closed {
+		c.worker.unblock(d.DestinationID)
 		c.observe(ctx, Event{Kind: EventCircuitClosed, Delivery: d, Result: res})
 	}
 	if o.disable {

@@ -132,6 +132,13 @@ func (w *worker) block(id string, at time.Time) {
 	}
 }
 
+// unblock lets claims take a destination again at once: its circuit closed.
+func (w *worker) unblock(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.blocked, id)
+}
+
 func (w *worker) limitFor(id string, cfg Config) int {
 	if l, ok := w.limits[id]; ok {
 		return l

@@ -246,27 +246,36 @@ var brokenStores = []brokenStore{
 	{
 		name:     "RateBucketNotKeptInTheStore",
 		harness:  func() hookrelaytest.Harness { return guardHarness(bucketPerCall) },
-		caughtBy: []string{"DestinationGuard/RateIsHonouredAcrossSeveralWorkers", "DestinationGuard/StateRoundTrips"},
+		caughtBy: []string{"DestinationGuard/RateIsHonouredAcrossSeveralWorkers", "DestinationGuard/StateRoundTrips", "DestinationGuard/StartedWorkersHonourTheRate"},
 	},
 	{
 		name:     "RetryAfterHoldNotStored",
 		harness:  func() hookrelaytest.Harness { return guardHarness(holdNotStored) },
-		caughtBy: []string{"DestinationGuard/RetryAfterHoldsTheWholeDestinationWithoutSpendingAttempts", "DestinationGuard/StateRoundTrips"},
+		caughtBy: []string{"DestinationGuard/RetryAfterHoldsTheWholeDestinationWithoutSpendingAttempts", "DestinationGuard/StateRoundTrips", "DestinationGuard/StartedWorkerHoldsEveryDeliveryOnRetryAfter"},
 	},
 	{
 		name:     "CircuitNeverHalfOpens",
 		harness:  func() hookrelaytest.Harness { return guardHarness(coolDownNeverEnds) },
-		caughtBy: []string{"DestinationGuard/CircuitOpensProbesOnceReopensAndCloses"},
+		caughtBy: []string{"DestinationGuard/CircuitOpensProbesOnceReopensAndCloses", "DestinationGuard/StartedWorkerOpensProbesOnceAndClosesTheCircuit"},
 	},
 	{
 		name:     "CircuitProbeNotKept",
 		harness:  func() hookrelaytest.Harness { return guardHarness(probeNotKept) },
-		caughtBy: []string{"DestinationGuard/CircuitOpensProbesOnceReopensAndCloses", "DestinationGuard/StateRoundTrips"},
+		caughtBy: []string{"DestinationGuard/CircuitOpensProbesOnceReopensAndCloses", "DestinationGuard/StateRoundTrips", "DestinationGuard/StartedWorkerOpensProbesOnceAndClosesTheCircuit"},
 	},
 	{
 		name:     "FailingSinceResetByAFailure",
 		harness:  func() hookrelaytest.Harness { return guardHarness(failingSinceResetByFailures) },
-		caughtBy: []string{"DestinationGuard/DestinationFailingForTheSpanIsDisabled", "DestinationGuard/StateRoundTrips"},
+		caughtBy: []string{"DestinationGuard/DestinationFailingForTheSpanIsDisabled", "DestinationGuard/StateRoundTrips", "DestinationGuard/StartedWorkerDisablesADestinationFailingForTheSpan"},
+	},
+	{
+		name: "GuardStatesReadNothing",
+		harness: func() hookrelaytest.Harness {
+			h := storeHarness(memory.NewStore())
+			h.Destinations = &guardUnread{Destinations: memory.NewDestinations()}
+			return h
+		},
+		caughtBy: []string{"DestinationGuard/StateRoundTrips", "DestinationGuard/StartedWorkerHoldsEveryDeliveryOnRetryAfter"},
 	},
 }
 

@@ -345,6 +345,8 @@ func RunDestinationGuard(t *testing.T, newHarness NewHarness) {
 		assert.Equal(t, hookrelay.StatePending, f.state(ids2).State, "its deliveries wait for a human")
 		assert.Equal(t, attempt, f.state(ids2).Attempt, "and spend no attempt meanwhile")
 	})
+
+	runStartedWorkerGuard(t, newHarness, dest)
 }
 
 // enqueueAt enqueues one more delivery to dest_1 at base+d.
