@@ -3,6 +3,7 @@ package hookrelaytest_test
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"os/exec"
 	"slices"
@@ -233,6 +234,24 @@ var brokenStores = []brokenStore{
 			return h
 		},
 		caughtBy: []string{"Destinations/EveryFieldRoundTrips"},
+	},
+	{
+		name: "PutDropsTheRateLimit",
+		harness: func() hookrelaytest.Harness {
+			h := storeHarness(memory.NewStore())
+			h.Destinations = &dropsRate{Destinations: memory.NewDestinations()}
+			return h
+		},
+		caughtBy: []string{"Destinations/EveryFieldRoundTrips"},
+	},
+	{
+		name: "PutCleansABadRateLimit",
+		harness: func() hookrelaytest.Harness {
+			h := storeHarness(memory.NewStore())
+			h.Destinations = &cleansRate{Destinations: memory.NewDestinations()}
+			return h
+		},
+		caughtBy: []string{"Destinations/PutRefusesABadRateLimitAndChangesNothing"},
 	},
 	{
 		name: "GuardUpdateNotAtomic",
@@ -815,6 +834,24 @@ type dropsPolicy struct{ *memory.Destinations }
 
 func (s *dropsPolicy) Put(ctx context.Context, d hookrelay.Destination) error {
 	d.Policy = nil
+	return s.Destinations.Put(ctx, d)
+}
+
+// dropsRate does not store a destination's MaxPerSecond.
+type dropsRate struct{ *memory.Destinations }
+
+func (s *dropsRate) Put(ctx context.Context, d hookrelay.Destination) error {
+	d.MaxPerSecond = 0
+	return s.Destinations.Put(ctx, d)
+}
+
+// cleansRate stores a bad MaxPerSecond as no limit instead of refusing it.
+type cleansRate struct{ *memory.Destinations }
+
+func (s *cleansRate) Put(ctx context.Context, d hookrelay.Destination) error {
+	if d.MaxPerSecond < 0 || math.IsNaN(d.MaxPerSecond) || math.IsInf(d.MaxPerSecond, 0) {
+		d.MaxPerSecond = 0
+	}
 	return s.Destinations.Put(ctx, d)
 }
 
