@@ -234,7 +234,7 @@ func New(cfg Config) (*Client, error) {
 	c.dueNotifier, _ = As[DueNotifier](cfg.Queue)
 	var ok bool
 	if c.guard, ok = As[DestinationGuard](cfg.Destinations); !ok {
-		c.guard = &localGuard{}
+		c.guard = &GuardMap{}
 	}
 	if cfg.Retention != nil {
 		var ok bool

@@ -109,14 +109,20 @@ type DestinationGuard interface {
 	GuardStates(ctx context.Context, params GuardStatesParams) ([]GuardState, error)
 }
 
-// localGuard is the client's own DestinationGuard when the Destinations
-// port has none: state kept in this process only.
-type localGuard struct {
+// GuardMap is a DestinationGuard kept in one process's memory: the memory
+// adapter's, and the client's own when its Destinations port has none (a
+// rate limit then holds per process, a hold or an open circuit is not
+// shared). The zero value is ready; it is safe for concurrent use.
+type GuardMap struct {
 	mu sync.Mutex
 	m  map[string]GuardState
 }
 
-func (l *localGuard) UpdateGuard(_ context.Context, p UpdateGuardParams) (GuardState, error) {
+// UpdateGuard implements DestinationGuard under the map's lock.
+func (l *GuardMap) UpdateGuard(ctx context.Context, p UpdateGuardParams) (GuardState, error) {
+	if err := ctx.Err(); err != nil {
+		return GuardState{}, err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.m == nil {
@@ -132,29 +138,27 @@ func (l *localGuard) UpdateGuard(_ context.Context, p UpdateGuardParams) (GuardS
 	return g, nil
 }
 
-func (l *localGuard) GuardStates(_ context.Context, p GuardStatesParams) ([]GuardState, error) {
+// GuardStates implements DestinationGuard.
+func (l *GuardMap) GuardStates(ctx context.Context, p GuardStatesParams) ([]GuardState, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return SelectGuardStates(l.m, p), nil
-}
-
-// SelectGuardStates returns the states of m that p selects, ordered by
-// DestinationID: GuardStates for a store that keeps them in a map.
-func SelectGuardStates(m map[string]GuardState, p GuardStatesParams) []GuardState {
 	var out []GuardState
 	if len(p.IDs) > 0 {
 		for _, id := range p.IDs {
-			if g, ok := m[id]; ok {
+			if g, ok := l.m[id]; ok {
 				out = append(out, g)
 			}
 		}
 	} else {
-		for _, g := range m {
+		for _, g := range l.m {
 			out = append(out, g)
 		}
 	}
 	sortGuardStates(out)
-	return out
+	return out, nil
 }
 
 func sortGuardStates(gs []GuardState) {

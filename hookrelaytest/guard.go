@@ -34,18 +34,8 @@ func newGuardFleet(t *testing.T, h Harness, n int, dest hookrelay.Destination, o
 	f := &guardFleet{t: t, h: h, clock: clock.NewMock(), rec: &Recipient{}, events: &eventLog{}}
 	f.clock.Set(base)
 	require.NoError(t, h.Destinations.Put(context.Background(), dest))
-	for i := range n {
-		cfg := hookrelay.Config{
-			Queue: h.Queue, Ledger: h.Ledger, Destinations: h.Destinations, Sender: f.rec,
-			Clock: f.clock, Random: FixedRandom(0.5), LeaseFor: leaseFor, Observer: f.events,
-			Holder: fmt.Sprintf("worker-%d", i),
-		}
-		for _, o := range opts {
-			o(&cfg)
-		}
-		c, err := hookrelay.New(cfg)
-		require.NoError(t, err)
-		f.clients = append(f.clients, c)
+	for range n {
+		f.addClient(opts...)
 	}
 	return f
 }

@@ -17,7 +17,7 @@ import (
 type Destinations struct {
 	mu     sync.RWMutex
 	m      map[string]hookrelay.Destination
-	guards map[string]hookrelay.GuardState
+	guards hookrelay.GuardMap
 }
 
 var (
@@ -30,7 +30,7 @@ var (
 // NewDestinations returns a set holding ds. It panics on an empty ID, which
 // is a programming error in test setup.
 func NewDestinations(ds ...hookrelay.Destination) *Destinations {
-	s := &Destinations{m: map[string]hookrelay.Destination{}, guards: map[string]hookrelay.GuardState{}}
+	s := &Destinations{m: map[string]hookrelay.Destination{}}
 	for _, d := range ds {
 		if err := s.Put(context.Background(), d); err != nil {
 			panic(err)
@@ -142,30 +142,21 @@ func (s *Destinations) update(id string, f func(*hookrelay.Destination)) error {
 	return nil
 }
 
-// UpdateGuard implements hookrelay.DestinationGuard under the set's lock,
-// so concurrent workers sharing the set see one state.
+// UpdateGuard implements hookrelay.DestinationGuard: the states are kept
+// in a hookrelay.GuardMap, so concurrent workers sharing the set see one.
 func (s *Destinations) UpdateGuard(ctx context.Context, p hookrelay.UpdateGuardParams) (hookrelay.GuardState, error) {
-	if err := ctx.Err(); err != nil {
-		return hookrelay.GuardState{}, fmt.Errorf("hookrelay/memory: update guard: %w", err)
+	g, err := s.guards.UpdateGuard(ctx, p)
+	if err != nil {
+		return g, fmt.Errorf("hookrelay/memory: update guard: %w", err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g, ok := s.guards[p.DestinationID]
-	if !ok {
-		g = hookrelay.GuardState{DestinationID: p.DestinationID}
-	}
-	g = p.Update(g)
-	g.DestinationID = p.DestinationID
-	s.guards[p.DestinationID] = g
 	return g, nil
 }
 
 // GuardStates implements hookrelay.DestinationGuard.
 func (s *Destinations) GuardStates(ctx context.Context, p hookrelay.GuardStatesParams) ([]hookrelay.GuardState, error) {
-	if err := ctx.Err(); err != nil {
+	gs, err := s.guards.GuardStates(ctx, p)
+	if err != nil {
 		return nil, fmt.Errorf("hookrelay/memory: guard states: %w", err)
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return hookrelay.SelectGuardStates(s.guards, p), nil
+	return gs, nil
 }
