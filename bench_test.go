@@ -24,19 +24,24 @@ func newBenchClient(b *testing.B, res hookrelay.Result, obs hookrelay.Observer) 
 
 // newBenchClientLimit is newBenchClient with the given per-destination
 // limit (the worker's Concurrency is 16).
-func newBenchClientLimit(b *testing.B, res hookrelay.Result, obs hookrelay.Observer, perDest int) (*hookrelay.Client, *memory.Store) {
+func newBenchClientLimit(b *testing.B, res hookrelay.Result, obs hookrelay.Observer, perDest int, tweaks ...func(*hookrelay.Config, *hookrelay.Destination)) (*hookrelay.Client, *memory.Store) {
 	b.Helper()
 	store := memory.NewStore()
-	dests := memory.NewDestinations(hookrelay.Destination{ID: "acct", URL: "https://example.com/hook"})
-	c, err := hookrelay.New(hookrelay.Config{
-		Queue: store, Ledger: store, Destinations: dests,
+	dest := hookrelay.Destination{ID: "acct", URL: "https://example.com/hook"}
+	cfg := hookrelay.Config{
+		Queue: store, Ledger: store,
 		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result { return res }),
 		Policy: &hookrelay.Policy{Version: "bench", MaxAttempts: 1 << 30, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond},
 		// Every slot is open to the one destination: the benchmark measures
 		// the engine, not the per-destination limit.
 		Concurrency: 16, PerDestinationConcurrency: perDest,
 		Observer: obs,
-	})
+	}
+	for _, t := range tweaks {
+		t(&cfg, &dest)
+	}
+	cfg.Destinations = memory.NewDestinations(dest)
+	c, err := hookrelay.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -109,7 +114,20 @@ func BenchmarkWorker(b *testing.B) {
 	}
 }
 
-func benchmarkWorker(b *testing.B, perDest int) {
+// BenchmarkWorkerGuarded is BenchmarkWorker's per_destination=16 case
+// with every guard on but never tripped: a rate limit far above the
+// benchmark's pace (a token taken in the store on every send), a circuit
+// breaker and auto-disable. Against BenchmarkWorker it is the guard's cost
+// per delivery when a limit is set; BenchmarkWorker itself is the cost when
+// none is.
+func BenchmarkWorkerGuarded(b *testing.B) {
+	benchmarkWorker(b, 16, func(cfg *hookrelay.Config, d *hookrelay.Destination) {
+		d.MaxPerSecond = 1e9
+		cfg.CircuitFailureThreshold, cfg.DisableAfterFailingFor = 5, 24*time.Hour
+	})
+}
+
+func benchmarkWorker(b *testing.B, perDest int, tweaks ...func(*hookrelay.Config, *hookrelay.Destination)) {
 	defer goleak.VerifyNone(b, goleak.IgnoreCurrent())
 	var delivered atomic.Int64
 	done := make(chan struct{})
@@ -119,7 +137,7 @@ func benchmarkWorker(b *testing.B, perDest int) {
 			close(done)
 		}
 	})
-	c, _ := newBenchClientLimit(b, hookrelay.Delivered(204), obs, perDest)
+	c, _ := newBenchClientLimit(b, hookrelay.Delivered(204), obs, perDest, tweaks...)
 	enqueueBench(b, c, b.N)
 	atomic.StoreInt64(&target, int64(b.N))
 	b.ReportAllocs()

@@ -88,6 +88,19 @@ const (
 	// ReasonWorkerStopped: a delivery claimed ahead was handed back, with
 	// no attempt spent, because its worker stopped before a slot freed.
 	ReasonWorkerStopped = "worker_stopped"
+	// ReasonDestinationHeld: handed back, no attempt spent, because the
+	// destination asked for a pause (429 or 503 with Retry-After) that
+	// holds all its deliveries.
+	ReasonDestinationHeld = "destination_held"
+	// ReasonDestinationRateLimited: handed back, no attempt spent, because
+	// the destination's MaxPerSecond was used up.
+	ReasonDestinationRateLimited = "destination_rate_limited"
+	// ReasonCircuitOpen: handed back, no attempt spent, because the
+	// destination's circuit breaker is open (or another delivery probes it).
+	ReasonCircuitOpen = "circuit_open"
+	// ReasonDestinationFailing: the destination was disabled because every
+	// attempt to it failed for Config.DisableAfterFailingFor.
+	ReasonDestinationFailing = "destination_failing"
 )
 
 // Result is a classified send attempt. Senders build one with [Delivered],

@@ -68,6 +68,27 @@ type Config struct {
 	// disabled destinations whatever the cache holds. Defaults to 1s;
 	// negative turns the cache off.
 	DestinationCacheTTL time.Duration
+	// DefaultMaxPerSecond caps sends per second to every destination that
+	// sets no MaxPerSecond of its own, across every worker sharing the
+	// store (see Destination.MaxPerSecond). Defaults to 0: no limit.
+	DefaultMaxPerSecond float64
+	// CircuitFailureThreshold opens a destination's circuit breaker after
+	// this many attempts to it failed in a row (retryable results: refused
+	// connections, timeouts, 5xx): its deliveries then wait, without
+	// spending attempts, for CircuitCoolDown; then one probe delivery is
+	// sent, and its success closes the circuit (a failure re-opens it).
+	// The state is kept in the store and shared by every worker. Defaults
+	// to 0: no circuit breaker.
+	CircuitFailureThreshold int
+	// CircuitCoolDown is how long an open circuit waits before its probe.
+	// Defaults to 30s.
+	CircuitCoolDown time.Duration
+	// DisableAfterFailingFor disables a destination whose attempts have
+	// all failed (retryable results) for this long, with the reason
+	// destination_failing, as a 410 disables it: its deliveries wait,
+	// without spending attempts, until a human re-enables it. Defaults to
+	// 0: never.
+	DisableAfterFailingFor time.Duration
 	// CompletionLinger is how long the worker holds a batch of ledger
 	// writes open for more after the first one arrives, when the Ledger is
 	// a BatchLedger. Defaults to 0: a batch is flushed as soon as the
@@ -130,6 +151,9 @@ type Client struct {
 	dueNotifier DueNotifier
 	// cleaner is the Ledger's HistoryCleaner when Config.Retention is set.
 	cleaner HistoryCleaner
+	// guard keeps destinations' protection state: the Destinations port's
+	// DestinationGuard, or one kept in this process.
+	guard DestinationGuard
 	// recovery is the Ledger's UnpublishedRecovery when the worker
 	// republishes lost broker messages, nil otherwise.
 	recovery UnpublishedRecovery
@@ -169,6 +193,14 @@ func New(cfg Config) (*Client, error) {
 		return nil, bad("CompletionLinger", "must not be negative")
 	case cfg.MaxPayloadBytes < 0:
 		return nil, bad("MaxPayloadBytes", "must not be negative")
+	case !validRate(cfg.DefaultMaxPerSecond):
+		return nil, bad("DefaultMaxPerSecond", fmt.Sprintf("is %v; it must be zero (no limit) or a finite positive rate", cfg.DefaultMaxPerSecond))
+	case cfg.CircuitFailureThreshold < 0:
+		return nil, bad("CircuitFailureThreshold", "must not be negative")
+	case cfg.CircuitCoolDown < 0:
+		return nil, bad("CircuitCoolDown", "must not be negative")
+	case cfg.DisableAfterFailingFor < 0:
+		return nil, bad("DisableAfterFailingFor", "must not be negative")
 	}
 	if cfg.Retention != nil {
 		if err := cfg.Retention.Validate(); err != nil {
@@ -200,6 +232,10 @@ func New(cfg Config) (*Client, error) {
 	c.ledgerQueue = sameLedgerQueue(cfg.Queue, cfg.Ledger)
 	_, c.roomClaims = As[ClaimsByDestinationRoom](cfg.Queue)
 	c.dueNotifier, _ = As[DueNotifier](cfg.Queue)
+	var ok bool
+	if c.guard, ok = As[DestinationGuard](cfg.Destinations); !ok {
+		c.guard = &GuardMap{}
+	}
 	if cfg.Retention != nil {
 		var ok bool
 		if c.cleaner, ok = As[HistoryCleaner](cfg.Ledger); !ok {
@@ -243,6 +279,7 @@ func New(cfg Config) (*Client, error) {
 	defDur(&cfg.PausedRecheck, 5*time.Second)
 	defDur(&cfg.DestinationCacheTTL, time.Second)
 	defDur(&cfg.RecoverUnpublishedAfter, 5*time.Minute)
+	defDur(&cfg.CircuitCoolDown, 30*time.Second)
 	if cfg.Holder == "" {
 		cfg.Holder = uuid.NewString()
 	}

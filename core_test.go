@@ -3,6 +3,7 @@ package hookrelay_test
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"testing"
 	"time"
@@ -213,6 +214,37 @@ func TestDestinationFormattingRedactsSecrets(t *testing.T) {
 		assert.NotContains(t, s, "SECRET")
 		assert.Contains(t, s, "dest_1")
 	}
+}
+
+// Bad guard settings are refused by New with the field and the rule named;
+// zero values turn each guard off, and CircuitCoolDown defaults.
+func TestGuardConfigValidation(t *testing.T) {
+	s, dests := newStore()
+	for _, tc := range []struct {
+		field, rule string
+		set         func(*hookrelay.Config)
+	}{
+		{"DefaultMaxPerSecond", "finite positive rate", func(c *hookrelay.Config) { c.DefaultMaxPerSecond = -1 }},
+		{"DefaultMaxPerSecond", "finite positive rate", func(c *hookrelay.Config) { c.DefaultMaxPerSecond = math.NaN() }},
+		{"DefaultMaxPerSecond", "finite positive rate", func(c *hookrelay.Config) { c.DefaultMaxPerSecond = math.Inf(1) }},
+		{"DefaultMaxPerSecond", "finite positive rate", func(c *hookrelay.Config) { c.DefaultMaxPerSecond = math.Inf(-1) }},
+		{"CircuitFailureThreshold", "must not be negative", func(c *hookrelay.Config) { c.CircuitFailureThreshold = -1 }},
+		{"CircuitCoolDown", "must not be negative", func(c *hookrelay.Config) { c.CircuitCoolDown = -time.Second }},
+		{"DisableAfterFailingFor", "must not be negative", func(c *hookrelay.Config) { c.DisableAfterFailingFor = -time.Hour }},
+	} {
+		cfg := hookrelay.Config{Queue: s, Ledger: s, Destinations: dests}
+		tc.set(&cfg)
+		c, err := hookrelay.New(cfg)
+		assert.Nil(t, c)
+		var ve *hookrelay.ValidationError
+		require.ErrorAs(t, err, &ve, tc.field)
+		assert.ErrorIs(t, err, hookrelay.ErrInvalidConfig)
+		assert.Equal(t, tc.field, ve.Field)
+		assert.Contains(t, err.Error(), tc.rule, tc.field)
+	}
+	_, err := hookrelay.New(hookrelay.Config{Queue: s, Ledger: s, Destinations: dests,
+		DefaultMaxPerSecond: 0.5, CircuitFailureThreshold: 5, CircuitCoolDown: time.Minute, DisableAfterFailingFor: 5 * 24 * time.Hour})
+	assert.NoError(t, err, "fractional rates and positive spans are fine")
 }
 
 func TestConfigValidation(t *testing.T) {

@@ -249,6 +249,18 @@ func (c *Client) process(ctx context.Context, claim Claim, run attemptRun) error
 		return c.deadLetter(ctx, run, d, lease, ReasonWindowExpired, nil, nil, now)
 	}
 
+	rules := c.rulesFor(dest)
+	adm, err := c.admitSend(ctx, d, rules, run.fresh, now)
+	if err != nil {
+		return c.failBeforeSend(ctx, d, lease, err)
+	}
+	if !adm.ok {
+		// Held, over its rate or behind an open circuit: wait without
+		// spending an attempt, and claim nothing more for it until then.
+		c.worker.block(d.DestinationID, adm.until)
+		return c.release(ctx, d, lease, adm.reason, adm.until, now)
+	}
+
 	sendCtx, cancel := c.clock.WithDeadline(ctx, lease.ExpiresAt)
 	res := c.sender.Send(sendCtx, SendParams{Delivery: d, Destination: dest, Now: now})
 	cancel()
@@ -268,6 +280,7 @@ func (c *Client) process(ctx context.Context, claim Claim, run attemptRun) error
 		return ctx.Err()
 	}
 	ctx = context.WithoutCancel(ctx)
+	c.recordOutcome(ctx, &d, &res, rules, policy, adm.probe, finished)
 
 	if res.DisableDestination {
 		if err := c.destinations.Disable(ctx, DisableParams{ID: d.DestinationID, Reason: res.Reason, Now: finished}); err != nil {

@@ -29,6 +29,13 @@ type Destination struct {
 	// MaxConcurrency caps attempts in flight to this destination per worker;
 	// zero means the client's PerDestinationConcurrency.
 	MaxConcurrency int
+	// MaxPerSecond caps sends to this destination per second, across every
+	// worker sharing the store (a token bucket kept in the store through
+	// DestinationGuard, refilling at this rate up to one second's worth);
+	// a delivery over it waits without spending an attempt. Zero means the
+	// client's DefaultMaxPerSecond; fractions are allowed (0.5: one send
+	// every two seconds).
+	MaxPerSecond float64
 	// Timeout bounds one whole request; zero means the sender's default.
 	Timeout time.Duration
 	// Paused destinations are not sent to; their deliveries wait without

@@ -23,9 +23,13 @@ const (
 	// EventDeadLettered: recorded dead; Reason is set.
 	EventDeadLettered EventKind = "dead_lettered"
 	// EventReleased: handed back without spending an attempt (destination
-	// paused, disabled or saturated, or work cancelled); Reason is set.
+	// paused, disabled, saturated, held, rate-limited or behind an open
+	// circuit, or work cancelled); Reason is set.
 	EventReleased EventKind = "released"
-	// EventDestinationDisabled: the recipient said it is gone.
+	// EventDestinationDisabled: the recipient said it is gone (Reason
+	// destination_gone), or every attempt to it failed for
+	// Config.DisableAfterFailingFor (Reason destination_failing, Delay the
+	// span).
 	EventDestinationDisabled EventKind = "destination_disabled"
 	// EventDestinationPaused and EventDestinationResumed: an operator
 	// paused or resumed a destination; Delivery.DestinationID names it.
@@ -34,6 +38,17 @@ const (
 	// EventDestinationEnabled: an operator re-enabled a disabled
 	// destination; Delivery.DestinationID names it.
 	EventDestinationEnabled EventKind = "destination_enabled"
+	// EventDestinationHeld: a 429 or 503 with Retry-After holds every
+	// delivery to the destination until At (Delay is the hold); Result is
+	// the attempt that asked for it.
+	EventDestinationHeld EventKind = "destination_held"
+	// EventCircuitOpened: the destination's circuit breaker opened after
+	// Count failed attempts in a row (or a failed probe); nothing is sent
+	// to it until At, when one probe delivery goes.
+	EventCircuitOpened EventKind = "circuit_opened"
+	// EventCircuitClosed: a delivery to a destination whose circuit was
+	// open got an answer; sending resumes.
+	EventCircuitClosed EventKind = "circuit_closed"
 	// EventRedriven: an operator moved a dead delivery back to pending.
 	EventRedriven EventKind = "redriven"
 	// EventHistoryRemoved: the retention cleaner removed Count records of

@@ -21,7 +21,9 @@ type worker struct {
 	perDest   map[string]int       // attempts in flight per destination
 	limits    map[string]int       // per-destination limits learned at send time
 	paused    map[string]time.Time // destination → skip claims until
-	due       time.Time            // a wake-up the store announced for this time; zero: none
+	blocked   map[string]time.Time // destination → held, rate-limited or open circuit until
+	guards    guardCache
+	due       time.Time // a wake-up the store announced for this time; zero: none
 	dests     destinationCache
 	// held are claims taken ahead (prefetched) that wait for a free slot.
 	// A claim is a commit, so the worker claims for the slots that will
@@ -91,6 +93,7 @@ func (w *worker) init() {
 	w.perDest = map[string]int{}
 	w.limits = map[string]int{}
 	w.paused = map[string]time.Time{}
+	w.blocked = map[string]time.Time{}
 	w.dests.entries = map[string]cachedDestination{}
 	w.stopped = make(chan struct{})
 	close(w.stopped) // a client that never started is stopped
@@ -118,6 +121,22 @@ func (w *worker) noteDestination(d Destination, now time.Time, cfg Config) {
 	} else {
 		delete(w.paused, d.ID)
 	}
+}
+
+// block makes claims skip a destination until at: its guard holds it.
+func (w *worker) block(id string, at time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if at.After(w.blocked[id]) {
+		w.blocked[id] = at
+	}
+}
+
+// unblock lets claims take a destination again at once: its circuit closed.
+func (w *worker) unblock(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.blocked, id)
 }
 
 func (w *worker) limitFor(id string, cfg Config) int {
@@ -354,6 +373,13 @@ func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error
 			skip = append(skip, id)
 		} else {
 			delete(w.paused, id)
+		}
+	}
+	for id, until := range w.blocked {
+		if now.Before(until) {
+			skip = append(skip, id)
+		} else {
+			delete(w.blocked, id)
 		}
 	}
 	// Each destination may take no more than its room: its limit less its

@@ -10,4 +10,4 @@
 // adapters when you need a working fake.
 package hookrelaymock
 
-//go:generate mockgen -destination=ports.go -package=hookrelaymock github.com/hookrelay/hookrelay Queue,Ledger,Sender,Destinations,Observer,LedgerStats,AttemptStats,LeaseLedger,DeadLetterLedger,RedriveAuditLog,RedriveAuditLister,DestinationPauser,DestinationEnabler,DestinationLister,DestinationFinder,Authorizer,LedgerQueue,BatchLedger,ClaimsByDestinationRoom,DueNotifier,HistoryCleaner,UnpublishedRecovery
+//go:generate mockgen -destination=ports.go -package=hookrelaymock github.com/hookrelay/hookrelay Queue,Ledger,Sender,Destinations,Observer,LedgerStats,AttemptStats,LeaseLedger,DeadLetterLedger,RedriveAuditLog,RedriveAuditLister,DestinationPauser,DestinationEnabler,DestinationLister,DestinationFinder,Authorizer,LedgerQueue,BatchLedger,ClaimsByDestinationRoom,DueNotifier,HistoryCleaner,UnpublishedRecovery,DestinationGuard

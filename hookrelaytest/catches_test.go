@@ -3,6 +3,7 @@ package hookrelaytest_test
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"os/exec"
 	"slices"
@@ -233,6 +234,67 @@ var brokenStores = []brokenStore{
 			return h
 		},
 		caughtBy: []string{"Destinations/EveryFieldRoundTrips"},
+	},
+	{
+		name: "PutDropsTheRateLimit",
+		harness: func() hookrelaytest.Harness {
+			h := storeHarness(memory.NewStore())
+			h.Destinations = &dropsRate{Destinations: memory.NewDestinations()}
+			return h
+		},
+		caughtBy: []string{"Destinations/EveryFieldRoundTrips"},
+	},
+	{
+		name: "PutCleansABadRateLimit",
+		harness: func() hookrelaytest.Harness {
+			h := storeHarness(memory.NewStore())
+			h.Destinations = &cleansRate{Destinations: memory.NewDestinations()}
+			return h
+		},
+		caughtBy: []string{"Destinations/PutRefusesABadRateLimitAndChangesNothing"},
+	},
+	{
+		name: "GuardUpdateNotAtomic",
+		harness: func() hookrelaytest.Harness {
+			h := storeHarness(memory.NewStore())
+			h.Destinations = &unlockedGuard{Destinations: memory.NewDestinations()}
+			return h
+		},
+		caughtBy: []string{"DestinationGuard/UpdatesAreAtomic"},
+	},
+	{
+		name:     "RateBucketNotKeptInTheStore",
+		harness:  func() hookrelaytest.Harness { return guardHarness(bucketPerCall) },
+		caughtBy: []string{"DestinationGuard/RateIsHonouredAcrossSeveralWorkers", "DestinationGuard/StateRoundTrips", "DestinationGuard/StartedWorkersHonourTheRate"},
+	},
+	{
+		name:     "RetryAfterHoldNotStored",
+		harness:  func() hookrelaytest.Harness { return guardHarness(holdNotStored) },
+		caughtBy: []string{"DestinationGuard/RetryAfterHoldsTheWholeDestinationWithoutSpendingAttempts", "DestinationGuard/StateRoundTrips", "DestinationGuard/StartedWorkerHoldsEveryDeliveryOnRetryAfter"},
+	},
+	{
+		name:     "CircuitNeverHalfOpens",
+		harness:  func() hookrelaytest.Harness { return guardHarness(coolDownNeverEnds) },
+		caughtBy: []string{"DestinationGuard/CircuitOpensProbesOnceReopensAndCloses", "DestinationGuard/StartedWorkerOpensProbesOnceAndClosesTheCircuit"},
+	},
+	{
+		name:     "CircuitProbeNotKept",
+		harness:  func() hookrelaytest.Harness { return guardHarness(probeNotKept) },
+		caughtBy: []string{"DestinationGuard/CircuitOpensProbesOnceReopensAndCloses", "DestinationGuard/StateRoundTrips", "DestinationGuard/StartedWorkerOpensProbesOnceAndClosesTheCircuit"},
+	},
+	{
+		name:     "FailingSinceResetByAFailure",
+		harness:  func() hookrelaytest.Harness { return guardHarness(failingSinceResetByFailures) },
+		caughtBy: []string{"DestinationGuard/DestinationFailingForTheSpanIsDisabled", "DestinationGuard/StateRoundTrips", "DestinationGuard/StartedWorkerDisablesADestinationFailingForTheSpan"},
+	},
+	{
+		name: "GuardStatesReadNothing",
+		harness: func() hookrelaytest.Harness {
+			h := storeHarness(memory.NewStore())
+			h.Destinations = &guardUnread{Destinations: memory.NewDestinations()}
+			return h
+		},
+		caughtBy: []string{"DestinationGuard/StateRoundTrips", "DestinationGuard/StartedWorkerHoldsEveryDeliveryOnRetryAfter"},
 	},
 }
 
@@ -772,6 +834,24 @@ type dropsPolicy struct{ *memory.Destinations }
 
 func (s *dropsPolicy) Put(ctx context.Context, d hookrelay.Destination) error {
 	d.Policy = nil
+	return s.Destinations.Put(ctx, d)
+}
+
+// dropsRate does not store a destination's MaxPerSecond.
+type dropsRate struct{ *memory.Destinations }
+
+func (s *dropsRate) Put(ctx context.Context, d hookrelay.Destination) error {
+	d.MaxPerSecond = 0
+	return s.Destinations.Put(ctx, d)
+}
+
+// cleansRate stores a bad MaxPerSecond as no limit instead of refusing it.
+type cleansRate struct{ *memory.Destinations }
+
+func (s *cleansRate) Put(ctx context.Context, d hookrelay.Destination) error {
+	if d.MaxPerSecond < 0 || math.IsNaN(d.MaxPerSecond) || math.IsInf(d.MaxPerSecond, 0) {
+		d.MaxPerSecond = 0
+	}
 	return s.Destinations.Put(ctx, d)
 }
 

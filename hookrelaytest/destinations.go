@@ -2,6 +2,7 @@ package hookrelaytest
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -12,7 +13,8 @@ import (
 )
 
 // RunDestinations runs the Destinations contract tests on the harness's
-// DestinationStore: every field round-trips, unknown IDs wrap
+// DestinationStore: every field round-trips, a bad rate limit is refused
+// with nothing stored, unknown IDs wrap
 // ErrDestinationNotFound, Disable keeps its first reason, pausing and
 // resuming is seen by the next read, and a cancelled context is refused.
 func RunDestinations(t *testing.T, newHarness NewHarness) {
@@ -25,7 +27,7 @@ func RunDestinations(t *testing.T, newHarness NewHarness) {
 			Secrets:        []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_b2xkc2VjcmV0"},
 			Headers:        map[string]string{"Authorization": "Bearer t0k3n"},
 			Policy:         &p,
-			MaxConcurrency: 2, Timeout: 7 * time.Second, Paused: true,
+			MaxConcurrency: 2, MaxPerSecond: 2.5, Timeout: 7 * time.Second, Paused: true,
 			Disabled: true, DisabledReason: hookrelay.ReasonDestinationGone,
 		}
 	}
@@ -44,6 +46,7 @@ func RunDestinations(t *testing.T, newHarness NewHarness) {
 		require.NotNil(t, got.Policy)
 		assert.Equal(t, *want.Policy, *got.Policy)
 		assert.Equal(t, want.MaxConcurrency, got.MaxConcurrency)
+		assert.Equal(t, want.MaxPerSecond, got.MaxPerSecond, "a fractional rate limit is kept exactly")
 		assert.Equal(t, want.Timeout, got.Timeout)
 		assert.Equal(t, want.Paused, got.Paused)
 		assert.Equal(t, want.Disabled, got.Disabled)
@@ -55,6 +58,29 @@ func RunDestinations(t *testing.T, newHarness NewHarness) {
 		require.NoError(t, err)
 		assert.Nil(t, got.Policy, "no override stays no override")
 		assert.False(t, got.Paused || got.Disabled)
+	})
+
+	t.Run("PutRefusesABadRateLimitAndChangesNothing", func(t *testing.T) {
+		h := newHarness(t)
+		stored := full()
+		require.NoError(t, h.Destinations.Put(ctx, stored))
+		for _, rate := range []float64{-1, -0.001, math.NaN(), math.Inf(1), math.Inf(-1)} {
+			bad := full()
+			bad.URL, bad.MaxPerSecond = "https://hooks.example/v2", rate
+			err := h.Destinations.Put(ctx, bad)
+			require.ErrorIs(t, err, hookrelay.ErrInvalidDestination, "MaxPerSecond %v", rate)
+			assert.ErrorContains(t, err, "MaxPerSecond", "the error names the field")
+			assert.ErrorContains(t, err, "finite positive rate", "and the rule")
+			got, err := h.Destinations.Destination(ctx, stored.ID)
+			require.NoError(t, err)
+			assert.Equal(t, stored.URL, got.URL, "a refused Put changes nothing (MaxPerSecond %v)", rate)
+			assert.Equal(t, stored.MaxPerSecond, got.MaxPerSecond)
+
+			bad.ID = "dest_new"
+			require.Error(t, h.Destinations.Put(ctx, bad))
+			_, err = h.Destinations.Destination(ctx, bad.ID)
+			assert.ErrorIs(t, err, hookrelay.ErrDestinationNotFound, "a refused new destination is not stored")
+		}
 	})
 
 	t.Run("PutReplacesAndTheNextReadSeesIt", func(t *testing.T) {

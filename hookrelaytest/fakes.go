@@ -18,9 +18,12 @@ func (r FixedRandom) Float64() float64 { return float64(r) }
 
 // Request is what a Recipient saw of one attempt.
 type Request struct {
-	DeliveryID string
-	EventID    string
-	Attempt    int
+	DeliveryID    string
+	EventID       string
+	DestinationID string
+	Attempt       int
+	// At is when the worker sent it, by its clock (SendParams.Now).
+	At time.Time
 	// Applied reports whether this request applied the business effect
 	// (false for a repeat the recipient deduplicated).
 	Applied bool
@@ -81,15 +84,16 @@ func (r *Recipient) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.
 		select {
 		case <-ans.Block:
 		case <-ctx.Done():
-			r.record(p.Delivery, false)
+			r.record(p, false)
 			return hookrelay.Unknown(hookrelay.ReasonTimeout)
 		}
 	}
-	r.record(p.Delivery, ans.Apply)
+	r.record(p, ans.Apply)
 	return ans.Result
 }
 
-func (r *Recipient) record(d hookrelay.Delivery, apply bool) {
+func (r *Recipient) record(p hookrelay.SendParams, apply bool) {
+	d := p.Delivery
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.effects == nil {
@@ -100,7 +104,7 @@ func (r *Recipient) record(d hookrelay.Delivery, apply bool) {
 		r.effects[d.ID]++
 		applied = true
 	}
-	r.requests = append(r.requests, Request{DeliveryID: d.ID, EventID: d.EventID, Attempt: d.Attempt, Applied: applied})
+	r.requests = append(r.requests, Request{DeliveryID: d.ID, EventID: d.EventID, DestinationID: d.DestinationID, Attempt: d.Attempt, At: p.Now, Applied: applied})
 }
 
 // Requests returns every request seen, in order.

@@ -20,7 +20,8 @@
 // through fault-injecting wrappers and once on the store as it is, so a
 // LedgerQueue runs on the worker's fast path — and the optional abilities
 // (stats, lease ledger, batches, rooms, redrive, listing destinations for
-// Publish, retention, recovery of unpublished broker messages), each of
+// Publish, retention, recovery of unpublished broker messages, the
+// destination guard's rate limit, hold and circuit breaker), each of
 // which skips when the adapter lacks it.
 // docs/adapters.md states the contract the suite checks.
 package hookrelaytest
@@ -84,4 +85,5 @@ func Run(t *testing.T, newHarness NewHarness) {
 	t.Run("Publish", func(t *testing.T) { RunPublish(t, newHarness) })
 	t.Run("Retention", func(t *testing.T) { RunRetention(t, newHarness) })
 	t.Run("UnpublishedRecovery", func(t *testing.T) { RunUnpublishedRecovery(t, newHarness) })
+	t.Run("DestinationGuard", func(t *testing.T) { RunDestinationGuard(t, newHarness) })
 }

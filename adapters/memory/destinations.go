@@ -15,14 +15,16 @@ import (
 // concurrent use; every read returns a copy, so a caller cannot change a
 // stored destination by accident.
 type Destinations struct {
-	mu sync.RWMutex
-	m  map[string]hookrelay.Destination
+	mu     sync.RWMutex
+	m      map[string]hookrelay.Destination
+	guards hookrelay.GuardMap
 }
 
 var (
 	_ hookrelay.Destinations       = (*Destinations)(nil)
 	_ hookrelay.DestinationEnabler = (*Destinations)(nil)
 	_ hookrelay.DestinationLister  = (*Destinations)(nil)
+	_ hookrelay.DestinationGuard   = (*Destinations)(nil)
 )
 
 // NewDestinations returns a set holding ds. It panics on an empty ID, which
@@ -65,6 +67,9 @@ func (s *Destinations) Put(ctx context.Context, d hookrelay.Destination) error {
 		if err := d.Policy.Validate(); err != nil {
 			return fmt.Errorf("hookrelay/memory: destination %q: %w", d.ID, err)
 		}
+	}
+	if err := d.ValidateLimits(); err != nil {
+		return fmt.Errorf("hookrelay/memory: destination %q: %w", d.ID, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -135,4 +140,23 @@ func (s *Destinations) update(id string, f func(*hookrelay.Destination)) error {
 	f(&d)
 	s.m[id] = d
 	return nil
+}
+
+// UpdateGuard implements hookrelay.DestinationGuard: the states are kept
+// in a hookrelay.GuardMap, so concurrent workers sharing the set see one.
+func (s *Destinations) UpdateGuard(ctx context.Context, p hookrelay.UpdateGuardParams) (hookrelay.GuardState, error) {
+	g, err := s.guards.UpdateGuard(ctx, p)
+	if err != nil {
+		return g, fmt.Errorf("hookrelay/memory: update guard: %w", err)
+	}
+	return g, nil
+}
+
+// GuardStates implements hookrelay.DestinationGuard.
+func (s *Destinations) GuardStates(ctx context.Context, p hookrelay.GuardStatesParams) ([]hookrelay.GuardState, error) {
+	gs, err := s.guards.GuardStates(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("hookrelay/memory: guard states: %w", err)
+	}
+	return gs, nil
 }

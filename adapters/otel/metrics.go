@@ -24,6 +24,9 @@ const (
 	AttrOp = attribute.Key("hookrelay.op")
 	// AttrState is the state of records the retention cleaner removed.
 	AttrState = attribute.Key("hookrelay.state")
+	// AttrChange is a change of a destination's guard: destination_held,
+	// circuit_opened or circuit_closed.
+	AttrChange = attribute.Key("hookrelay.guard.change")
 )
 
 // DefaultLatencyBuckets are the attempt duration histogram's bucket bounds
@@ -53,7 +56,7 @@ type MetricsConfig struct {
 // safe for concurrent use. Close unregisters the stats callback.
 type Metrics struct {
 	attempts, deadLettered, released, disabled, redriven, duplicates, workerErrors metric.Int64Counter
-	removed, compacted, republished                                                metric.Int64Counter
+	removed, compacted, republished, guard                                         metric.Int64Counter
 	latency                                                                        metric.Float64Histogram
 
 	mu           sync.Mutex
@@ -92,6 +95,7 @@ func NewMetrics(cfg MetricsConfig) (*Metrics, error) {
 	m.removed = counter("hookrelay.history.removed", "{delivery}", "Records the retention cleaner removed, by destination and state.")
 	m.compacted = counter("hookrelay.attempts.compacted", "{delivery}", "Delivered records whose attempt details the retention cleaner compacted.")
 	m.republished = counter("hookrelay.republished", "{delivery}", "Pending deliveries published again because their broker message was presumably lost.")
+	m.guard = counter("hookrelay.guard.changes", "{change}", "Changes of a destination's guard: destination_held, circuit_opened, circuit_closed.")
 	var err error
 	m.latency, err = meter.Float64Histogram("hookrelay.attempt.duration", metric.WithUnit("s"),
 		metric.WithDescription("Send latency of each attempt by destination."),
@@ -133,6 +137,10 @@ func (m *Metrics) observeStats(meter metric.Meter, cfg MetricsConfig) error {
 	dead := intGauge("hookrelay.deliveries.dead", "{delivery}", "Dead-lettered deliveries per destination.")
 	oldestEligible := ageGauge("hookrelay.deliveries.oldest_eligible.age", "How long the oldest eligible delivery of the destination has been due.")
 	oldestDead := ageGauge("hookrelay.deliveries.oldest_dead.age", "How long ago the oldest dead-letter entry of the destination was dead-lettered.")
+	circuitOpen := intGauge("hookrelay.destination.circuit_open", "1", "1 while the destination's circuit breaker is open or half-open, 0 when closed.")
+	failures := intGauge("hookrelay.destination.consecutive_failures", "{attempt}", "Failed attempts to the destination since its last success.")
+	held := ageGauge("hookrelay.destination.held", "Time left of a hold the destination asked for with Retry-After.")
+	failing := ageGauge("hookrelay.destination.failing", "How long every attempt to the destination has failed.")
 	up := intGauge("hookrelay.ledger_stats.up", "1", "1 when the last read of the ledger's stats succeeded, 0 when it failed.")
 	if err := errors.Join(errs...); err != nil {
 		return err
@@ -151,9 +159,15 @@ func (m *Metrics) observeStats(meter metric.Meter, cfg MetricsConfig) error {
 			o.ObserveInt64(dead, s.Dead, attrs)
 			o.ObserveFloat64(oldestEligible, s.OldestEligibleAge.Seconds(), attrs)
 			o.ObserveFloat64(oldestDead, s.OldestDeadAge.Seconds(), attrs)
+			if g, ok := measure.GuardOf(s, clk.Now()); ok {
+				o.ObserveInt64(circuitOpen, g.CircuitOpen, attrs)
+				o.ObserveInt64(failures, g.ConsecutiveFailures, attrs)
+				o.ObserveFloat64(held, g.HeldSeconds, attrs)
+				o.ObserveFloat64(failing, g.FailingSeconds, attrs)
+			}
 		}
 		return nil
-	}, pending, eligible, dead, oldestEligible, oldestDead, up)
+	}, pending, eligible, dead, oldestEligible, oldestDead, up, circuitOpen, failures, held, failing)
 	if err != nil {
 		return err
 	}
@@ -222,6 +236,10 @@ func (r recorder) HistoryRemoved(ctx context.Context, d, state string, n int64) 
 
 func (r recorder) AttemptsCompacted(ctx context.Context, d string, n int64) {
 	r.m.compacted.Add(ctx, n, metric.WithAttributes(dest(d)))
+}
+
+func (r recorder) GuardChanged(ctx context.Context, d, change string) {
+	r.m.guard.Add(ctx, 1, metric.WithAttributes(dest(d), AttrChange.String(change)))
 }
 
 func (r recorder) Republished(ctx context.Context, d string) {

@@ -297,3 +297,46 @@ func TestNoSecretOrPayloadInAnySpanOrMetric(t *testing.T) {
 		t.Errorf("the worker error was not counted:\n%s", text)
 	}
 }
+
+// After a 429 with Retry-After and a circuit that opened, a collection
+// shows the changes counted and each destination's guard as it stands;
+// once the probe succeeded, the close is counted and the guard gauges of
+// destinations with nothing to report are gone.
+func TestMetricsShowTheGuard(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	run := scriptedrun.New()
+	m, err := hookotel.NewMetrics(hookotel.MetricsConfig{MeterProvider: mp, Stats: run.GuardedStats(), Clock: run.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	run.Guards(t, m, nil) // ends at T0+10s; see scriptedrun.Guards
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	wantPoints(t, rm, "hookrelay.guard.changes", map[string]any{
+		"acme|destination_held": int64(1),
+		"globex|circuit_opened": int64(1),
+	})
+	wantPoints(t, rm, "hookrelay.destination.circuit_open", map[string]any{"acme": int64(0), "globex": int64(1)})
+	wantPoints(t, rm, "hookrelay.destination.consecutive_failures", map[string]any{"acme": int64(1), "globex": int64(2)})
+	wantPoints(t, rm, "hookrelay.destination.held", map[string]any{"acme": 20.1, "globex": 0.0})
+	wantPoints(t, rm, "hookrelay.destination.failing", map[string]any{"acme": 9.9, "globex": 8.8})
+
+	run.GuardsRecover(t) // T0+80s
+	rm = metricdata.ResourceMetrics{}
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	wantPoints(t, rm, "hookrelay.guard.changes", map[string]any{
+		"acme|destination_held": int64(1),
+		"globex|circuit_closed": int64(1),
+		"globex|circuit_opened": int64(1),
+	})
+	wantPoints(t, rm, "hookrelay.destination.circuit_open", map[string]any{})
+	wantPoints(t, rm, "hookrelay.destination.consecutive_failures", map[string]any{})
+}

@@ -107,6 +107,7 @@ type Metrics struct {
 	removed      *prometheus.CounterVec
 	compacted    *prometheus.CounterVec
 	republished  *prometheus.CounterVec
+	guard        *prometheus.CounterVec
 
 	stats        hookrelay.LedgerStats
 	clock        clock.Clock
@@ -129,6 +130,14 @@ var (
 		"How long the oldest eligible delivery of the destination has been due; 0 when none is eligible.", []string{"destination"}, nil)
 	oldestDeadDesc = prometheus.NewDesc("hookrelay_oldest_dead_age_seconds",
 		"How long ago the oldest dead-letter entry of the destination was dead-lettered; 0 when none is dead.", []string{"destination"}, nil)
+	circuitOpenDesc = prometheus.NewDesc("hookrelay_circuit_open",
+		"1 while the destination's circuit breaker is open or half-open (probing), 0 when closed.", []string{"destination"}, nil)
+	failuresDesc = prometheus.NewDesc("hookrelay_consecutive_failures",
+		"Failed attempts to the destination since its last success.", []string{"destination"}, nil)
+	heldDesc = prometheus.NewDesc("hookrelay_destination_held_seconds",
+		"Time left of a hold the destination asked for with Retry-After; 0 when none.", []string{"destination"}, nil)
+	failingDesc = prometheus.NewDesc("hookrelay_destination_failing_seconds",
+		"How long every attempt to the destination has failed; 0 when its last attempt succeeded.", []string{"destination"}, nil)
 	statsUpDesc = prometheus.NewDesc("hookrelay_ledger_stats_up",
 		"1 when the last read of the ledger's stats succeeded, 0 when it failed.", nil, nil)
 )
@@ -174,6 +183,8 @@ func New(cfg Config) (*Metrics, error) {
 			"Delivered records whose attempt details the retention cleaner compacted into a summary.", "destination"),
 		republished: counter("hookrelay_republished_total",
 			"Pending deliveries published again because their broker message was presumably lost.", "destination"),
+		guard: counter("hookrelay_guard_changes_total",
+			"Changes of a destination's guard: destination_held (a Retry-After hold), circuit_opened, circuit_closed.", "destination", "change"),
 		stats:        cfg.Stats,
 		clock:        cfg.Clock,
 		statsTimeout: cfg.StatsTimeout,
@@ -237,13 +248,17 @@ func (r recorder) AttemptsCompacted(_ context.Context, dest string, n int64) {
 	r.m.compacted.WithLabelValues(dest).Add(float64(n))
 }
 
+func (r recorder) GuardChanged(_ context.Context, dest, change string) {
+	r.m.guard.WithLabelValues(dest, change).Inc()
+}
+
 func (r recorder) Republished(_ context.Context, dest string) {
 	r.m.republished.WithLabelValues(dest).Inc()
 }
 
 func (m *Metrics) vectors() []prometheus.Collector {
 	return []prometheus.Collector{m.attempts, m.latency, m.deadLettered, m.released, m.disabled, m.redriven, m.duplicates, m.workerErrors,
-		m.removed, m.compacted, m.republished}
+		m.removed, m.compacted, m.republished, m.guard}
 }
 
 // Describe implements prometheus.Collector.
@@ -252,7 +267,8 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 		c.Describe(ch)
 	}
 	if m.stats != nil {
-		for _, d := range []*prometheus.Desc{pendingDesc, eligibleDesc, deadDesc, oldestEligibleDesc, oldestDeadDesc, statsUpDesc} {
+		for _, d := range []*prometheus.Desc{pendingDesc, eligibleDesc, deadDesc, oldestEligibleDesc, oldestDeadDesc, statsUpDesc,
+			circuitOpenDesc, failuresDesc, heldDesc, failingDesc} {
 			ch <- d
 		}
 	}
@@ -269,6 +285,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	if m.stats == nil {
 		return
 	}
+	now := m.clock.Now()
 	stats, err := measure.ReadStats(m.stats, m.clock, m.statsTimeout)
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(statsUpDesc, prometheus.GaugeValue, 0)
@@ -284,5 +301,11 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		gauge(deadDesc, float64(s.Dead))
 		gauge(oldestEligibleDesc, s.OldestEligibleAge.Seconds())
 		gauge(oldestDeadDesc, s.OldestDeadAge.Seconds())
+		if g, ok := measure.GuardOf(s, now); ok {
+			gauge(circuitOpenDesc, float64(g.CircuitOpen))
+			gauge(failuresDesc, float64(g.ConsecutiveFailures))
+			gauge(heldDesc, g.HeldSeconds)
+			gauge(failingDesc, g.FailingSeconds)
+		}
 	}
 }

@@ -250,3 +250,58 @@ hookrelay_republished_total{destination="acme"} 1
 		t.Error(err)
 	}
 }
+
+// After a 429 with Retry-After and a circuit that opened, a scrape shows
+// the changes counted and each destination's guard as it stands; once the
+// probe succeeded, the close is counted and the guard gauges are gone.
+func TestScrapeShowsTheGuard(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	run := scriptedrun.New()
+	m, err := hookprom.New(hookprom.Config{Registerer: reg, Stats: run.GuardedStats(), Clock: run.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.Guards(t, m, nil) // ends at T0+10s; see scriptedrun.Guards for the timeline
+	names := []string{"hookrelay_guard_changes_total", "hookrelay_circuit_open", "hookrelay_consecutive_failures",
+		"hookrelay_destination_held_seconds", "hookrelay_destination_failing_seconds"}
+	want := `
+# HELP hookrelay_guard_changes_total Changes of a destination's guard: destination_held (a Retry-After hold), circuit_opened, circuit_closed.
+# TYPE hookrelay_guard_changes_total counter
+hookrelay_guard_changes_total{change="circuit_opened",destination="globex"} 1
+hookrelay_guard_changes_total{change="destination_held",destination="acme"} 1
+# HELP hookrelay_circuit_open 1 while the destination's circuit breaker is open or half-open (probing), 0 when closed.
+# TYPE hookrelay_circuit_open gauge
+hookrelay_circuit_open{destination="acme"} 0
+hookrelay_circuit_open{destination="globex"} 1
+# HELP hookrelay_consecutive_failures Failed attempts to the destination since its last success.
+# TYPE hookrelay_consecutive_failures gauge
+hookrelay_consecutive_failures{destination="acme"} 1
+hookrelay_consecutive_failures{destination="globex"} 2
+# HELP hookrelay_destination_held_seconds Time left of a hold the destination asked for with Retry-After; 0 when none.
+# TYPE hookrelay_destination_held_seconds gauge
+hookrelay_destination_held_seconds{destination="acme"} 20.1
+hookrelay_destination_held_seconds{destination="globex"} 0
+# HELP hookrelay_destination_failing_seconds How long every attempt to the destination has failed; 0 when its last attempt succeeded.
+# TYPE hookrelay_destination_failing_seconds gauge
+hookrelay_destination_failing_seconds{destination="acme"} 9.9
+hookrelay_destination_failing_seconds{destination="globex"} 8.8
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
+		t.Fatal(err)
+	}
+
+	run.GuardsRecover(t) // the hold ended, the probe succeeded: T0+80s
+	// Every delivery went and every guard is healthy again: like the
+	// backlog gauges, the guard gauges of a destination with nothing to
+	// report are gone (an alert on hookrelay_circuit_open == 1 resolves).
+	want = `
+# HELP hookrelay_guard_changes_total Changes of a destination's guard: destination_held (a Retry-After hold), circuit_opened, circuit_closed.
+# TYPE hookrelay_guard_changes_total counter
+hookrelay_guard_changes_total{change="circuit_closed",destination="globex"} 1
+hookrelay_guard_changes_total{change="circuit_opened",destination="globex"} 1
+hookrelay_guard_changes_total{change="destination_held",destination="acme"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
+		t.Fatal(err)
+	}
+}

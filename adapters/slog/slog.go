@@ -20,6 +20,12 @@
 //	status          the HTTP status, when there was one
 //	detail          the sender's diagnostic, masked and cut to MaxDetailBytes
 //	latency, delay, next_attempt_at, retry_after, op, error
+//	held_until      when a destination's Retry-After hold ends (destination_held)
+//	consecutive_failures, cool_down, open_until
+//	                the failures that opened a circuit, its cool-down and
+//	                when its probe goes (circuit_opened)
+//	failing_for     the span every attempt failed that disabled a
+//	                destination (destination_disabled, reason destination_failing)
 //
 // What is never logged: the payload, the destination's URL, signing secrets
 // and headers (the Observer never sees them), and — as a second line of
@@ -31,8 +37,10 @@
 // Logs are for what needs attention; the ledger is the audit trail and the
 // metrics count successes. DefaultLevel therefore logs the routine path —
 // claimed, attempt finished, retry scheduled, delivered, duplicate, released
-// — at Debug, so an expected retry is quiet. An operator's redrive is Info;
-// a dead-lettered delivery and a destination disabled by its recipient are
+// — at Debug, so an expected retry is quiet. An operator's redrive, a
+// destination's Retry-After hold and a circuit closing are Info; a
+// dead-lettered delivery, a destination disabled (by its recipient, or for
+// failing for Config.DisableAfterFailingFor) and a circuit opening are
 // Warn (someone must act); a worker error (the store or a port failed) is
 // Error. Set Config.Level to change any of it, e.g. to log deliveries at
 // Info.
@@ -104,7 +112,7 @@ func DefaultLevel(e hookrelay.Event) slog.Level {
 	switch e.Kind {
 	case hookrelay.EventWorkerError:
 		return slog.LevelError
-	case hookrelay.EventDeadLettered, hookrelay.EventDestinationDisabled:
+	case hookrelay.EventDeadLettered, hookrelay.EventDestinationDisabled, hookrelay.EventCircuitOpened:
 		return slog.LevelWarn
 	case hookrelay.EventRedriven:
 		return slog.LevelInfo
@@ -128,6 +136,9 @@ var messages = map[hookrelay.EventKind]string{
 	hookrelay.EventDestinationPaused:   "destination paused by an operator",
 	hookrelay.EventDestinationResumed:  "destination resumed by an operator",
 	hookrelay.EventDestinationEnabled:  "destination re-enabled by an operator",
+	hookrelay.EventDestinationHeld:     "destination held: it asked for a pause (Retry-After)",
+	hookrelay.EventCircuitOpened:       "destination circuit opened: nothing is sent until the probe",
+	hookrelay.EventCircuitClosed:       "destination circuit closed: sending resumed",
 	hookrelay.EventWorkerError:         "worker error",
 }
 
@@ -142,6 +153,9 @@ func (o *Observer) Observe(ctx context.Context, e hookrelay.Event) {
 	msg, ok := messages[e.Kind]
 	if !ok {
 		msg = "hookrelay event"
+	}
+	if e.Kind == hookrelay.EventDestinationDisabled && e.Reason == hookrelay.ReasonDestinationFailing {
+		msg = "destination disabled: every attempt failed for the configured span"
 	}
 	attrs := make([]slog.Attr, 0, 20)
 	attrs = append(attrs, slog.String("event", string(e.Kind)))
@@ -200,6 +214,14 @@ func (o *Observer) Observe(ctx context.Context, e hookrelay.Event) {
 		attrs = append(attrs, slog.Duration("delay", e.Delay), slog.Time("next_attempt_at", e.At))
 		if e.Kind == hookrelay.EventRetryScheduled {
 			attrs = append(attrs, slog.Int("next_attempt", e.Delivery.Attempt))
+		}
+	case hookrelay.EventDestinationHeld:
+		attrs = append(attrs, slog.Duration("delay", e.Delay), slog.Time("held_until", e.At))
+	case hookrelay.EventCircuitOpened:
+		attrs = append(attrs, slog.Int64("consecutive_failures", e.Count), slog.Duration("cool_down", e.Delay), slog.Time("open_until", e.At))
+	case hookrelay.EventDestinationDisabled:
+		if e.Delay > 0 {
+			attrs = append(attrs, slog.Duration("failing_for", e.Delay))
 		}
 	}
 	if e.Err != nil {

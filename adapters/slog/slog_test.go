@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -186,4 +187,46 @@ func TestScopeIsCappedInEachRecord(t *testing.T) {
 		t.Errorf("labels are logged in key order: %v", got)
 	}
 	wantFields(t, "dead-letter", lines[0], map[string]any{"scope_omitted": 25})
+}
+
+// An opened circuit and a destination disabled for failing are Warn, with
+// the destination and the reason; a Retry-After hold and a closed circuit
+// are Info, with when the hold ends and when the probe goes.
+func TestGuardEventsAreLoggedAtTheirLevels(t *testing.T) {
+	lines, _ := logLines(t, slog.LevelInfo, func(o *hookslog.Observer) {
+		run := scriptedrun.New()
+		run.Guards(t, o, nil)
+		run.GuardsRecover(t)
+	})
+	held := find(lines, "destination_held", "acme")
+	if len(held) != 1 {
+		t.Fatalf("destination_held records: %v", lines)
+	}
+	wantFields(t, "held", held[0], map[string]any{
+		"level": "INFO", "msg": "destination held: it asked for a pause (Retry-After)", "reason": "rate_limited", "status": 429,
+		"held_until": scriptedrun.T0.Add(30100 * time.Millisecond).Format(time.RFC3339Nano), "delay": float64(30 * time.Second),
+	})
+	opened := find(lines, "circuit_opened", "globex")
+	if len(opened) != 1 {
+		t.Fatalf("circuit_opened records: %v", lines)
+	}
+	wantFields(t, "opened", opened[0], map[string]any{
+		"level": "WARN", "reason": "server_error", "status": 500, "consecutive_failures": 2,
+		"open_until": scriptedrun.T0.Add(61400 * time.Millisecond).Format(time.RFC3339Nano), "cool_down": float64(time.Minute),
+	})
+	closed := find(lines, "circuit_closed", "globex")
+	if len(closed) != 1 {
+		t.Fatalf("circuit_closed records: %v", lines)
+	}
+	wantFields(t, "closed", closed[0], map[string]any{"level": "INFO", "msg": "destination circuit closed: sending resumed"})
+
+	lines, _ = logLines(t, slog.LevelWarn, func(o *hookslog.Observer) { scriptedrun.New().FailingDisabled(t, o) })
+	disabled := find(lines, "destination_disabled", "hooli")
+	if len(disabled) != 1 {
+		t.Fatalf("destination_disabled records: %v", lines)
+	}
+	wantFields(t, "disabled", disabled[0], map[string]any{
+		"level": "WARN", "msg": "destination disabled: every attempt failed for the configured span",
+		"reason": "destination_failing", "attempt_reason": "server_error", "failing_for": float64(time.Second),
+	})
 }

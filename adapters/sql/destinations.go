@@ -33,6 +33,9 @@ func (s *Store) Put(ctx context.Context, d hookrelay.Destination) error {
 	if err := hookrelay.ValidateEventTypes(d.EventTypes); err != nil {
 		return fmt.Errorf("hooksql: put destination %q: %w", d.ID, err)
 	}
+	if err := d.ValidateLimits(); err != nil {
+		return fmt.Errorf("hooksql: put destination %q: %w", d.ID, err)
+	}
 	secrets, err1 := json.Marshal(d.Secrets)
 	headers, err2 := json.Marshal(d.Headers)
 	policy, err3 := json.Marshal(d.Policy)
@@ -46,10 +49,10 @@ func (s *Store) Put(ctx context.Context, d hookrelay.Destination) error {
 			return s.dbErr("put destination "+d.ID, err)
 		}
 		if _, err := q.ExecContext(ctx, s.q(`INSERT INTO {dst} (id, tenant_id, url, secrets, headers, policy,
-			max_concurrency, timeout_ns, paused, disabled, disabled_reason, event_types) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`),
+			max_concurrency, timeout_ns, paused, disabled, disabled_reason, event_types, max_per_second) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`),
 			d.ID, d.TenantID, cleanText(d.URL), string(secrets), string(headers), string(policy),
 			d.MaxConcurrency, int64(d.Timeout), boolInt(d.Paused), boolInt(d.Disabled), cleanText(d.DisabledReason),
-			string(eventTypes)); err != nil {
+			string(eventTypes), d.MaxPerSecond); err != nil {
 			return s.dbErr("put destination "+d.ID, err)
 		}
 		return nil
@@ -94,7 +97,7 @@ func (s *Store) destinationErr(op string, err error) error {
 
 // destinationCols are read by scanDestination, in this order.
 const destinationCols = `id, tenant_id, url, secrets, headers, policy, max_concurrency,
-	timeout_ns, paused, disabled, disabled_reason, event_types`
+	timeout_ns, paused, disabled, disabled_reason, event_types, max_per_second`
 
 // scanDestination reads one row of destinationCols. A driver failure is
 // returned as is; a row whose JSON columns do not decode is an
@@ -107,7 +110,7 @@ func scanDestination(r scanner) (hookrelay.Destination, error) {
 		paused, disabled                     int64
 	)
 	if err := r.Scan(&d.ID, &d.TenantID, &d.URL, &secrets, &headers, &policy, &d.MaxConcurrency,
-		&timeout, &paused, &disabled, &d.DisabledReason, &eventTypes); err != nil {
+		&timeout, &paused, &disabled, &d.DisabledReason, &eventTypes, &d.MaxPerSecond); err != nil {
 		return d, err
 	}
 	if json.Unmarshal([]byte(secrets), &d.Secrets) != nil || json.Unmarshal([]byte(headers), &d.Headers) != nil ||

@@ -94,7 +94,8 @@ func TestMigrateUpgradesAVersionTwoDatabase(t *testing.T) {
 			"ALTER TABLE {d} DROP COLUMN window_start", dropIndex("attempts_finished", "{a}"),
 			dropIndex("destinations_tenant", "{dst}"), "ALTER TABLE {dst} DROP COLUMN event_types",
 			dropIndex("deliveries_uncompacted", "{d}"), "DROP TABLE {sum}",
-			"ALTER TABLE {d} DROP COLUMN touched_at", "ALTER TABLE {d} DROP COLUMN history_compacted"} {
+			"ALTER TABLE {d} DROP COLUMN touched_at", "ALTER TABLE {d} DROP COLUMN history_compacted",
+			"DROP TABLE {g}", "ALTER TABLE {dst} DROP COLUMN max_per_second"} {
 			_, err := s.db.ExecContext(ctx, s.q(st))
 			require.NoError(t, err, st)
 		}

@@ -209,8 +209,11 @@ func (s *Store) claimCandidates(p hookrelay.ClaimParams, now int64) (string, []a
 	// a release or an attempt until it is resumed.
 	b.WriteString(" FROM {d} WHERE state = 'pending' AND next_attempt_at <= ?" +
 		" AND (lease_expires_at IS NULL OR lease_expires_at <= ?) AND envelope_version <= ?" +
-		" AND destination_id NOT IN (SELECT id FROM {dst} WHERE paused <> 0 OR disabled <> 0)")
-	args := []any{now, now, hookrelay.EnvelopeVersion}
+		" AND destination_id NOT IN (SELECT id FROM {dst} WHERE paused <> 0 OR disabled <> 0)" +
+		// Nor, until then, those a guard holds (Retry-After, rate limit,
+		// open circuit), so a held backlog takes no claim places.
+		" AND destination_id NOT IN (SELECT destination_id FROM {g} WHERE claimable_at > ?)")
+	args := []any{now, now, hookrelay.EnvelopeVersion, now}
 	// A destination with no room is skipped like one the caller skips, so
 	// its backlog at the head of the queue takes no candidate places.
 	skip := slices.Clone(p.SkipDestinations)

@@ -4,13 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"slices"
-	"strings"
 
 	"github.com/hookrelay/hookrelay"
 )
 
 // Stats implements hookrelay.LedgerStats with one grouped query over the
-// pending and dead records. Destinations with neither are omitted.
+// pending and dead records, and fills the guard fields from the
+// destination_guards table (MergeGuardStates). Destinations with neither
+// deliveries nor a guard state worth seeing are omitted.
 func (s *Store) Stats(ctx context.Context, p hookrelay.StatsParams) ([]hookrelay.DestinationStats, error) {
 	now, err := encTime("Now", p.Now)
 	if err != nil {
@@ -48,9 +49,13 @@ func (s *Store) Stats(ctx context.Context, p hookrelay.StatsParams) ([]hookrelay
 	if err := rows.Err(); err != nil {
 		return nil, s.dbErr("stats", err)
 	}
-	// Sorted here: database collations need not sort like Go strings.
-	slices.SortFunc(out, func(a, b hookrelay.DestinationStats) int { return strings.Compare(a.DestinationID, b.DestinationID) })
-	return out, nil
+	rows.Close()
+	gs, err := s.GuardStates(ctx, hookrelay.GuardStatesParams{})
+	if err != nil {
+		return nil, err
+	}
+	// Merged and sorted here: database collations need not sort like Go strings.
+	return hookrelay.MergeGuardStates(out, gs, p.Now), nil
 }
 
 var _ hookrelay.AttemptStats = (*Store)(nil)

@@ -274,6 +274,7 @@ func (s *Store) q(raw string) string {
 		"{m}", s.prefix+"schema_migrations",
 		"{i}", s.prefix+"idempotency",
 		"{sum}", s.prefix+"attempt_summaries",
+		"{g}", s.prefix+"destination_guards",
 		"{seq}", seq,
 	).Replace(raw)
 	if s.dialect == Postgres {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -512,12 +513,14 @@ func (g *globals) stats(ctx context.Context, args []string) error {
 			return g.writeJSON(out)
 		}
 		if len(st) == 0 {
-			fmt.Fprintln(g.stdout, "no pending or dead-lettered deliveries")
+			fmt.Fprintln(g.stdout, "no pending or dead-lettered deliveries, and no destination failing or held")
 			return nil
 		}
-		tw := g.table("DESTINATION", "PENDING", "ELIGIBLE NOW", "OLDEST ELIGIBLE", "DEAD", "OLDEST DEAD")
+		tw := g.table("DESTINATION", "PENDING", "ELIGIBLE NOW", "OLDEST ELIGIBLE", "DEAD", "OLDEST DEAD", "CIRCUIT", "FAILURES", "HELD UNTIL", "FAILING SINCE")
 		for _, x := range st {
-			row(tw, x.DestinationID, x.Pending, x.EligibleNow, fmtAge(x.OldestEligibleAge), x.Dead, fmtAge(x.OldestDeadAge))
+			v := viewStats(x)
+			row(tw, x.DestinationID, x.Pending, x.EligibleNow, fmtAge(x.OldestEligibleAge), x.Dead, fmtAge(x.OldestDeadAge),
+				v.Circuit, x.ConsecutiveFailures, cmp.Or(v.HeldUntil, "-"), cmp.Or(v.FailingSince, "-"))
 		}
 		return tw.Flush()
 	})

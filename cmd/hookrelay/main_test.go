@@ -457,3 +457,37 @@ func TestStopARunningRedriveFromAnotherProcess(t *testing.T) {
 		}
 	})
 }
+
+// An operator sees a destination's open circuit, its failures and since
+// when it fails in `hookrelay stats`, text and JSON, even with nothing
+// pending for it.
+func TestStatsShowTheDestinationGuard(t *testing.T) {
+	forEachDatabase(t, func(t *testing.T, db database) {
+		db.open(t)
+		ctx := context.Background()
+		since := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+		require.NoError(t, db.store.Migrate(ctx))
+		_, err := db.store.UpdateGuard(ctx, hookrelay.UpdateGuardParams{DestinationID: "acct", Update: func(g hookrelay.GuardState) hookrelay.GuardState {
+			g.Circuit, g.ConsecutiveFailures, g.OpenUntil, g.FailingSince = hookrelay.CircuitOpen, 5, since.Add(time.Minute), since
+			return g
+		}})
+		require.NoError(t, err)
+		r := db.cli(t, "stats")
+		require.Equal(t, 0, r.code, r)
+		assert.Contains(t, r.stdout, "CIRCUIT")
+		assert.Regexp(t, `acct\s.*\sopen\s+5\s+-\s+2026-03-04T05:06:07Z`, r.stdout)
+		var stats []struct {
+			DestinationID       string `json:"destination_id"`
+			Circuit             string `json:"circuit"`
+			ConsecutiveFailures int    `json:"consecutive_failures"`
+			FailingSince        string `json:"failing_since"`
+		}
+		r = db.cli(t, "stats", "--json")
+		require.Equal(t, 0, r.code, r)
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &stats))
+		require.Len(t, stats, 1)
+		assert.Equal(t, "open", stats[0].Circuit)
+		assert.Equal(t, 5, stats[0].ConsecutiveFailures)
+		assert.Equal(t, "2026-03-04T05:06:07Z", stats[0].FailingSince)
+	})
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -231,6 +232,19 @@ type statsView struct {
 	OldestEligibleAgeSeconds float64 `json:"oldest_eligible_age_seconds"`
 	Dead                     int64   `json:"dead"`
 	OldestDeadAgeSeconds     float64 `json:"oldest_dead_age_seconds"`
+	Circuit                  string  `json:"circuit"`
+	ConsecutiveFailures      int     `json:"consecutive_failures"`
+	HeldUntil                string  `json:"held_until,omitempty"`
+	RateLimitedUntil         string  `json:"rate_limited_until,omitempty"`
+	FailingSince             string  `json:"failing_since,omitempty"`
+}
+
+// fmtGuardTime is a guard time for output: RFC 3339 in UTC, "" when zero.
+func fmtGuardTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
 }
 
 func viewStats(s hookrelay.DestinationStats) statsView {
@@ -238,5 +252,8 @@ func viewStats(s hookrelay.DestinationStats) statsView {
 		DestinationID: s.DestinationID, Pending: s.Pending, EligibleNow: s.EligibleNow,
 		OldestEligibleAgeSeconds: s.OldestEligibleAge.Seconds(), Dead: s.Dead,
 		OldestDeadAgeSeconds: s.OldestDeadAge.Seconds(),
+		Circuit:              string(cmp.Or(s.Circuit, hookrelay.CircuitClosed)), ConsecutiveFailures: s.ConsecutiveFailures,
+		HeldUntil: fmtGuardTime(s.HeldUntil), RateLimitedUntil: fmtGuardTime(s.RateLimitedUntil),
+		FailingSince: fmtGuardTime(s.FailingSince),
 	}
 }

@@ -57,6 +57,36 @@ type Recorder interface {
 	// Republished counts a pending delivery published again because its
 	// broker message was presumably lost.
 	Republished(ctx context.Context, destination string)
+	// GuardChanged counts a change of a destination's guard: change is the
+	// event kind (destination_held, circuit_opened, circuit_closed).
+	GuardChanged(ctx context.Context, destination, change string)
+}
+
+// Guard gauges derived from one DestinationStats row at now.
+type Guard struct {
+	CircuitOpen         int64   // 1 open or half-open, 0 closed
+	ConsecutiveFailures int64   // failed attempts in a row
+	HeldSeconds         float64 // left of a Retry-After hold
+	FailingSeconds      float64 // how long every attempt has failed
+}
+
+// GuardOf returns the guard gauges of s at now, and false when s carries
+// no guard state (a store that keeps none).
+func GuardOf(s hookrelay.DestinationStats, now time.Time) (Guard, bool) {
+	if s.Circuit == "" {
+		return Guard{}, false
+	}
+	g := Guard{ConsecutiveFailures: int64(s.ConsecutiveFailures)}
+	if s.Circuit == hookrelay.CircuitOpen || s.Circuit == hookrelay.CircuitHalfOpen {
+		g.CircuitOpen = 1
+	}
+	if s.HeldUntil.After(now) {
+		g.HeldSeconds = s.HeldUntil.Sub(now).Seconds()
+	}
+	if !s.FailingSince.IsZero() && now.After(s.FailingSince) {
+		g.FailingSeconds = now.Sub(s.FailingSince).Seconds()
+	}
+	return g, true
 }
 
 // Dispatch tells r what e adds to the metrics.
@@ -101,6 +131,8 @@ func Dispatch(ctx context.Context, e hookrelay.Event, r Recorder) {
 		r.AttemptsCompacted(ctx, dest, e.Count)
 	case hookrelay.EventRepublished:
 		r.Republished(ctx, dest)
+	case hookrelay.EventDestinationHeld, hookrelay.EventCircuitOpened, hookrelay.EventCircuitClosed:
+		r.GuardChanged(ctx, dest, string(e.Kind))
 	}
 }
 

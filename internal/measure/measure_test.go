@@ -40,6 +40,9 @@ func (c *calls) AttemptsCompacted(_ context.Context, dest string, n int64) {
 	c.add("compacted %s %d", dest, n)
 }
 func (c *calls) Republished(_ context.Context, dest string) { c.add("republished %s", dest) }
+func (c *calls) GuardChanged(_ context.Context, dest, change string) {
+	c.add("guard %s %s", dest, change)
+}
 
 func TestDispatchCountsEachAttemptByTheDecisionAfterIt(t *testing.T) {
 	d := hookrelay.Delivery{ID: "whd_1", DestinationID: "acme"}
@@ -86,6 +89,9 @@ func TestDispatchCountsEachAttemptByTheDecisionAfterIt(t *testing.T) {
 			hookrelay.Event{Kind: hookrelay.EventAttemptsCompacted, Delivery: hookrelay.Delivery{DestinationID: "acme", State: hookrelay.StateDelivered}, Count: 3},
 			[]string{"compacted acme 3"}},
 		{"republished", hookrelay.Event{Kind: hookrelay.EventRepublished, Delivery: d}, []string{"republished acme"}},
+		{"held", hookrelay.Event{Kind: hookrelay.EventDestinationHeld, Delivery: d}, []string{"guard acme destination_held"}},
+		{"circuit opened", hookrelay.Event{Kind: hookrelay.EventCircuitOpened, Delivery: d}, []string{"guard acme circuit_opened"}},
+		{"circuit closed", hookrelay.Event{Kind: hookrelay.EventCircuitClosed, Delivery: d}, []string{"guard acme circuit_closed"}},
 		{"free-text reason is bounded",
 			hookrelay.Event{Kind: hookrelay.EventRetryScheduled, Delivery: d, Result: res(hookrelay.Retryable("Bearer abc123 refused"))},
 			[]string{"attempt acme retry_scheduled other"}},
@@ -114,5 +120,18 @@ func TestLabel(t *testing.T) {
 		if got := Label(in); got != want {
 			t.Errorf("Label(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestGuardOfReadsTheGuardFieldsAtNow(t *testing.T) {
+	now := time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC)
+	_, ok := GuardOf(hookrelay.DestinationStats{DestinationID: "acme"}, now)
+	if ok {
+		t.Fatal("a row with no guard state has no guard gauges")
+	}
+	g, ok := GuardOf(hookrelay.DestinationStats{DestinationID: "acme", Circuit: hookrelay.CircuitHalfOpen, ConsecutiveFailures: 4,
+		HeldUntil: now.Add(30 * time.Second), FailingSince: now.Add(-time.Hour)}, now)
+	if !ok || g != (Guard{CircuitOpen: 1, ConsecutiveFailures: 4, HeldSeconds: 30, FailingSeconds: 3600}) {
+		t.Fatalf("got %+v, %v", g, ok)
 	}
 }

@@ -25,15 +25,20 @@ var T0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 type Run struct {
 	Client *hookrelay.Client
 	Store  *memory.Store
+	Dests  *memory.Destinations
 	Clock  *clock.Mock
 }
 
-// New returns an empty store and a mock clock at T0.
+// New returns an empty store and destination set, and a mock clock at T0.
 func New() *Run {
 	mock := clock.NewMock()
 	mock.Set(T0)
-	return &Run{Store: memory.NewStore(), Clock: mock}
+	return &Run{Store: memory.NewStore(), Dests: memory.NewDestinations(), Clock: mock}
 }
+
+// GuardedStats is the store's stats with the destinations' guard states
+// (hookrelay.StatsWithGuard): what an observer's Stats reads for Guards.
+func (r *Run) GuardedStats() hookrelay.LedgerStats { return hookrelay.StatsWithGuard(r.Store, r.Dests) }
 
 // half is a jitter source fixed at 0.5: with the scripted policy (1 s base)
 // every first retry waits 500 ms.
@@ -53,8 +58,13 @@ type step struct {
 	result  hookrelay.Result
 }
 
-func (r *Run) start(t *testing.T, obs hookrelay.Observer, wrap WrapSender, dests []hookrelay.Destination, script func(hookrelay.SendParams) step) {
+func (r *Run) start(t *testing.T, obs hookrelay.Observer, wrap WrapSender, dests []hookrelay.Destination, script func(hookrelay.SendParams) step, opts ...func(*hookrelay.Config)) {
 	t.Helper()
+	for _, d := range dests {
+		if err := r.Dests.Put(context.Background(), d); err != nil {
+			t.Fatalf("Put %s: %v", d.ID, err)
+		}
+	}
 	mock := r.Clock
 	var sender hookrelay.Sender = hookrelay.SenderFunc(func(_ context.Context, p hookrelay.SendParams) hookrelay.Result {
 		s := script(p)
@@ -65,10 +75,14 @@ func (r *Run) start(t *testing.T, obs hookrelay.Observer, wrap WrapSender, dests
 		sender = wrap(sender)
 	}
 	p := policy
-	c, err := hookrelay.New(hookrelay.Config{
-		Queue: r.Store, Ledger: r.Store, Destinations: memory.NewDestinations(dests...),
+	cfg := hookrelay.Config{
+		Queue: r.Store, Ledger: r.Store, Destinations: r.Dests,
 		Sender: sender, Policy: &p, Clock: mock, Random: half{}, Observer: obs,
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	c, err := hookrelay.New(cfg)
 	if err != nil {
 		t.Fatalf("hookrelay.New: %v", err)
 	}
@@ -153,6 +167,71 @@ func (r *Run) Outcomes(t *testing.T, obs hookrelay.Observer, wrap WrapSender) {
 	r.ProcessDue(t, T0.Add(2*time.Second), 2)
 	r.Enqueue(t, "evt-2", []byte(`{"amountCents":900}`), "globex")
 	r.Clock.Set(T0.Add(10 * time.Second))
+}
+
+// Guards runs the guard's scenario, observed by obs, with a circuit that
+// opens after 2 failures in a row and cools down for 1 min:
+//
+//	acme    429 with Retry-After 30 s after 100 ms (its policy's cap is
+//	        1 min)                                  → held until T0+30.1s
+//	globex  two deliveries, 500 after 200 ms each   → circuit opened
+//
+// Timeline (T0 plus): acme 0–100 ms, held; at 1 s globex 1.0–1.2 s and
+// 1.2–1.4 s, failing since 1.2 s, circuit open until 61.4 s. The clock
+// ends at T0+10s, where the guard states say:
+//
+//	acme    closed, 1 failure (a 429 is a failed attempt), held 20.1 s
+//	        more, failing for 9.9 s
+//	globex  open, 2 failures, not held, failing for 8.8 s
+//
+// GuardsRecover continues it.
+func (r *Run) Guards(t *testing.T, obs hookrelay.Observer, wrap WrapSender) {
+	t.Helper()
+	patient := hookrelay.Policy{Version: "acme", MaxAttempts: 5, BaseDelay: time.Second, MaxDelay: time.Minute}
+	dests := []hookrelay.Destination{
+		{ID: "acme", URL: "https://acme.example/hooks", Policy: &patient},
+		{ID: "globex", URL: "https://globex.example/hooks"},
+	}
+	r.start(t, obs, wrap, dests, func(p hookrelay.SendParams) step {
+		switch {
+		case p.Destination.ID == "acme" && p.Delivery.Attempt == 1:
+			return step{100 * time.Millisecond, hookrelay.ClassifyStatus(429, 30*time.Second)}
+		case p.Destination.ID == "globex" && p.Delivery.Attempt == 1:
+			return step{200 * time.Millisecond, hookrelay.ClassifyStatus(500, 0)}
+		}
+		return step{100 * time.Millisecond, hookrelay.ClassifyStatus(204, 0)}
+	}, func(c *hookrelay.Config) { c.CircuitFailureThreshold, c.CircuitCoolDown = 2, time.Minute })
+	r.Enqueue(t, "evt-1", []byte(`{"amountCents":1200}`), "acme")
+	r.ProcessDue(t, T0, 1)
+	r.Enqueue(t, "evt-2", []byte(`{"amountCents":900}`), "globex")
+	r.Enqueue(t, "evt-3", []byte(`{"amountCents":700}`), "globex")
+	r.ProcessDue(t, T0.Add(time.Second), 2)
+	r.Clock.Set(T0.Add(10 * time.Second))
+}
+
+// GuardsRecover continues Guards: at T0+70s (after the hold and the
+// cool-down) acme's retry and globex's two retries are due and each answer
+// 204, the first to globex as the circuit's probe, which closes it. The
+// clock ends at T0+80s, every guard state closed with no failures.
+func (r *Run) GuardsRecover(t *testing.T) {
+	t.Helper()
+	r.ProcessDue(t, T0.Add(70*time.Second), 3)
+	r.Clock.Set(T0.Add(80 * time.Second))
+}
+
+// FailingDisabled runs one delivery to hooli, which answers 500 after
+// 200 ms every time, with DisableAfterFailingFor 1 s: it fails at
+// T0+0.2s (failing since then), and again at T0+2.2s, which disables it
+// (reason destination_failing).
+func (r *Run) FailingDisabled(t *testing.T, obs hookrelay.Observer) {
+	t.Helper()
+	patient := hookrelay.Policy{Version: "hooli", MaxAttempts: 5, BaseDelay: time.Second, MaxDelay: time.Minute}
+	r.start(t, obs, nil, []hookrelay.Destination{{ID: "hooli", URL: "https://hooli.example/hooks", Policy: &patient}},
+		func(hookrelay.SendParams) step { return step{200 * time.Millisecond, hookrelay.ClassifyStatus(500, 0)} },
+		func(c *hookrelay.Config) { c.DisableAfterFailingFor = time.Second })
+	r.Enqueue(t, "evt-1", []byte(`{"amountCents":1200}`), "hooli")
+	r.ProcessDue(t, T0, 1)
+	r.ProcessDue(t, T0.Add(2*time.Second), 1)
 }
 
 // Distinctive secrets placed where a careless Sender or port could leak

@@ -1,0 +1,518 @@
+package hookrelay
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+)
+
+// CircuitState is the state of a destination's circuit breaker.
+type CircuitState string
+
+const (
+	// CircuitClosed: deliveries are sent. A stored state with no circuit
+	// (the empty string) is closed too.
+	CircuitClosed CircuitState = "closed"
+	// CircuitOpen: Config.CircuitFailureThreshold attempts in a row failed;
+	// nothing is sent until GuardState.OpenUntil.
+	CircuitOpen CircuitState = "open"
+	// CircuitHalfOpen: the cool-down ended and one probe delivery is being
+	// sent (GuardState.Probe holds it until OpenUntil); its outcome closes
+	// or re-opens the circuit.
+	CircuitHalfOpen CircuitState = "half_open"
+)
+
+// GuardState is one destination's protection state: its rate-limit bucket,
+// a hold a recipient asked for (Retry-After), its circuit breaker and how
+// long it has been failing. It is kept in the Destinations store
+// (DestinationGuard), so every worker process sharing the store sees and
+// spends the same state. A destination never guarded has the zero state.
+type GuardState struct {
+	DestinationID string
+	// Tokens is the rate-limit bucket's content at RefilledAt: a send takes
+	// one; it refills at the destination's MaxPerSecond up to one second's
+	// worth. A zero RefilledAt is a full bucket.
+	Tokens     float64
+	RefilledAt time.Time
+	// LimitedUntil is when the bucket next holds a token, set when a send
+	// found it empty: claims skip the destination until then.
+	LimitedUntil time.Time
+	// HeldUntil is the end of a hold the recipient asked for with a 429 or
+	// 503 and Retry-After: no delivery to it is sent before.
+	HeldUntil time.Time
+	// ConsecutiveFailures counts the failed attempts (retryable results:
+	// refused connections, timeouts, 5xx) since the last success.
+	ConsecutiveFailures int
+	// Circuit is the circuit breaker's state ("" reads as closed).
+	Circuit CircuitState
+	// OpenUntil is when an open circuit's cool-down ends, or when a
+	// half-open circuit's probe (Probe) is given up and another may start.
+	OpenUntil time.Time
+	// Probe names the delivery sent as the half-open probe.
+	Probe string
+	// FailingSince is when the current run of failed attempts began; zero
+	// after a success (or once the run disabled the destination).
+	FailingSince time.Time
+}
+
+// IsOpen reports whether the circuit is open or half-open.
+func (g GuardState) IsOpen() bool { return g.Circuit == CircuitOpen || g.Circuit == CircuitHalfOpen }
+
+// ClaimableAt is the time before which no delivery to the destination may
+// be sent: the latest of HeldUntil, LimitedUntil and, while the circuit is
+// not closed, OpenUntil. Stores that skip guarded destinations in a claim
+// (the SQL store) skip those whose ClaimableAt is after the claim's Now.
+func (g GuardState) ClaimableAt() time.Time {
+	t := g.HeldUntil
+	if g.LimitedUntil.After(t) {
+		t = g.LimitedUntil
+	}
+	if g.IsOpen() && g.OpenUntil.After(t) {
+		t = g.OpenUntil
+	}
+	return t
+}
+
+// UpdateGuardParams are the inputs of DestinationGuard.UpdateGuard.
+type UpdateGuardParams struct {
+	DestinationID string
+	// Update gets the stored state (the zero state with DestinationID set
+	// when none is stored) and returns the state to store. It is pure: it
+	// may be called more than once when the store retries a transaction,
+	// and only the last call's result is stored.
+	Update func(GuardState) GuardState
+}
+
+// GuardStatesParams are the inputs of DestinationGuard.GuardStates.
+type GuardStatesParams struct {
+	// IDs selects these destinations; empty selects every stored state.
+	IDs []string
+}
+
+// DestinationGuard is an optional ability of a Destinations port (the
+// memory and SQL stores have it), found with As: one destination's
+// protection state, kept where every worker sharing the store sees it.
+// Without it a client keeps the state in its own process, so a rate limit
+// holds per process and a hold or an open circuit is not shared.
+// Implementations must be safe for concurrent use, also across processes
+// sharing the store.
+type DestinationGuard interface {
+	// UpdateGuard reads one destination's state, calls params.Update and
+	// stores its result, atomically: no other UpdateGuard on the same
+	// destination, in any process, runs between the read and the write. It
+	// returns the stored state. The destination need not exist.
+	UpdateGuard(ctx context.Context, params UpdateGuardParams) (GuardState, error)
+	// GuardStates returns the stored states selected by params, ordered by
+	// DestinationID. Destinations never updated are omitted.
+	GuardStates(ctx context.Context, params GuardStatesParams) ([]GuardState, error)
+}
+
+// GuardMap is a DestinationGuard kept in one process's memory: the memory
+// adapter's, and the client's own when its Destinations port has none (a
+// rate limit then holds per process, a hold or an open circuit is not
+// shared). The zero value is ready; it is safe for concurrent use.
+type GuardMap struct {
+	mu sync.Mutex
+	m  map[string]GuardState
+}
+
+// UpdateGuard implements DestinationGuard under the map's lock.
+func (l *GuardMap) UpdateGuard(ctx context.Context, p UpdateGuardParams) (GuardState, error) {
+	if err := ctx.Err(); err != nil {
+		return GuardState{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[string]GuardState{}
+	}
+	g, ok := l.m[p.DestinationID]
+	if !ok {
+		g = GuardState{DestinationID: p.DestinationID}
+	}
+	g = p.Update(g)
+	g.DestinationID = p.DestinationID
+	l.m[p.DestinationID] = g
+	return g, nil
+}
+
+// GuardStates implements DestinationGuard.
+func (l *GuardMap) GuardStates(ctx context.Context, p GuardStatesParams) ([]GuardState, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []GuardState
+	if len(p.IDs) > 0 {
+		for _, id := range p.IDs {
+			if g, ok := l.m[id]; ok {
+				out = append(out, g)
+			}
+		}
+	} else {
+		for _, g := range l.m {
+			out = append(out, g)
+		}
+	}
+	sortGuardStates(out)
+	return out, nil
+}
+
+func sortGuardStates(gs []GuardState) {
+	for i := 1; i < len(gs); i++ {
+		for j := i; j > 0 && gs[j].DestinationID < gs[j-1].DestinationID; j-- {
+			gs[j], gs[j-1] = gs[j-1], gs[j]
+		}
+	}
+}
+
+// validRate reports whether v is a usable MaxPerSecond: finite and not
+// negative (zero is no limit).
+func validRate(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 }
+
+// ValidateLimits checks the destination's rate limit: MaxPerSecond must be
+// finite and not negative. Stores call it on Put.
+func (d Destination) ValidateLimits() error {
+	if !validRate(d.MaxPerSecond) {
+		return &ValidationError{Kind: ErrInvalidDestination, Field: "MaxPerSecond", Problem: fmt.Sprintf("is %v; it must be zero (no limit) or a finite positive rate", d.MaxPerSecond)}
+	}
+	return nil
+}
+
+// admission is what the guard says about one send.
+type admission struct {
+	ok     bool
+	reason string    // release reason when !ok
+	until  time.Time // when to look again when !ok
+	probe  bool      // this send is the half-open circuit's probe
+}
+
+// guardRules are the client's guard settings for one destination.
+type guardRules struct {
+	rate      float64 // sends per second; 0: no limit
+	threshold int     // failures in a row that open the circuit; 0: off
+	coolDown  time.Duration
+	probeFor  time.Duration // how long a probe holds the half-open circuit
+	recheck   time.Duration // how soon a delivery waiting on a probe looks again
+	disableAt time.Duration // failing span that disables; 0: off
+}
+
+// check decides a send from g without changing it: it says whether the
+// send must wait, and whether the state must be updated (a token taken, a
+// probe started) before it may go.
+func (r guardRules) check(g GuardState, now time.Time) (admission, bool) {
+	switch {
+	case now.Before(g.HeldUntil):
+		return admission{reason: ReasonDestinationHeld, until: g.HeldUntil}, false
+	case r.threshold > 0 && g.IsOpen() && now.Before(g.OpenUntil):
+		until := g.OpenUntil
+		if g.Circuit == CircuitHalfOpen && r.recheck > 0 {
+			// The probe's answer may close the circuit long before its
+			// lease runs out: look again soon, not only then.
+			if soon := now.Add(r.recheck); soon.Before(until) {
+				until = soon
+			}
+		}
+		return admission{reason: ReasonCircuitOpen, until: until}, false
+	case r.rate > 0 && now.Before(g.LimitedUntil):
+		return admission{reason: ReasonDestinationRateLimited, until: g.LimitedUntil}, false
+	}
+	return admission{ok: true}, r.rate > 0 || r.threshold > 0 && g.IsOpen()
+}
+
+// admit decides a send from the stored state g and returns the state to
+// store: a token taken from the bucket, a probe started on a circuit whose
+// cool-down ended. It runs inside UpdateGuard.
+func (r guardRules) admit(g GuardState, now time.Time, probe string) (GuardState, admission) {
+	if a, _ := r.check(g, now); !a.ok {
+		return g, a
+	}
+	isProbe := false
+	if r.threshold > 0 && g.IsOpen() {
+		// The cool-down (or the last probe's time) is over: this send is
+		// the probe, and every other waits for its outcome.
+		g.Circuit, g.Probe, g.OpenUntil = CircuitHalfOpen, probe, now.Add(r.probeFor)
+		isProbe = true
+	}
+	if r.rate > 0 {
+		burst := max(r.rate, 1)
+		tokens := burst
+		if !g.RefilledAt.IsZero() {
+			tokens = min(burst, g.Tokens+r.rate*now.Sub(g.RefilledAt).Seconds())
+		}
+		if tokens < 1 {
+			wait := time.Duration(math.Ceil((1 - tokens) / r.rate * float64(time.Second)))
+			g.Tokens, g.RefilledAt, g.LimitedUntil = tokens, now, now.Add(wait)
+			if isProbe {
+				// No probe after all: let the next send that has a token be it.
+				g.Circuit, g.Probe, g.OpenUntil = CircuitOpen, "", now
+			}
+			return g, admission{reason: ReasonDestinationRateLimited, until: g.LimitedUntil}
+		}
+		g.Tokens, g.RefilledAt = tokens-1, now
+	}
+	return g, admission{ok: true, probe: isProbe}
+}
+
+// guardOutcome is what an attempt's result did to a destination's state.
+type guardOutcome struct {
+	held     bool // a hold was recorded
+	opened   bool // the circuit opened (or re-opened after a failed probe)
+	closed   bool // the circuit closed
+	disable  bool // the destination failed for the whole span: disable it
+	failures int
+}
+
+// outcomeKind sorts a result for the guard.
+type outcomeKind int
+
+const (
+	outcomeNeutral outcomeKind = iota // a permanent rejection: the recipient is up, the request was bad
+	outcomeSuccess
+	outcomeFailure
+)
+
+func guardKind(res Result) outcomeKind {
+	switch res.Kind {
+	case KindDelivered:
+		return outcomeSuccess
+	case KindRetryable:
+		return outcomeFailure
+	}
+	return outcomeNeutral
+}
+
+// holdFor returns the hold a result asks for: a 429 or 503 with
+// Retry-After, capped at maxDelay (a Retry-After is never honoured beyond
+// the policy's cap); zero otherwise.
+func holdFor(res Result, maxDelay time.Duration) time.Duration {
+	if res.Kind != KindRetryable || res.RetryAfter <= 0 {
+		return 0
+	}
+	if res.StatusCode != 429 && res.StatusCode != 503 && res.Reason != ReasonRateLimited && res.Reason != ReasonServiceUnavailable {
+		return 0
+	}
+	return min(res.RetryAfter, maxDelay)
+}
+
+// needsRecord reports whether an attempt's result changes g (as this
+// worker last saw it), so that successes to a healthy destination cost no
+// store write.
+func (r guardRules) needsRecord(g GuardState, res Result, hold time.Duration, probe bool) bool {
+	if hold > 0 || probe {
+		return true
+	}
+	switch guardKind(res) {
+	case outcomeFailure:
+		return r.threshold > 0 || r.disableAt > 0
+	case outcomeSuccess:
+		return g.ConsecutiveFailures > 0 || g.IsOpen() || !g.FailingSince.IsZero()
+	}
+	return false
+}
+
+// record applies an attempt's result to g. probe names the probe delivery
+// when this attempt was one. It runs inside UpdateGuard.
+func (r guardRules) record(g GuardState, now time.Time, res Result, hold time.Duration, probe string) (GuardState, guardOutcome) {
+	var o guardOutcome
+	if hold > 0 && now.Add(hold).After(g.HeldUntil) {
+		g.HeldUntil = now.Add(hold)
+		o.held = true
+	}
+	wasProbe := probe != "" && g.Circuit == CircuitHalfOpen && g.Probe == probe
+	switch guardKind(res) {
+	case outcomeSuccess:
+		o.closed = g.IsOpen()
+		g.ConsecutiveFailures, g.FailingSince = 0, time.Time{}
+		g.Circuit, g.Probe, g.OpenUntil = CircuitClosed, "", time.Time{}
+	case outcomeNeutral:
+		if wasProbe { // the recipient answered: it is up
+			o.closed = true
+			g.ConsecutiveFailures = 0
+			g.Circuit, g.Probe, g.OpenUntil = CircuitClosed, "", time.Time{}
+		}
+	case outcomeFailure:
+		g.ConsecutiveFailures++
+		if g.FailingSince.IsZero() {
+			g.FailingSince = now
+		}
+		if r.threshold > 0 && (wasProbe || !g.IsOpen() && g.ConsecutiveFailures >= r.threshold) {
+			g.Circuit, g.Probe, g.OpenUntil = CircuitOpen, "", now.Add(r.coolDown)
+			o.opened = true
+		}
+		if r.disableAt > 0 && !now.Before(g.FailingSince.Add(r.disableAt)) {
+			// Disabled now; a human re-enables it, and failing starts afresh.
+			o.disable = true
+			g.FailingSince = time.Time{}
+		}
+	}
+	o.failures = g.ConsecutiveFailures
+	return g, o
+}
+
+// guardCache keeps the guard states this worker last read or wrote, for
+// Config.DestinationCacheTTL (and, for a state that holds the destination,
+// until the hold ends), so a send to a healthy destination needs no store
+// round trip. It is part of the worker's state.
+type guardCache struct {
+	mu      sync.Mutex
+	entries map[string]cachedGuard
+}
+
+type cachedGuard struct {
+	g     GuardState
+	until time.Time
+}
+
+func (gc *guardCache) get(id string, now time.Time) (GuardState, bool) {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	e, ok := gc.entries[id]
+	if !ok || !now.Before(e.until) {
+		return GuardState{DestinationID: id}, false
+	}
+	return e.g, true
+}
+
+func (gc *guardCache) put(g GuardState, now time.Time, ttl time.Duration) {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	if gc.entries == nil || len(gc.entries) >= destinationCacheSweep {
+		for id, e := range gc.entries {
+			if !now.Before(e.until) {
+				delete(gc.entries, id)
+			}
+		}
+		if gc.entries == nil {
+			gc.entries = map[string]cachedGuard{}
+		}
+	}
+	until := now.Add(max(ttl, 0))
+	if c := g.ClaimableAt(); c.After(until) {
+		until = c
+	}
+	gc.entries[g.DestinationID] = cachedGuard{g: g, until: until}
+}
+
+// rulesFor returns the client's guard rules for dest.
+func (c *Client) rulesFor(dest Destination) guardRules {
+	rate := dest.MaxPerSecond
+	if rate == 0 {
+		rate = c.cfg.DefaultMaxPerSecond
+	}
+	return guardRules{
+		rate: rate, threshold: c.cfg.CircuitFailureThreshold, coolDown: c.cfg.CircuitCoolDown,
+		probeFor: c.cfg.LeaseFor, recheck: c.cfg.PausedRecheck, disableAt: c.cfg.DisableAfterFailingFor,
+	}
+}
+
+// guardState returns the destination's guard state: for the worker's own
+// attempts (cached) from the cache while it is fresh (Config.DestinationCacheTTL,
+// or until the hold it records ends); read from the store otherwise. It is
+// read even when no rule of this client's needs it, since a hold or an open
+// circuit another worker recorded holds this one too, whatever its store's
+// claim skips.
+func (c *Client) guardState(ctx context.Context, id string, cached bool, now time.Time) (GuardState, error) {
+	g, ok := c.worker.guards.get(id, now)
+	if cached && ok {
+		return g, nil
+	}
+	gs, err := c.guard.GuardStates(ctx, GuardStatesParams{IDs: []string{id}})
+	if err != nil {
+		return g, opErr("destinations.guard_states", "", err)
+	}
+	g = GuardState{DestinationID: id}
+	if len(gs) > 0 {
+		g = gs[0]
+	}
+	c.worker.guards.put(g, now, c.cfg.DestinationCacheTTL)
+	return g, nil
+}
+
+// admitSend decides whether a delivery may be sent now under its
+// destination's guard, taking a rate-limit token or starting a probe in the
+// store when the rules say so.
+func (c *Client) admitSend(ctx context.Context, d Delivery, rules guardRules, cached bool, now time.Time) (admission, error) {
+	g, err := c.guardState(ctx, d.DestinationID, cached, now)
+	if err != nil {
+		return admission{}, err
+	}
+	a, update := rules.check(g, now)
+	if !a.ok || !update {
+		return a, nil
+	}
+	return c.admitInStore(ctx, d.DestinationID, d.ID, rules, now)
+}
+
+// admitInStore takes a token or starts a probe in the store. It is apart
+// from admitSend so that what its closure captures is allocated only when
+// a rule needs the store.
+func (c *Client) admitInStore(ctx context.Context, destID, deliveryID string, rules guardRules, now time.Time) (admission, error) {
+	var a admission
+	g, err := c.guard.UpdateGuard(ctx, UpdateGuardParams{DestinationID: destID, Update: func(g GuardState) GuardState {
+		g, a = rules.admit(g, now, deliveryID)
+		return g
+	}})
+	if err != nil {
+		return admission{}, opErr("destinations.update_guard", deliveryID, err)
+	}
+	c.worker.guards.put(g, now, c.cfg.DestinationCacheTTL)
+	return a, nil
+}
+
+// recordOutcome applies an attempt's result to its destination's guard
+// state when it changes it, and reports what changed to the observer. A
+// failed write is reported as a worker error; the attempt is recorded all
+// the same.
+func (c *Client) recordOutcome(ctx context.Context, d *Delivery, res *Result, rules guardRules, policy Policy, probe bool, now time.Time) {
+	hold := holdFor(*res, policy.MaxDelay)
+	g, _ := c.worker.guards.get(d.DestinationID, now)
+	if !rules.needsRecord(g, *res, hold, probe) {
+		return
+	}
+	c.recordInStore(ctx, *d, *res, rules, hold, probe, now)
+}
+
+// recordInStore is recordOutcome's store write, apart so that what its
+// closure captures is allocated only when there is something to record.
+func (c *Client) recordInStore(ctx context.Context, d Delivery, result Result, rules guardRules, hold time.Duration, probe bool, now time.Time) {
+	res := &result
+	probeID := ""
+	if probe {
+		probeID = d.ID
+	}
+	var o guardOutcome
+	g, err := c.guard.UpdateGuard(ctx, UpdateGuardParams{DestinationID: d.DestinationID, Update: func(g GuardState) GuardState {
+		g, o = rules.record(g, now, *res, hold, probeID)
+		return g
+	}})
+	if err != nil {
+		c.observe(ctx, Event{Kind: EventWorkerError, Delivery: d, Err: opErr("destinations.update_guard", d.ID, err)})
+		return
+	}
+	c.worker.guards.put(g, now, c.cfg.DestinationCacheTTL)
+	if at := g.ClaimableAt(); at.After(now) {
+		c.worker.block(d.DestinationID, at)
+	}
+	if o.held {
+		c.observe(ctx, Event{Kind: EventDestinationHeld, Delivery: d, Result: res, Reason: res.Reason, At: g.HeldUntil, Delay: hold})
+	}
+	if o.opened {
+		c.observe(ctx, Event{Kind: EventCircuitOpened, Delivery: d, Result: res, Reason: res.Reason, At: g.OpenUntil, Delay: rules.coolDown, Count: int64(o.failures)})
+	}
+	if o.closed {
+		c.worker.unblock(d.DestinationID)
+		c.observe(ctx, Event{Kind: EventCircuitClosed, Delivery: d, Result: res})
+	}
+	if o.disable {
+		if err := c.destinations.Disable(ctx, DisableParams{ID: d.DestinationID, Reason: ReasonDestinationFailing, Now: now}); err != nil {
+			c.observe(ctx, Event{Kind: EventWorkerError, Delivery: d, Err: opErr("destinations.disable", d.ID, err)})
+			return
+		}
+		c.worker.dests.forget(d.DestinationID)
+		c.observe(ctx, Event{Kind: EventDestinationDisabled, Delivery: d, Result: res, Reason: ReasonDestinationFailing, Delay: rules.disableAt})
+	}
+}
