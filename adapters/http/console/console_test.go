@@ -390,3 +390,47 @@ func TestDeliveryPageShowsCompactedAttempts(t *testing.T) {
 	assert.Contains(t, body, "No attempt is kept in full.")
 	assert.NotContains(t, body, "No attempt was made.")
 }
+
+// The overview shows each destination's guard — an open circuit, its
+// failures in a row, a Retry-After hold and how long it has been failing —
+// as LedgerStats reports it, and nothing for a healthy destination.
+func TestOverviewShowsTheDestinationGuard(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	now := f.clock.Now()
+	set := func(id string, g func(hookrelay.GuardState) hookrelay.GuardState) {
+		_, err := f.dests.UpdateGuard(ctx, hookrelay.UpdateGuardParams{DestinationID: id, Update: g})
+		require.NoError(t, err)
+	}
+	set("accounting", func(g hookrelay.GuardState) hookrelay.GuardState {
+		g.Circuit, g.OpenUntil, g.ConsecutiveFailures = hookrelay.CircuitOpen, now.Add(30*time.Second), 5
+		g.FailingSince = now.Add(-2 * time.Hour)
+		return g
+	})
+	set("shipping", func(g hookrelay.GuardState) hookrelay.GuardState {
+		g.HeldUntil = now.Add(90 * time.Second)
+		return g
+	})
+	// The memory stores are separate values: StatsWithGuard joins them, as
+	// the SQL store's own Stats does.
+	kcfg := console.Config{
+		Client: f.client, Stats: hookrelay.StatsWithGuard(f.store, f.dests),
+		Actor: func(*http.Request) (string, error) { return "alice", nil },
+	}
+	h, err := console.New(kcfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, h.Close(ctx)) })
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+	require.Equal(t, http.StatusOK, w.Code)
+	body := w.Body.String()
+	row := func(id string) string {
+		return regexp.MustCompile(`(?s)<tr id="dest-` + id + `">.*?</tr>`).FindString(body)
+	}
+	assert.Contains(t, row("accounting"), `<span class="tag bad">circuit open</span>`)
+	assert.Contains(t, row("accounting"), `5 failed in a row`)
+	stamp := func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }
+	assert.Contains(t, row("accounting"), "failing since "+stamp(now.Add(-2*time.Hour)))
+	assert.Contains(t, row("shipping"), "held until "+stamp(now.Add(90*time.Second)))
+	assert.Contains(t, row("orders"), `<td class="guard">—</td>`, "a healthy destination shows no guard")
+}

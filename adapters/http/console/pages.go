@@ -163,6 +163,37 @@ type destinationRow struct {
 	Recent []hookrelay.OutcomeCount
 }
 
+// guardTag is one fact of a destination's guard state, as the overview
+// shows it.
+type guardTag struct{ Class, Text string }
+
+// Guard lists the row's guard state (README "Protecting recipients"): an
+// open or half-open circuit, failures in a row, a Retry-After hold, a
+// rate limit and how long it has been failing. LedgerStats leaves the
+// times zero once they have passed.
+func (r destinationRow) Guard() []guardTag {
+	var out []guardTag
+	switch r.Circuit {
+	case hookrelay.CircuitOpen:
+		out = append(out, guardTag{"bad", "circuit open"})
+	case hookrelay.CircuitHalfOpen:
+		out = append(out, guardTag{"warn", "circuit half-open (probing)"})
+	}
+	if r.ConsecutiveFailures > 0 {
+		out = append(out, guardTag{"warn", fmt.Sprintf("%d failed in a row", r.ConsecutiveFailures)})
+	}
+	if !r.HeldUntil.IsZero() {
+		out = append(out, guardTag{"warn", "held until " + fmtTime(r.HeldUntil)})
+	}
+	if !r.RateLimitedUntil.IsZero() {
+		out = append(out, guardTag{"", "rate-limited until " + fmtTime(r.RateLimitedUntil)})
+	}
+	if !r.FailingSince.IsZero() {
+		out = append(out, guardTag{"warn", "failing since " + fmtTime(r.FailingSince)})
+	}
+	return out
+}
+
 func (h *Handler) destinationRows(ctx context.Context, now time.Time) ([]destinationRow, error) {
 	stats, err := h.cfg.Stats.Stats(ctx, hookrelay.StatsParams{Now: now})
 	if err != nil {
