@@ -27,6 +27,9 @@ type tally struct {
 	// them: the worker was killed, or its lease lost, before the ledger
 	// write. The next attempt carried the same ID.
 	unrecorded int
+	// unknownUnseen: attempts with an unknown outcome beyond the requests
+	// the recipient saw: they were written but never arrived (check 5).
+	unknownUnseen int
 	// deadApplied: dead deliveries whose effect the recipient applied,
 	// every later response having been lost (at-least-once's documented
 	// limit; the effect still happened exactly once).
@@ -44,12 +47,16 @@ type tally struct {
 //     unknown outcome, or a request the ledger never recorded (the effect
 //     landed but no response was ever seen for it).
 //  4. Attempt numbers are 1, 2, … with no gap or repeat.
-//  5. Every ledger attempt that reached the recipient (an HTTP status was
-//     seen, or the outcome is unknown) corresponds to a request the
-//     recipient saw: their count is at most the recipient's, and for each
-//     status the ledger recorded, the recipient wrote that status at least
-//     as often. The recipient may see more: attempts whose worker was
-//     killed (or lost its lease) before the ledger write.
+//  5. Every ledger attempt that got an answer (an HTTP status) corresponds
+//     to a request the recipient saw: their count is at most the
+//     recipient's, and for each status the ledger recorded, the recipient
+//     wrote that status at least as often. An attempt whose outcome is
+//     unknown may or may not have reached it — a request written to a
+//     kept-alive connection the recipient was closing is lost unread, and
+//     the sender cannot tell that from a recipient that read it and
+//     dropped the connection — so it bounds nothing. The recipient may see
+//     more: attempts whose worker was killed (or lost its lease) before the
+//     ledger write.
 //  6. The recipient saw no ID that was not enqueued.
 //
 // That every request of a delivery carried the same ID is checked as each
@@ -102,17 +109,15 @@ func check(ctx context.Context, ledger hookrelay.Ledger, ids []string, reqs map[
 			bad(id, "still %s", d.State)
 		}
 
-		reached := 0
-		unknown := false
+		answered, unknown := 0, 0
 		ledgerStatus := map[int]int{}
 		for _, a := range atts {
 			switch {
 			case a.StatusCode != 0:
-				reached++
+				answered++
 				ledgerStatus[a.StatusCode]++
 			case a.Outcome == hookrelay.OutcomeUnknown:
-				reached++
-				unknown = true
+				unknown++
 			default:
 				t.notReached++
 			}
@@ -128,10 +133,12 @@ func check(ctx context.Context, ledger hookrelay.Ledger, ids []string, reqs map[
 				rcptStatus[r.status]++
 			}
 		}
-		if reached > len(rs) {
-			bad(id, "the ledger has %d attempts that reached the recipient, the recipient saw %d requests", reached, len(rs))
+		if answered > len(rs) {
+			bad(id, "the ledger has %d answered attempts, the recipient saw %d requests", answered, len(rs))
+		} else if extra := answered + unknown - len(rs); extra > 0 {
+			t.unknownUnseen += extra // unknown outcomes that never arrived
 		} else {
-			t.unrecorded += len(rs) - reached
+			t.unrecorded += -extra
 		}
 		for _, s := range slices.Sorted(maps.Keys(ledgerStatus)) {
 			if ledgerStatus[s] > rcptStatus[s] {
@@ -140,7 +147,7 @@ func check(ctx context.Context, ledger hookrelay.Ledger, ids []string, reqs map[
 		}
 		if d.State == hookrelay.StateDead && n == 1 {
 			t.deadApplied++
-			if !unknown && len(rs) == reached {
+			if unknown == 0 && len(rs) <= answered {
 				bad(id, "dead, applied by the recipient, yet no attempt was unknown and every request was recorded")
 			}
 		}
@@ -164,6 +171,7 @@ func (t tally) print(c chaosCounts, workerErrors int, logDir string) {
 	fmt.Println()
 	fmt.Printf("  duplicates absorbed %d (replayed from the idempotency store, or 409 while in progress)\n", t.absorbed)
 	fmt.Printf("  not in the ledger   %d (worker killed or lease lost before the ledger write)\n", t.unrecorded)
+	fmt.Printf("  unknown, unseen     %d (outcome unknown to the sender; the recipient never saw the request)\n", t.unknownUnseen)
 	fmt.Printf("kills survived        %d SIGKILLs; %d database sessions terminated once; %d worker errors reported (logs: %s)\n",
 		c.kills, c.sessionsTerminated, workerErrors, logDir)
 }
