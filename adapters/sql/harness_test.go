@@ -131,9 +131,7 @@ func newStore(t testing.TB, b backend, opts Options) *Store {
 // dropTables removes every table of the Store's prefix.
 func dropTables(t testing.TB, s *Store) {
 	t.Helper()
-	for _, name := range tableNames {
-		if _, err := s.db.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+s.prefix+name); err != nil {
-			t.Errorf("drop %s%s: %v", s.prefix, name, err)
-		}
+	if err := s.DropTables(context.Background()); err != nil {
+		t.Errorf("drop tables: %v", err)
 	}
 }

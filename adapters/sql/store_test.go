@@ -427,3 +427,41 @@ func TestPausedAndDisabledDestinationsAreNotClaimed(t *testing.T) {
 		assert.Equal(t, 1, cs[0].Delivery.Attempt, "no attempt was spent while paused")
 	})
 }
+
+// DropTables removes every table the migrations created under the Store's
+// prefix, so a test suite or benchmark that makes a prefix per run leaves
+// nothing behind; a migration that adds a table DropTables does not know
+// fails here.
+func TestDropTablesLeavesNoTableOfThePrefix(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := newStore(t, b, Options{})
+		var list string
+		switch b.dialect {
+		case SQLite:
+			list = "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE ?"
+		case Postgres:
+			list = "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_name LIKE ?"
+		case MySQL:
+			list = "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE ?"
+		}
+		tables := func() []string {
+			rows, err := s.db.QueryContext(ctx, s.q(list), s.prefix+"%")
+			require.NoError(t, err)
+			defer rows.Close()
+			var out []string
+			for rows.Next() {
+				var n string
+				require.NoError(t, rows.Scan(&n))
+				out = append(out, strings.TrimPrefix(n, s.prefix))
+			}
+			require.NoError(t, rows.Err())
+			return out
+		}
+		assert.ElementsMatch(t, tableNames, tables(), "the tables Migrate created are the ones DropTables drops")
+		require.NoError(t, s.DropTables(ctx))
+		assert.Empty(t, tables())
+		require.NoError(t, s.Migrate(ctx), "Migrate creates them again")
+		assert.Len(t, tables(), len(tableNames))
+	})
+}

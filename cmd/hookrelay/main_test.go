@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -78,13 +77,10 @@ func forEachDatabase(t *testing.T, f func(t *testing.T, db database)) {
 		}
 		prefix := randomPrefix()
 		t.Cleanup(func() {
-			db, err := sql.Open("pgx", dsn)
+			s, err := hooksql.Open(context.Background(), hooksql.Postgres, dsn, hooksql.Options{TablePrefix: prefix})
 			require.NoError(t, err)
-			defer db.Close()
-			for _, table := range []string{"deliveries", "attempts", "destinations", "redrives", "idempotency", "schema_migrations", "attempt_summaries"} {
-				_, err := db.Exec("DROP TABLE IF EXISTS " + prefix + table)
-				assert.NoError(t, err)
-			}
+			defer s.Close()
+			assert.NoError(t, s.DropTables(context.Background()))
 		})
 		f(t, database{dsn: dsn, prefix: prefix})
 	})

@@ -9,10 +9,6 @@ import (
 	hooksql "github.com/hookrelay/hookrelay/adapters/sql"
 )
 
-// sqlTables are the SQL adapter's tables, dependants first, dropped on Close
-// when Options.Drop is set.
-var sqlTables = []string{"attempts", "redrives", "idempotency", "deliveries", "destinations", "schema_migrations"}
-
 // openSQL opens and migrates a SQLite file in o.Dir or the PostgreSQL
 // database at o.PostgresDSN, with this run's table prefix, as the README
 // tells users to: the connection pool is the adapter's default.
@@ -36,15 +32,11 @@ func openSQL(ctx context.Context, name string, o Options) (*Store, error) {
 		return nil, errors.Join(err, s.Close())
 	}
 	closeStore := func() error {
-		var errs []error
+		var err error
 		if o.Drop {
-			for _, t := range sqlTables {
-				if _, err := s.DB().ExecContext(context.Background(), "DROP TABLE IF EXISTS "+s.TablePrefix()+t); err != nil {
-					errs = append(errs, err)
-				}
-			}
+			err = s.DropTables(context.Background())
 		}
-		return errors.Join(append(errs, s.Close())...)
+		return errors.Join(err, s.Close())
 	}
 	return &Store{
 		Name: name, Queue: s, Ledger: s, Destinations: s, Put: s.Put, Close: closeStore,
