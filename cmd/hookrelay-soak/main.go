@@ -415,6 +415,9 @@ func runSoak(c config) error {
 			}
 			fmt.Println("  " + v)
 		}
+		if prefix := store.KeepTables(); prefix != "" {
+			fmt.Printf("the run's tables are kept for inspection: prefix %s\n", prefix)
+		}
 		return errors.New("violations found")
 	}
 	fmt.Println("\nOK: every delivery delivered or dead, each effect applied at most once and exactly once when delivered, one ID per delivery, ledger consistent with the recipient")

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -45,6 +46,18 @@ type Store struct {
 	// created names a broker backend's streams or queues, which Close
 	// deletes.
 	created []string
+	// prefix is a SQL backend's table prefix; keep makes Close leave its
+	// tables (KeepTables).
+	prefix string
+	keep   atomic.Bool
+}
+
+// KeepTables makes Close leave a SQL backend's tables in place even when
+// Options.Drop is set — for a run that found something to inspect — and
+// returns their prefix ("" for other backends).
+func (s *Store) KeepTables() string {
+	s.keep.Store(true)
+	return s.prefix
 }
 
 // Options configure Open.

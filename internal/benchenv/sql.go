@@ -31,15 +31,13 @@ func openSQL(ctx context.Context, name string, o Options) (*Store, error) {
 	if err := s.Migrate(ctx); err != nil {
 		return nil, errors.Join(err, s.Close())
 	}
-	closeStore := func() error {
+	st := &Store{Name: name, Queue: s, Ledger: s, Destinations: s, Put: s.Put, DB: s.DB(), prefix: s.TablePrefix()}
+	st.Close = func() error {
 		var err error
-		if o.Drop {
+		if o.Drop && !st.keep.Load() {
 			err = s.DropTables(context.Background())
 		}
 		return errors.Join(err, s.Close())
 	}
-	return &Store{
-		Name: name, Queue: s, Ledger: s, Destinations: s, Put: s.Put, Close: closeStore,
-		DB: s.DB(),
-	}, nil
+	return st, nil
 }
