@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -157,16 +159,8 @@ func (l *GuardMap) GuardStates(ctx context.Context, p GuardStatesParams) ([]Guar
 			out = append(out, g)
 		}
 	}
-	sortGuardStates(out)
+	slices.SortFunc(out, func(a, b GuardState) int { return strings.Compare(a.DestinationID, b.DestinationID) })
 	return out, nil
-}
-
-func sortGuardStates(gs []GuardState) {
-	for i := 1; i < len(gs); i++ {
-		for j := i; j > 0 && gs[j].DestinationID < gs[j-1].DestinationID; j-- {
-			gs[j], gs[j-1] = gs[j-1], gs[j]
-		}
-	}
 }
 
 // validRate reports whether v is a usable MaxPerSecond: finite and not

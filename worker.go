@@ -123,6 +123,19 @@ func (w *worker) noteDestination(d Destination, now time.Time, cfg Config) {
 	}
 }
 
+// skipping appends to skip the destinations m skips claims for at now and
+// forgets those whose time has passed.
+func skipping(m map[string]time.Time, now time.Time, skip []string) []string {
+	for id, until := range m {
+		if now.Before(until) {
+			skip = append(skip, id)
+		} else {
+			delete(m, id)
+		}
+	}
+	return skip
+}
+
 // block makes claims skip a destination until at: its guard holds it.
 func (w *worker) block(id string, at time.Time) {
 	w.mu.Lock()
@@ -367,21 +380,8 @@ func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error
 	now := c.clock.Now()
 	w.mu.Lock()
 	free := min(c.cfg.Concurrency-w.inflight, c.cfg.BatchSize)
-	var skip []string
-	for id, until := range w.paused {
-		if now.Before(until) {
-			skip = append(skip, id)
-		} else {
-			delete(w.paused, id)
-		}
-	}
-	for id, until := range w.blocked {
-		if now.Before(until) {
-			skip = append(skip, id)
-		} else {
-			delete(w.blocked, id)
-		}
-	}
+	skip := skipping(w.paused, now, nil)
+	skip = skipping(w.blocked, now, skip)
 	// Each destination may take no more than its room: its limit less its
 	// attempts in flight (and, when claiming ahead, claimAhead times its
 	// limit less what is in flight and held). A queue that honours rooms gets them all
