@@ -3,13 +3,7 @@ package hookrelay
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
 )
-
-// ErrRedriveRefused reports a redrive the authorization rule refused. The
-// concrete error is a *RedriveRefusedError naming the tenants involved.
-var ErrRedriveRefused = errors.New("hookrelay: redrive refused")
 
 // RedriveAuthorization is what an Authorizer decides on: who asks to
 // redrive which selection, and which tenants it spans right now.
@@ -59,23 +53,6 @@ func SingleTenantOnly(_ context.Context, req RedriveAuthorization) error {
 	}
 	return nil
 }
-
-// RedriveRefusedError is a refused redrive. It names the actor and the
-// tenants the selection spans, and unwraps to ErrRedriveRefused and to the
-// Authorizer's own error.
-type RedriveRefusedError struct {
-	Actor   string
-	Tenants []string
-	Err     error
-}
-
-func (e *RedriveRefusedError) Error() string {
-	return fmt.Sprintf("%v: actor %q, selection spans %d tenant(s) [%s]: %v",
-		ErrRedriveRefused, e.Actor, len(e.Tenants), strings.Join(e.Tenants, ", "), e.Err)
-}
-
-// Unwrap returns ErrRedriveRefused and the Authorizer's error.
-func (e *RedriveRefusedError) Unwrap() []error { return []error{ErrRedriveRefused, e.Err} }
 
 // authorize applies the configured rule to a redrive request.
 func (c *Client) authorize(ctx context.Context, req RedriveAuthorization) error {

@@ -167,40 +167,37 @@ type Client struct {
 // New validates cfg, applies defaults and returns a client. It starts
 // nothing.
 func New(cfg Config) (*Client, error) {
-	bad := func(field, problem string) error {
-		return &ValidationError{Kind: ErrInvalidConfig, Field: field, Problem: problem}
-	}
 	switch {
 	case cfg.Queue == nil:
-		return nil, bad("Queue", "is required")
+		return nil, invalid(ErrInvalidConfig, "Queue", "is required")
 	case cfg.Ledger == nil:
-		return nil, bad("Ledger", "is required")
+		return nil, invalid(ErrInvalidConfig, "Ledger", "is required")
 	case cfg.Destinations == nil:
-		return nil, bad("Destinations", "is required")
+		return nil, invalid(ErrInvalidConfig, "Destinations", "is required")
 	case cfg.Concurrency < 0:
-		return nil, bad("Concurrency", "must not be negative")
+		return nil, invalid(ErrInvalidConfig, "Concurrency", "must not be negative")
 	case cfg.PerDestinationConcurrency < 0:
-		return nil, bad("PerDestinationConcurrency", "must not be negative")
+		return nil, invalid(ErrInvalidConfig, "PerDestinationConcurrency", "must not be negative")
 	case cfg.BatchSize < 0:
-		return nil, bad("BatchSize", "must not be negative")
+		return nil, invalid(ErrInvalidConfig, "BatchSize", "must not be negative")
 	case cfg.PollInterval < 0:
-		return nil, bad("PollInterval", "must not be negative")
+		return nil, invalid(ErrInvalidConfig, "PollInterval", "must not be negative")
 	case cfg.LeaseFor < 0:
-		return nil, bad("LeaseFor", "must not be negative")
+		return nil, invalid(ErrInvalidConfig, "LeaseFor", "must not be negative")
 	case cfg.PausedRecheck < 0:
-		return nil, bad("PausedRecheck", "must not be negative")
+		return nil, invalid(ErrInvalidConfig, "PausedRecheck", "must not be negative")
 	case cfg.CompletionLinger < 0:
-		return nil, bad("CompletionLinger", "must not be negative")
+		return nil, invalid(ErrInvalidConfig, "CompletionLinger", "must not be negative")
 	case cfg.MaxPayloadBytes < 0:
-		return nil, bad("MaxPayloadBytes", "must not be negative")
+		return nil, invalid(ErrInvalidConfig, "MaxPayloadBytes", "must not be negative")
 	case !validRate(cfg.DefaultMaxPerSecond):
-		return nil, bad("DefaultMaxPerSecond", fmt.Sprintf("is %v; it must be zero (no limit) or a finite positive rate", cfg.DefaultMaxPerSecond))
+		return nil, invalid(ErrInvalidConfig, "DefaultMaxPerSecond", fmt.Sprintf("is %v; it must be zero (no limit) or a finite positive rate", cfg.DefaultMaxPerSecond))
 	case cfg.CircuitFailureThreshold < 0:
-		return nil, bad("CircuitFailureThreshold", "must not be negative")
+		return nil, invalid(ErrInvalidConfig, "CircuitFailureThreshold", "must not be negative")
 	case cfg.CircuitCoolDown < 0:
-		return nil, bad("CircuitCoolDown", "must not be negative")
+		return nil, invalid(ErrInvalidConfig, "CircuitCoolDown", "must not be negative")
 	case cfg.DisableAfterFailingFor < 0:
-		return nil, bad("DisableAfterFailingFor", "must not be negative")
+		return nil, invalid(ErrInvalidConfig, "DisableAfterFailingFor", "must not be negative")
 	}
 	if cfg.Retention != nil {
 		if err := cfg.Retention.Validate(); err != nil {
@@ -239,7 +236,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Retention != nil {
 		var ok bool
 		if c.cleaner, ok = As[HistoryCleaner](cfg.Ledger); !ok {
-			return nil, bad("Retention", fmt.Sprintf("is set but the Ledger (%T) has no HistoryCleaner ability", cfg.Ledger))
+			return nil, invalid(ErrInvalidConfig, "Retention", fmt.Sprintf("is set but the Ledger (%T) has no HistoryCleaner ability", cfg.Ledger))
 		}
 	}
 	if !c.ledgerQueue && cfg.RecoverUnpublishedAfter >= 0 {
@@ -364,31 +361,28 @@ func (c *Client) prepare(ctx context.Context, params []EnqueueParams, resolve fu
 	out := make([]Delivery, 0, len(params))
 	dests := map[string]Destination{}
 	for i, p := range params {
-		bad := func(field, problem string) error {
-			return &ValidationError{Kind: ErrInvalidDelivery, Field: field, Problem: problem}
-		}
 		var err error
 		switch {
 		case p.EventID == "":
-			err = bad("EventID", "must not be empty")
+			err = invalid(ErrInvalidDelivery, "EventID", "must not be empty")
 		case len(p.EventID) > 255:
-			err = bad("EventID", "must be at most 255 bytes")
+			err = invalid(ErrInvalidDelivery, "EventID", "must be at most 255 bytes")
 		case p.TenantID == "":
-			err = bad("TenantID", "must not be empty")
+			err = invalid(ErrInvalidDelivery, "TenantID", "must not be empty")
 		case len(p.TenantID) > 255:
-			err = bad("TenantID", "must be at most 255 bytes")
+			err = invalid(ErrInvalidDelivery, "TenantID", "must be at most 255 bytes")
 		case p.DestinationID == "":
-			err = bad("DestinationID", "must not be empty")
+			err = invalid(ErrInvalidDelivery, "DestinationID", "must not be empty")
 		case len(p.DestinationID) > 255:
-			err = bad("DestinationID", "must be at most 255 bytes")
+			err = invalid(ErrInvalidDelivery, "DestinationID", "must be at most 255 bytes")
 		case p.EventType == "":
-			err = bad("EventType", "must not be empty")
+			err = invalid(ErrInvalidDelivery, "EventType", "must not be empty")
 		case len(p.EventType) > 255:
-			err = bad("EventType", "must be at most 255 bytes")
+			err = invalid(ErrInvalidDelivery, "EventType", "must be at most 255 bytes")
 		case len(p.Payload) > c.cfg.MaxPayloadBytes:
-			err = bad("Payload", fmt.Sprintf("is %d bytes, over the %d-byte limit", len(p.Payload), c.cfg.MaxPayloadBytes))
+			err = invalid(ErrInvalidDelivery, "Payload", fmt.Sprintf("is %d bytes, over the %d-byte limit", len(p.Payload), c.cfg.MaxPayloadBytes))
 		case p.EnvelopeVersion < 0 || p.EnvelopeVersion > EnvelopeVersion:
-			err = bad("EnvelopeVersion", fmt.Sprintf("%d is unknown (this library writes versions 1 to %d)", p.EnvelopeVersion, EnvelopeVersion))
+			err = invalid(ErrInvalidDelivery, "EnvelopeVersion", fmt.Sprintf("%d is unknown (this library writes versions 1 to %d)", p.EnvelopeVersion, EnvelopeVersion))
 		default:
 			err = checkScope(p.Scope)
 		}
@@ -406,7 +400,7 @@ func (c *Client) prepare(ctx context.Context, params []EnqueueParams, resolve fu
 		}
 		if dest.TenantID != "" && dest.TenantID != p.TenantID {
 			return nil, fmt.Errorf("enqueue params[%d] (event %s): %w", i, quote(p.EventID),
-				bad("TenantID", fmt.Sprintf("%s does not own destination %s", quote(p.TenantID), quote(p.DestinationID))))
+				invalid(ErrInvalidDelivery, "TenantID", fmt.Sprintf("%s does not own destination %s", quote(p.TenantID), quote(p.DestinationID))))
 		}
 		if err := c.checkLease(dest); err != nil {
 			return nil, fmt.Errorf("enqueue params[%d]: %w", i, err)

@@ -3,23 +3,12 @@ package hookrelay
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 )
-
-// ErrUnsupported reports that the configured Ledger or Destinations lacks an
-// optional ability an operation needs (DeadLetterLedger, RedriveAuditLog,
-// DestinationPauser). The memory and SQL adapters have all of them.
-var ErrUnsupported = errors.New("hookrelay: operation not supported by the configured adapter")
-
-// ErrInvalidRequest reports an operator request (a redrive, a dead-letter
-// listing) that fails validation. The concrete error is a *ValidationError
-// naming the field.
-var ErrInvalidRequest = errors.New("hookrelay: invalid request")
 
 // DeadLetterFilter selects dead-lettered deliveries. Each list matches any
 // of its values; an empty list matches everything. A zero time bound is
@@ -104,7 +93,7 @@ func ParseDeadLetterCursor(s string) (DeadLetterCursor, error) {
 			}
 		}
 	}
-	return DeadLetterCursor{}, &ValidationError{Kind: ErrInvalidRequest, Field: "Cursor", Problem: fmt.Sprintf("%s is not a dead-letter cursor", quote(s))}
+	return DeadLetterCursor{}, invalid(ErrInvalidRequest, "Cursor", fmt.Sprintf("%s is not a dead-letter cursor", quote(s)))
 }
 
 // ListDeadParams are the inputs of DeadLetterLedger.ListDead.
@@ -232,7 +221,7 @@ func (c *Client) DeadLetters(ctx context.Context, params DeadLettersParams) (Dea
 	}
 	switch {
 	case params.Limit < 0:
-		return DeadLettersPage{}, &ValidationError{Kind: ErrInvalidRequest, Field: "Limit", Problem: "must not be negative"}
+		return DeadLettersPage{}, invalid(ErrInvalidRequest, "Limit", "must not be negative")
 	case params.Limit == 0:
 		params.Limit = 100
 	case params.Limit > 1000:

@@ -208,7 +208,7 @@ func (c *Client) record(ctx context.Context, run attemptRun, w LedgerWrite) erro
 
 func (c *Client) process(ctx context.Context, claim Claim, run attemptRun) error {
 	if c.sender == nil {
-		return &ValidationError{Kind: ErrInvalidConfig, Field: "Sender", Problem: "is required to process deliveries"}
+		return invalid(ErrInvalidConfig, "Sender", "is required to process deliveries")
 	}
 	d, lease := claim.Delivery, claim.Lease
 

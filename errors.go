@@ -3,6 +3,8 @@ package hookrelay
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 )
 
 // Sentinel errors returned by the core and translated to by adapters at
@@ -37,22 +39,78 @@ var (
 	ErrUnknownEnvelopeVersion = errors.New("hookrelay: unknown envelope version")
 	// ErrAlreadyStarted is returned by Client.Start when the client runs.
 	ErrAlreadyStarted = errors.New("hookrelay: client already started")
+	// ErrUnsupported reports that the configured Ledger or Destinations lacks an
+	// optional ability an operation needs (DeadLetterLedger, RedriveAuditLog,
+	// DestinationPauser). The memory and SQL adapters have all of them.
+	ErrUnsupported = errors.New("hookrelay: operation not supported by the configured adapter")
+	// ErrInvalidRequest reports an operator request (a redrive, a dead-letter
+	// listing) that fails validation. The concrete error is a *ValidationError
+	// naming the field.
+	ErrInvalidRequest = errors.New("hookrelay: invalid request")
+	// ErrNotDue reports that a delivery exists and is pending but its next
+	// attempt is not due yet. The concrete error is a *NotDueError carrying the
+	// due time.
+	ErrNotDue = errors.New("hookrelay: delivery not due")
+	// ErrRedriveNotFound reports that no redrive audit entry has the given ID.
+	ErrRedriveNotFound = errors.New("hookrelay: redrive not found")
+	// ErrRedriveRefused reports a redrive the authorization rule refused. The
+	// concrete error is a *RedriveRefusedError naming the tenants involved.
+	ErrRedriveRefused = errors.New("hookrelay: redrive refused")
 )
 
-// ValidationError names the field of a delivery, destination, policy or
-// config that was refused and why. It unwraps to ErrInvalidDelivery,
-// ErrInvalidDestination, ErrInvalidPolicy or ErrInvalidConfig.
+// ValidationError names the field of a delivery, destination, policy,
+// config or operator request that was refused and why. It unwraps to Err:
+// ErrInvalidDelivery, ErrInvalidDestination, ErrInvalidPolicy,
+// ErrInvalidConfig or ErrInvalidRequest.
 type ValidationError struct {
-	Kind    error  // one of ErrInvalidDelivery, ErrInvalidDestination, ErrInvalidPolicy, ErrInvalidConfig
+	// Err is the sentinel the error unwraps to: ErrInvalidDelivery,
+	// ErrInvalidDestination, ErrInvalidPolicy, ErrInvalidConfig or
+	// ErrInvalidRequest.
+	Err     error
 	Field   string // the offending field, e.g. "MaxAttempts"
 	Problem string // what is wrong with it, e.g. "must be at least 1"
 }
 
-func (e *ValidationError) Error() string {
-	return fmt.Sprintf("%v: %s %s", e.Kind, e.Field, e.Problem)
+// invalid returns a *ValidationError: field of the input that err
+// (ErrInvalidConfig, …) names was refused because of problem.
+func invalid(err error, field, problem string) error {
+	return &ValidationError{Err: err, Field: field, Problem: problem}
 }
 
-func (e *ValidationError) Unwrap() error { return e.Kind }
+func (e *ValidationError) Error() string {
+	return fmt.Sprintf("%v: %s %s", e.Err, e.Field, e.Problem)
+}
+
+func (e *ValidationError) Unwrap() error { return e.Err }
+
+// NotDueError says when a delivery becomes due. It unwraps to ErrNotDue.
+type NotDueError struct {
+	ID string
+	At time.Time
+}
+
+func (e *NotDueError) Error() string {
+	return fmt.Sprintf("%v: %s is due at %s", ErrNotDue, e.ID, e.At.Format(time.RFC3339Nano))
+}
+
+func (e *NotDueError) Unwrap() error { return ErrNotDue }
+
+// RedriveRefusedError is a refused redrive. It names the actor and the
+// tenants the selection spans, and unwraps to ErrRedriveRefused and to the
+// Authorizer's own error.
+type RedriveRefusedError struct {
+	Actor   string
+	Tenants []string
+	Err     error
+}
+
+func (e *RedriveRefusedError) Error() string {
+	return fmt.Sprintf("%v: actor %q, selection spans %d tenant(s) [%s]: %v",
+		ErrRedriveRefused, e.Actor, len(e.Tenants), strings.Join(e.Tenants, ", "), e.Err)
+}
+
+// Unwrap returns ErrRedriveRefused and the Authorizer's error.
+func (e *RedriveRefusedError) Unwrap() []error { return []error{ErrRedriveRefused, e.Err} }
 
 // OpError carries the operation and the delivery ID of a failed port call.
 // It never carries a secret: adapters put only the delivery ID and a

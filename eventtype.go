@@ -54,7 +54,7 @@ func (d Destination) SubscribesTo(eventType string) bool {
 func ValidateEventTypes(patterns []string) error {
 	for i, p := range patterns {
 		if problem := eventTypePatternProblem(p); problem != "" {
-			return &ValidationError{Kind: ErrInvalidDestination, Field: fmt.Sprintf("EventTypes[%d]", i), Problem: problem}
+			return invalid(ErrInvalidDestination, fmt.Sprintf("EventTypes[%d]", i), problem)
 		}
 	}
 	return nil

@@ -171,7 +171,7 @@ func validRate(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v
 // finite and not negative. Stores call it on Put.
 func (d Destination) ValidateLimits() error {
 	if !validRate(d.MaxPerSecond) {
-		return &ValidationError{Kind: ErrInvalidDestination, Field: "MaxPerSecond", Problem: fmt.Sprintf("is %v; it must be zero (no limit) or a finite positive rate", d.MaxPerSecond)}
+		return invalid(ErrInvalidDestination, "MaxPerSecond", fmt.Sprintf("is %v; it must be zero (no limit) or a finite positive rate", d.MaxPerSecond))
 	}
 	return nil
 }

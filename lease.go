@@ -2,27 +2,8 @@ package hookrelay
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 )
-
-// ErrNotDue reports that a delivery exists and is pending but its next
-// attempt is not due yet. The concrete error is a *NotDueError carrying the
-// due time.
-var ErrNotDue = errors.New("hookrelay: delivery not due")
-
-// NotDueError says when a delivery becomes due. It unwraps to ErrNotDue.
-type NotDueError struct {
-	ID string
-	At time.Time
-}
-
-func (e *NotDueError) Error() string {
-	return fmt.Sprintf("%v: %s is due at %s", ErrNotDue, e.ID, e.At.Format(time.RFC3339Nano))
-}
-
-func (e *NotDueError) Unwrap() error { return ErrNotDue }
 
 // LeaseLedger is an optional ability of a Ledger for queues that are not the
 // ledger's own store, such as a message broker. The broker decides when a

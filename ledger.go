@@ -173,9 +173,6 @@ var (
 // do not fail on another. Client.Prepare already refuses most of these;
 // records written by EnqueueTx or by hand reach the store unchecked.
 func CheckStorable(d Delivery) error {
-	bad := func(field, problem string) error {
-		return &ValidationError{Kind: ErrInvalidDelivery, Field: field, Problem: problem}
-	}
 	for _, f := range []struct {
 		name, v string
 	}{
@@ -184,34 +181,34 @@ func CheckStorable(d Delivery) error {
 	} {
 		switch {
 		case f.name == "ID" && f.v == "":
-			return bad(f.name, "must not be empty")
+			return invalid(ErrInvalidDelivery, f.name, "must not be empty")
 		case len(f.v) > MaxStoredStringBytes:
-			return bad(f.name, fmt.Sprintf("is %d bytes, over the %d-byte limit", len(f.v), MaxStoredStringBytes))
+			return invalid(ErrInvalidDelivery, f.name, fmt.Sprintf("is %d bytes, over the %d-byte limit", len(f.v), MaxStoredStringBytes))
 		case !utf8.ValidString(f.v):
-			return bad(f.name, "is not valid UTF-8")
+			return invalid(ErrInvalidDelivery, f.name, "is not valid UTF-8")
 		case strings.IndexByte(f.v, 0) >= 0:
-			return bad(f.name, "contains a NUL byte")
+			return invalid(ErrInvalidDelivery, f.name, "contains a NUL byte")
 		}
 	}
 	size := 0
 	for k, v := range d.Scope {
 		if !utf8.ValidString(k) || !utf8.ValidString(v) {
-			return bad("Scope", fmt.Sprintf("label %q is not valid UTF-8", shortPrefix(k)))
+			return invalid(ErrInvalidDelivery, "Scope", fmt.Sprintf("label %q is not valid UTF-8", shortPrefix(k)))
 		}
 		size += len(k) + len(v)
 	}
 	if size > MaxStoredScopeBytes {
-		return bad("Scope", fmt.Sprintf("is %d bytes, over the %d-byte limit", size, MaxStoredScopeBytes))
+		return invalid(ErrInvalidDelivery, "Scope", fmt.Sprintf("is %d bytes, over the %d-byte limit", size, MaxStoredScopeBytes))
 	}
 	if d.EnvelopeVersion < 0 || d.EnvelopeVersion > EnvelopeVersion {
-		return bad("EnvelopeVersion", fmt.Sprintf("%d is unknown (this library writes versions 1 to %d)", d.EnvelopeVersion, EnvelopeVersion))
+		return invalid(ErrInvalidDelivery, "EnvelopeVersion", fmt.Sprintf("%d is unknown (this library writes versions 1 to %d)", d.EnvelopeVersion, EnvelopeVersion))
 	}
 	for _, t := range []struct {
 		name string
 		t    time.Time
 	}{{"FirstQueuedAt", d.FirstQueuedAt}, {"NextAttemptAt", d.NextAttemptAt}, {"UpdatedAt", d.UpdatedAt}} {
 		if !t.t.IsZero() && (t.t.Before(minStorableTime) || t.t.After(maxStorableTime)) {
-			return bad(t.name, t.t.Format(time.RFC3339)+" is outside the storable range (years 1678 to 2262)")
+			return invalid(ErrInvalidDelivery, t.name, t.t.Format(time.RFC3339)+" is outside the storable range (years 1678 to 2262)")
 		}
 	}
 	return nil

@@ -39,18 +39,15 @@ func quote(s string) string {
 // value over its size limit; the error names the label by a short prefix
 // of its key.
 func checkScope(scope map[string]string) error {
-	bad := func(problem string) error {
-		return &ValidationError{Kind: ErrInvalidDelivery, Field: "Scope", Problem: problem}
-	}
 	if len(scope) > MaxScopeLabels {
-		return bad(fmt.Sprintf("has %d labels, over the %d-label limit", len(scope), MaxScopeLabels))
+		return invalid(ErrInvalidDelivery, "Scope", fmt.Sprintf("has %d labels, over the %d-label limit", len(scope), MaxScopeLabels))
 	}
 	for k, v := range scope {
 		switch {
 		case len(k) > MaxScopeKeyBytes:
-			return bad(fmt.Sprintf("key %s is %d bytes, over the %d-byte limit", quote(k), len(k), MaxScopeKeyBytes))
+			return invalid(ErrInvalidDelivery, "Scope", fmt.Sprintf("key %s is %d bytes, over the %d-byte limit", quote(k), len(k), MaxScopeKeyBytes))
 		case len(v) > MaxScopeValueBytes:
-			return bad(fmt.Sprintf("value of %s is %d bytes, over the %d-byte limit", quote(k), len(v), MaxScopeValueBytes))
+			return invalid(ErrInvalidDelivery, "Scope", fmt.Sprintf("value of %s is %d bytes, over the %d-byte limit", quote(k), len(v), MaxScopeValueBytes))
 		}
 	}
 	return nil

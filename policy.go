@@ -44,26 +44,23 @@ func DefaultPolicy() Policy {
 // Validate reports the first invalid field as a *ValidationError wrapping
 // ErrInvalidPolicy, or nil.
 func (p Policy) Validate() error {
-	bad := func(field, problem string) error {
-		return &ValidationError{Kind: ErrInvalidPolicy, Field: field, Problem: problem}
-	}
 	switch {
 	case p.Version == "":
-		return bad("Version", "must not be empty")
+		return invalid(ErrInvalidPolicy, "Version", "must not be empty")
 	case len(p.Version) > 64:
-		return bad("Version", "must be at most 64 bytes")
+		return invalid(ErrInvalidPolicy, "Version", "must be at most 64 bytes")
 	case p.MaxAttempts < 1:
-		return bad("MaxAttempts", "must be at least 1")
+		return invalid(ErrInvalidPolicy, "MaxAttempts", "must be at least 1")
 	case p.BaseDelay < 0:
-		return bad("BaseDelay", "must not be negative")
+		return invalid(ErrInvalidPolicy, "BaseDelay", "must not be negative")
 	case p.MaxDelay < 0:
-		return bad("MaxDelay", "must not be negative")
+		return invalid(ErrInvalidPolicy, "MaxDelay", "must not be negative")
 	case p.MaxAttempts > 1 && p.BaseDelay < MinRetryDelay:
-		return bad("BaseDelay", "must be at least 1ms when MaxAttempts is above 1: retries with no delay hammer a failing recipient")
+		return invalid(ErrInvalidPolicy, "BaseDelay", "must be at least 1ms when MaxAttempts is above 1: retries with no delay hammer a failing recipient")
 	case p.MaxDelay < p.BaseDelay:
-		return bad("MaxDelay", "must not be below BaseDelay")
+		return invalid(ErrInvalidPolicy, "MaxDelay", "must not be below BaseDelay")
 	case p.MaxAge < 0:
-		return bad("MaxAge", "must not be negative")
+		return invalid(ErrInvalidPolicy, "MaxAge", "must not be negative")
 	}
 	return nil
 }

@@ -175,7 +175,7 @@ func (c *Client) validatePublish(ctx context.Context, p PublishParams) error {
 		return err
 	}
 	if strings.Contains(p.EventType, "*") {
-		return &ValidationError{Kind: ErrInvalidDelivery, Field: "EventType", Problem: `must be a concrete event type, not a pattern (it contains "*")`}
+		return invalid(ErrInvalidDelivery, "EventType", `must be a concrete event type, not a pattern (it contains "*")`)
 	}
 	return nil
 }

@@ -12,9 +12,6 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// ErrRedriveNotFound reports that no redrive audit entry has the given ID.
-var ErrRedriveNotFound = errors.New("hookrelay: redrive not found")
-
 // RedriveState is where a redrive stands.
 type RedriveState string
 
@@ -218,18 +215,15 @@ func (c *Client) Redrive(ctx context.Context, params RedriveParams) (RedriveAudi
 	if err != nil {
 		return RedriveAudit{}, err
 	}
-	bad := func(field, problem string) error {
-		return &ValidationError{Kind: ErrInvalidRequest, Field: field, Problem: problem}
-	}
 	switch {
 	case strings.TrimSpace(params.Actor) == "":
-		return RedriveAudit{}, bad("Actor", "must not be empty or only white space")
+		return RedriveAudit{}, invalid(ErrInvalidRequest, "Actor", "must not be empty or only white space")
 	case strings.TrimSpace(params.Reason) == "":
-		return RedriveAudit{}, bad("Reason", "must not be empty or only white space")
+		return RedriveAudit{}, invalid(ErrInvalidRequest, "Reason", "must not be empty or only white space")
 	case !(params.RatePerSecond > 0) || params.RatePerSecond > 1e6:
-		return RedriveAudit{}, bad("RatePerSecond", "must be positive and at most 1e6")
+		return RedriveAudit{}, invalid(ErrInvalidRequest, "RatePerSecond", "must be positive and at most 1e6")
 	case params.BatchSize < 0:
-		return RedriveAudit{}, bad("BatchSize", "must not be negative")
+		return RedriveAudit{}, invalid(ErrInvalidRequest, "BatchSize", "must not be negative")
 	case params.BatchSize == 0:
 		params.BatchSize = 100
 	case params.BatchSize > 1000:
@@ -306,7 +300,7 @@ func (c *Client) StopRedrive(ctx context.Context, id, actor string) (RedriveAudi
 		return RedriveAudit{}, err
 	}
 	if strings.TrimSpace(actor) == "" {
-		return RedriveAudit{}, &ValidationError{Kind: ErrInvalidRequest, Field: "actor", Problem: "must not be empty or only white space"}
+		return RedriveAudit{}, invalid(ErrInvalidRequest, "actor", "must not be empty or only white space")
 	}
 	a, err := log.RedriveAudit(ctx, id)
 	if err != nil {

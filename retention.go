@@ -58,22 +58,19 @@ func DefaultRetention() RetentionPolicy {
 // Validate reports the first invalid field as a *ValidationError wrapping
 // ErrInvalidConfig, or nil.
 func (r RetentionPolicy) Validate() error {
-	bad := func(field, problem string) error {
-		return &ValidationError{Kind: ErrInvalidConfig, Field: "Retention." + field, Problem: problem}
-	}
 	switch {
 	case r.Delivered < 0:
-		return bad("Delivered", "must not be negative")
+		return invalid(ErrInvalidConfig, "Retention.Delivered", "must not be negative")
 	case r.AttemptDetails < 0:
-		return bad("AttemptDetails", "must not be negative")
+		return invalid(ErrInvalidConfig, "Retention.AttemptDetails", "must not be negative")
 	case r.Dead < 0:
-		return bad("Dead", "must not be negative")
+		return invalid(ErrInvalidConfig, "Retention.Dead", "must not be negative")
 	case r.Dead > 0 && !r.RemoveDead:
-		return bad("Dead", "is set but RemoveDead is false: dead records are only removed when RemoveDead says so")
+		return invalid(ErrInvalidConfig, "Retention.Dead", "is set but RemoveDead is false: dead records are only removed when RemoveDead says so")
 	case r.Interval < 0:
-		return bad("Interval", "must not be negative")
+		return invalid(ErrInvalidConfig, "Retention.Interval", "must not be negative")
 	case r.BatchSize < 0:
-		return bad("BatchSize", "must not be negative")
+		return invalid(ErrInvalidConfig, "Retention.BatchSize", "must not be negative")
 	}
 	return nil
 }

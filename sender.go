@@ -57,8 +57,8 @@ func (c *Client) checkLease(dest Destination) error {
 		timeout = st.SendTimeout(dest)
 	}
 	if timeout > 0 && timeout >= c.cfg.LeaseFor {
-		return &ValidationError{Kind: ErrInvalidConfig, Field: "LeaseFor", Problem: fmt.Sprintf(
-			"%v must exceed the send timeout %v of destination %s: the lease would cut every attempt off", c.cfg.LeaseFor, timeout, quote(dest.ID))}
+		return invalid(ErrInvalidConfig, "LeaseFor", fmt.Sprintf(
+			"%v must exceed the send timeout %v of destination %s: the lease would cut every attempt off", c.cfg.LeaseFor, timeout, quote(dest.ID)))
 	}
 	return nil
 }

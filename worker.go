@@ -167,7 +167,7 @@ func (w *worker) limitFor(id string, cfg Config) int {
 // again.
 func (c *Client) Start(ctx context.Context) error {
 	if c.sender == nil {
-		return &ValidationError{Kind: ErrInvalidConfig, Field: "Sender", Problem: "is required to start the worker"}
+		return invalid(ErrInvalidConfig, "Sender", "is required to start the worker")
 	}
 	w := &c.worker
 	w.mu.Lock()

@@ -153,7 +153,7 @@ func (q *Queue) Close() error {
 
 func setDefaults(cfg *Config) error {
 	bad := func(field, problem string) error {
-		return &hookrelay.ValidationError{Kind: hookrelay.ErrInvalidConfig, Field: "hookamqp.Config." + field, Problem: problem}
+		return &hookrelay.ValidationError{Err: hookrelay.ErrInvalidConfig, Field: "hookamqp.Config." + field, Problem: problem}
 	}
 	if cfg.Name == "" {
 		cfg.Name = "hookrelay"

@@ -124,7 +124,7 @@ var (
 // hookrelay.ErrInvalidConfig for negative sizes or durations.
 func New(cfg Config) (*Sender, error) {
 	bad := func(field, problem string) error {
-		return &hookrelay.ValidationError{Kind: hookrelay.ErrInvalidConfig, Field: field, Problem: problem}
+		return &hookrelay.ValidationError{Err: hookrelay.ErrInvalidConfig, Field: field, Problem: problem}
 	}
 	switch {
 	case cfg.Timeout < 0:

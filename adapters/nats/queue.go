@@ -186,7 +186,7 @@ func setDefaults(cfg *Config) {
 
 func validate(cfg Config) error {
 	bad := func(field, problem string) error {
-		return &hookrelay.ValidationError{Kind: hookrelay.ErrInvalidConfig, Field: "hooknats.Config." + field, Problem: problem}
+		return &hookrelay.ValidationError{Err: hookrelay.ErrInvalidConfig, Field: "hooknats.Config." + field, Problem: problem}
 	}
 	switch {
 	case cfg.AckWait < 0:
@@ -214,7 +214,7 @@ func validate(cfg Config) error {
 // while the lease is still live.
 func (q *Queue) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay.Claim, error) {
 	if p.LeaseFor >= q.b.cfg.AckWait {
-		return nil, &hookrelay.ValidationError{Kind: hookrelay.ErrInvalidConfig, Field: "LeaseFor",
+		return nil, &hookrelay.ValidationError{Err: hookrelay.ErrInvalidConfig, Field: "LeaseFor",
 			Problem: fmt.Sprintf("%s must be below the consumer's AckWait %s", p.LeaseFor, q.b.cfg.AckWait)}
 	}
 	return q.Queue.Claim(ctx, p)

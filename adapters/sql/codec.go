@@ -89,7 +89,7 @@ func checkString(field, v string, required bool) error {
 }
 
 func badDelivery(field, problem string) error {
-	return &hookrelay.ValidationError{Kind: hookrelay.ErrInvalidDelivery, Field: field, Problem: problem}
+	return &hookrelay.ValidationError{Err: hookrelay.ErrInvalidDelivery, Field: field, Problem: problem}
 }
 
 // cleanText makes free text (reasons, diagnostics) storable everywhere:
