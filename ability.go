@@ -1,13 +1,22 @@
 package hookrelay
 
-// Optional abilities (DeadLetterLedger, RedriveAuditLog, LeaseLedger,
-// LedgerStats, LedgerQueue, DestinationPauser and any added later) are
-// found by type assertion, like database/sql/driver's. A wrapper around a
-// port — metrics, tracing, a fault injector — hides them unless it says
-// what it wraps: a wrapper that has an Unwrap method returning the wrapped
-// port (Unwrap() Ledger, Unwrap() Queue or Unwrap() Destinations) keeps
-// every ability of the value it wraps, because the client looks for an
-// ability through the Unwrap chain with As, as errors.As does for errors.
+// Optional abilities are found by type assertion, like
+// database/sql/driver's. Each is declared beside its port: a Ledger's in
+// ledger.go (BatchLedger, LeaseLedger, UnpublishedRecovery,
+// DeadLetterLedger, RedriveAuditLog, RedriveLedger, RedriveAuditLister,
+// LedgerStats, AttemptStats, HistoryCleaner), a Queue's in queue.go
+// (ClaimsByDestinationRoom, LedgerQueue, DueNotifier), a Destinations
+// port's in destination.go (DestinationFinder, DestinationEnabler,
+// DestinationLister, DestinationPauser, DestinationGuard).
+//
+// A wrapper around a port — metrics, tracing, a fault injector — hides
+// them unless it says what it wraps: a wrapper that has an Unwrap method
+// returning the wrapped port (Unwrap() Ledger, Unwrap() Queue or Unwrap()
+// Destinations) keeps every ability of the value it wraps, because the
+// client looks for an ability through the Unwrap chain with As, as
+// errors.As does for errors. BatchLedger is the one exception: a batch
+// replaces the ledger's write methods, so it is used only when the
+// configured Ledger implements it itself.
 //
 // A wrapper that implements an ability itself (to observe it, say) is found
 // first; one that must hide an ability has no Unwrap method.

@@ -96,68 +96,6 @@ func ParseDeadLetterCursor(s string) (DeadLetterCursor, error) {
 	return DeadLetterCursor{}, invalid(ErrInvalidRequest, "Cursor", fmt.Sprintf("%s is not a dead-letter cursor", quote(s)))
 }
 
-// ListDeadParams are the inputs of DeadLetterLedger.ListDead.
-type ListDeadParams struct {
-	Filter DeadLetterFilter
-	// Limit caps the page size; it is at least 1.
-	Limit int
-	// After, when set, starts the page after this position.
-	After *DeadLetterCursor
-}
-
-// DeadLetterPage is one page of dead-lettered deliveries in list order.
-type DeadLetterPage struct {
-	Deliveries []Delivery
-	// Next is the position to continue from, or nil on the last page.
-	Next *DeadLetterCursor
-}
-
-// PlanRow counts the dead-lettered deliveries of one tenant, destination
-// and failure reason in a selection.
-type PlanRow struct {
-	TenantID      string
-	DestinationID string
-	Reason        string
-	Count         int64
-}
-
-// RedriveDeliveryParams are the inputs of DeadLetterLedger.RedriveDelivery.
-type RedriveDeliveryParams struct {
-	ID string
-	// AuditID names the redrive doing it, for the adapter's records.
-	AuditID string
-	Now     time.Time
-}
-
-// DeadLetterLedger is an optional ability of a Ledger, found with As
-// (through wrappers that Unwrap): inspecting dead-lettered deliveries and
-// moving them back to pending. Client.DeadLetters, Client.PlanRedrive and Client.Redrive need
-// it. Implementations must be safe for concurrent use, also across
-// processes sharing one store.
-type DeadLetterLedger interface {
-	// ListDead returns dead deliveries matching params.Filter, ordered by
-	// dead-letter time (UpdatedAt), then ID, starting after params.After.
-	ListDead(ctx context.Context, params ListDeadParams) (DeadLetterPage, error)
-	// PlanRedrive counts the dead deliveries matching filter, grouped by
-	// tenant, destination and reason, ordered by those three. It changes
-	// nothing.
-	PlanRedrive(ctx context.Context, filter DeadLetterFilter) ([]PlanRow, error)
-	// RedriveDelivery moves one delivery from dead to pending, only if it
-	// is still dead (compare-and-set), and returns the record as it now
-	// stands and whether it moved. Two racing calls move it once; a
-	// delivered or pending record is left alone (false, nil). Moving keeps
-	// the delivery ID, event, payload, policy version and attempt history;
-	// it sets Attempt to the next unused attempt number (one past the last
-	// recorded attempt, or the current Attempt if that was never made),
-	// BudgetStart to that same number (a fresh attempt budget),
-	// WindowStart, NextAttemptAt and UpdatedAt to params.Now (a fresh
-	// delivery window; FirstQueuedAt is kept), and invalidates any lease
-	// left on the record, so a stale holder's transition is refused with
-	// ErrLeaseLost. LastOutcome and LastReason keep the dead-letter
-	// evidence until the next attempt. An unknown ID wraps ErrNotFound.
-	RedriveDelivery(ctx context.Context, params RedriveDeliveryParams) (Delivery, bool, error)
-}
-
 // DeliveryDetail is one delivery with its attempt history.
 type DeliveryDetail struct {
 	Delivery Delivery

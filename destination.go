@@ -2,7 +2,6 @@ package hookrelay
 
 import (
 	"context"
-	"sync"
 	"time"
 )
 
@@ -103,75 +102,8 @@ type DisableParams struct {
 	Now    time.Time
 }
 
-// destinationCache keeps what Destinations said about a destination for
-// Config.DestinationCacheTTL, so a busy worker does not read the same
-// destination for every delivery (a round trip each on a SQL store). It is
-// part of the worker's state.
-type destinationCache struct {
-	mu      sync.Mutex
-	entries map[string]cachedDestination
-}
-
-type cachedDestination struct {
-	d     Destination
-	until time.Time
-}
-
-// destinationCacheSweep is the size past which an insert first drops the
-// expired entries, so the cache holds about the destinations in use.
-const destinationCacheSweep = 1024
-
-func (dc *destinationCache) get(id string, now time.Time) (Destination, bool) {
-	dc.mu.Lock()
-	defer dc.mu.Unlock()
-	e, ok := dc.entries[id]
-	if !ok || !now.Before(e.until) {
-		return Destination{}, false
-	}
-	return e.d, true
-}
-
-func (dc *destinationCache) put(d Destination, until time.Time, now time.Time) {
-	dc.mu.Lock()
-	defer dc.mu.Unlock()
-	if len(dc.entries) >= destinationCacheSweep {
-		for id, e := range dc.entries {
-			if !now.Before(e.until) {
-				delete(dc.entries, id)
-			}
-		}
-	}
-	dc.entries[d.ID] = cachedDestination{d: d, until: until}
-}
-
-// forget drops a destination, after this process changed it (paused,
-// resumed, disabled): its next delivery reads it again.
-func (dc *destinationCache) forget(id string) {
-	dc.mu.Lock()
-	defer dc.mu.Unlock()
-	delete(dc.entries, id)
-}
-
-// destination returns the destination of a delivery about to be sent; for
-// the worker's own attempts (cached), from the cache while it is fresh.
-// Process called directly always reads it.
-func (c *Client) destination(ctx context.Context, id string, cached bool) (Destination, error) {
-	if !cached || c.cfg.DestinationCacheTTL <= 0 {
-		return c.destinations.Destination(ctx, id)
-	}
-	now := c.clock.Now()
-	if d, ok := c.worker.dests.get(id, now); ok {
-		return d, nil
-	}
-	d, err := c.destinations.Destination(ctx, id)
-	if err == nil {
-		c.worker.dests.put(d, now.Add(c.cfg.DestinationCacheTTL), now)
-	}
-	return d, err
-}
-
 // DestinationEnabler is an optional ability of a Destinations port, found
-// by type assertion: re-enabling a destination that was disabled (by a
+// with As (through wrappers that Unwrap): re-enabling a destination that was disabled (by a
 // recipient's HTTP 410, or by hand) once its owner has corrected it.
 type DestinationEnabler interface {
 	// Enable clears Disabled and DisabledReason. Enabling an enabled
@@ -192,7 +124,7 @@ type DestinationStatus struct {
 }
 
 // DestinationLister is an optional ability of a Destinations port, found
-// by type assertion: listing every destination's status, for operator
+// with As (through wrappers that Unwrap): listing every destination's status, for operator
 // pages. Results are ordered by ID.
 type DestinationLister interface {
 	ListDestinations(ctx context.Context) ([]DestinationStatus, error)
@@ -201,4 +133,48 @@ type DestinationLister interface {
 // Status returns the destination's operator-visible status.
 func (d Destination) Status() DestinationStatus {
 	return DestinationStatus{ID: d.ID, TenantID: d.TenantID, Paused: d.Paused, Disabled: d.Disabled, DisabledReason: d.DisabledReason}
+}
+
+// DestinationPauser is an optional ability of a Destinations port, found
+// with As (through wrappers that Unwrap): pausing and resuming a destination. A paused
+// destination's deliveries are not sent and spend no attempts; they wait
+// until it is resumed.
+type DestinationPauser interface {
+	// SetPaused pauses or resumes a destination; an unknown ID wraps
+	// ErrDestinationNotFound.
+	SetPaused(ctx context.Context, id string, paused bool) error
+}
+
+// DestinationGuard is an optional ability of a Destinations port (the
+// memory and SQL stores have it), found with As: one destination's
+// protection state, kept where every worker sharing the store sees it.
+// Without it a client keeps the state in its own process, so a rate limit
+// holds per process and a hold or an open circuit is not shared.
+// Implementations must be safe for concurrent use, also across processes
+// sharing the store.
+type DestinationGuard interface {
+	// UpdateGuard reads one destination's state, calls params.Update and
+	// stores its result, atomically: no other UpdateGuard on the same
+	// destination, in any process, runs between the read and the write. It
+	// returns the stored state. The destination need not exist.
+	UpdateGuard(ctx context.Context, params UpdateGuardParams) (GuardState, error)
+	// GuardStates returns the stored states selected by params, ordered by
+	// DestinationID. Destinations never updated are omitted.
+	GuardStates(ctx context.Context, params GuardStatesParams) ([]GuardState, error)
+}
+
+// UpdateGuardParams are the inputs of DestinationGuard.UpdateGuard.
+type UpdateGuardParams struct {
+	DestinationID string
+	// Update gets the stored state (the zero state with DestinationID set
+	// when none is stored) and returns the state to store. It is pure: it
+	// may be called more than once when the store retries a transaction,
+	// and only the last call's result is stored.
+	Update func(GuardState) GuardState
+}
+
+// GuardStatesParams are the inputs of DestinationGuard.GuardStates.
+type GuardStatesParams struct {
+	// IDs selects these destinations; empty selects every stored state.
+	IDs []string
 }

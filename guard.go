@@ -77,40 +77,6 @@ func (g GuardState) ClaimableAt() time.Time {
 	return t
 }
 
-// UpdateGuardParams are the inputs of DestinationGuard.UpdateGuard.
-type UpdateGuardParams struct {
-	DestinationID string
-	// Update gets the stored state (the zero state with DestinationID set
-	// when none is stored) and returns the state to store. It is pure: it
-	// may be called more than once when the store retries a transaction,
-	// and only the last call's result is stored.
-	Update func(GuardState) GuardState
-}
-
-// GuardStatesParams are the inputs of DestinationGuard.GuardStates.
-type GuardStatesParams struct {
-	// IDs selects these destinations; empty selects every stored state.
-	IDs []string
-}
-
-// DestinationGuard is an optional ability of a Destinations port (the
-// memory and SQL stores have it), found with As: one destination's
-// protection state, kept where every worker sharing the store sees it.
-// Without it a client keeps the state in its own process, so a rate limit
-// holds per process and a hold or an open circuit is not shared.
-// Implementations must be safe for concurrent use, also across processes
-// sharing the store.
-type DestinationGuard interface {
-	// UpdateGuard reads one destination's state, calls params.Update and
-	// stores its result, atomically: no other UpdateGuard on the same
-	// destination, in any process, runs between the read and the write. It
-	// returns the stored state. The destination need not exist.
-	UpdateGuard(ctx context.Context, params UpdateGuardParams) (GuardState, error)
-	// GuardStates returns the stored states selected by params, ordered by
-	// DestinationID. Destinations never updated are omitted.
-	GuardStates(ctx context.Context, params GuardStatesParams) ([]GuardState, error)
-}
-
 // GuardMap is a DestinationGuard kept in one process's memory: the memory
 // adapter's, and the client's own when its Destinations port has none (a
 // rate limit then holds per process, a hold or an open circuit is not

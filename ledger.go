@@ -2,11 +2,7 @@ package hookrelay
 
 import (
 	"context"
-	"fmt"
-	"math"
-	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // Ledger is the durable record of every delivery and attempt (the seeds'
@@ -139,85 +135,254 @@ type BatchLedger interface {
 	RecordBatch(ctx context.Context, writes []LedgerWrite) ([]error, error)
 }
 
-// Storage limits every Ledger enforces at Create (see CheckStorable), so a
-// record the memory fake accepts is one the SQL store accepts too.
-const (
-	// MaxStoredStringBytes bounds the ID, EventID, TenantID,
-	// DestinationID, EventType and PolicyVersion of a stored record.
-	MaxStoredStringBytes = 255
-	// MaxStoredScopeBytes bounds a record's Scope: the bytes of all its
-	// keys and values together. It is what the largest Scope that
-	// Client.Prepare accepts can hold (MaxScopeLabels labels of
-	// MaxScopeKeyBytes and MaxScopeValueBytes), so the store never refuses
-	// what the client let through.
-	MaxStoredScopeBytes = MaxScopeLabels * (MaxScopeKeyBytes + MaxScopeValueBytes)
-)
-
-// storableTimes is the range of times every Ledger stores exactly: what
-// int64 nanoseconds since 1970 hold.
-var (
-	minStorableTime = time.Unix(0, math.MinInt64+1)
-	maxStorableTime = time.Unix(0, math.MaxInt64)
-)
-
-// CheckStorable returns a *ValidationError (wrapping ErrInvalidDelivery)
-// naming the first field of d that a Ledger must refuse at Create: an
-// empty ID; an ID, EventID, TenantID, DestinationID, EventType or
-// PolicyVersion over MaxStoredStringBytes, not valid UTF-8 or holding a NUL
-// byte; a Scope key or value that is not valid UTF-8, or a Scope over
-// MaxStoredScopeBytes; an EnvelopeVersion this library does not know; a
-// FirstQueuedAt, NextAttemptAt or UpdatedAt outside the years 1678 to 2262
-// (zero is allowed). These are what a TEXT column of every SQL dialect and
-// int64 nanoseconds hold exactly. Every Ledger, the memory fake included,
-// calls it (or applies the same rules) so that tests passing on one store
-// do not fail on another. Client.Prepare already refuses most of these;
-// records written by EnqueueTx or by hand reach the store unchecked.
-func CheckStorable(d Delivery) error {
-	for _, f := range []struct {
-		name, v string
-	}{
-		{"ID", d.ID}, {"EventID", d.EventID}, {"TenantID", d.TenantID},
-		{"DestinationID", d.DestinationID}, {"EventType", d.EventType}, {"PolicyVersion", d.PolicyVersion},
-	} {
-		switch {
-		case f.name == "ID" && f.v == "":
-			return invalid(ErrInvalidDelivery, f.name, "must not be empty")
-		case len(f.v) > MaxStoredStringBytes:
-			return invalid(ErrInvalidDelivery, f.name, fmt.Sprintf("is %d bytes, over the %d-byte limit", len(f.v), MaxStoredStringBytes))
-		case !utf8.ValidString(f.v):
-			return invalid(ErrInvalidDelivery, f.name, "is not valid UTF-8")
-		case strings.IndexByte(f.v, 0) >= 0:
-			return invalid(ErrInvalidDelivery, f.name, "contains a NUL byte")
-		}
-	}
-	size := 0
-	for k, v := range d.Scope {
-		if !utf8.ValidString(k) || !utf8.ValidString(v) {
-			return invalid(ErrInvalidDelivery, "Scope", fmt.Sprintf("label %q is not valid UTF-8", shortPrefix(k)))
-		}
-		size += len(k) + len(v)
-	}
-	if size > MaxStoredScopeBytes {
-		return invalid(ErrInvalidDelivery, "Scope", fmt.Sprintf("is %d bytes, over the %d-byte limit", size, MaxStoredScopeBytes))
-	}
-	if d.EnvelopeVersion < 0 || d.EnvelopeVersion > EnvelopeVersion {
-		return invalid(ErrInvalidDelivery, "EnvelopeVersion", fmt.Sprintf("%d is unknown (this library writes versions 1 to %d)", d.EnvelopeVersion, EnvelopeVersion))
-	}
-	for _, t := range []struct {
-		name string
-		t    time.Time
-	}{{"FirstQueuedAt", d.FirstQueuedAt}, {"NextAttemptAt", d.NextAttemptAt}, {"UpdatedAt", d.UpdatedAt}} {
-		if !t.t.IsZero() && (t.t.Before(minStorableTime) || t.t.After(maxStorableTime)) {
-			return invalid(ErrInvalidDelivery, t.name, t.t.Format(time.RFC3339)+" is outside the storable range (years 1678 to 2262)")
-		}
-	}
-	return nil
+// LeaseLedger is the port a broker queue is built on (hookrelay's NATS and
+// AMQP queues, or your own): a Ledger that also leases one delivery at a
+// time for a queue that is not the ledger's own store. The broker decides
+// when a message is handed to a worker; the ledger still decides what that
+// worker may do. When a broker hands out a message, its Queue adapter calls
+// AcquireLease and uses the returned Claim — the ledger's record, which is
+// authoritative over whatever the message carried, under a lease whose
+// fencing token every later ledger write is checked against. The memory and
+// SQL ledgers implement it. Its leases are the Queue's leases (see Queue):
+// one token sequence per delivery, shared with Claim, and the Ledger's
+// writes end them.
+type LeaseLedger interface {
+	Ledger
+	// AcquireLease leases one delivery, exactly as Queue.Claim would: the
+	// delivery must be pending, due at params.Now and not under a live
+	// lease (an expired or ended one may be taken over), and the new token
+	// is greater than any earlier one. Otherwise it returns an error wrapping ErrNotFound (no such delivery),
+	// ErrInvalidState (delivered or dead: drop the message), ErrLeaseLost
+	// (another holder's lease is live: try again after it expires) or
+	// ErrNotDue (a *NotDueError with the due time: redeliver then).
+	AcquireLease(ctx context.Context, params AcquireLeaseParams) (Claim, error)
+	// ReleaseLease ends the caller's lease, so the delivery can be leased
+	// again as soon as it is due; with params.At set, a pending delivery
+	// becomes due at At (Queue.Release's time). A broker queue calls it in
+	// RetryAt and Release, after the ledger write: a lease that outlived
+	// its attempt would otherwise hold the retry back until the lease
+	// expired. It follows Queue.Release's rules: releasing a lease already
+	// ended (by a ledger write or a release) is a no-op that keeps the due
+	// time; a lease that is no longer current returns an error wrapping
+	// ErrLeaseLost, and an unknown ID one wrapping ErrNotFound.
+	ReleaseLease(ctx context.Context, params ReleaseLeaseParams) error
 }
 
-// shortPrefix is at most the first 32 bytes of s, for error messages.
-func shortPrefix(s string) string {
-	if len(s) <= 32 {
-		return s
-	}
-	return s[:32] + "…"
+// AcquireLeaseParams are the inputs of LeaseLedger.AcquireLease.
+type AcquireLeaseParams struct {
+	ID       string
+	Holder   string
+	Now      time.Time
+	LeaseFor time.Duration
+}
+
+// ReleaseLeaseParams are the inputs of LeaseLedger.ReleaseLease.
+type ReleaseLeaseParams struct {
+	ID    string
+	Lease Lease
+	// At, when not zero, is the record's new NextAttemptAt. Zero leaves it
+	// as the last ledger write set it (RetryAt has recorded it already).
+	At  time.Time
+	Now time.Time
+}
+
+// UnpublishedRecovery is an optional ability of a LeaseLedger used with a
+// queue that is not its own store (a message broker): it finds pending
+// records whose message looks lost. A broker queue's Enqueue publishes
+// after Ledger.Create; a process that dies between the two leaves a
+// pending record with no message, which nothing would ever lease. The
+// worker publishes such records again (Queue.Enqueue); the lease and its
+// fencing token make a surplus message harmless, so a wrong guess costs a
+// message, never a second send. The memory and SQL ledgers implement it.
+//
+// TakeUnpublished returns, oldest due first, up to params.Limit pending
+// records that have been due since Now−Grace or earlier, are not under a
+// live lease, and were neither leased through AcquireLease nor taken by
+// TakeUnpublished after Now−Grace; it marks each taken at Now in the same
+// transaction, so a concurrent or later call returns it again only after
+// another Grace without a lease. Implementations must be safe for
+// concurrent use.
+type UnpublishedRecovery interface {
+	TakeUnpublished(ctx context.Context, params RecoverUnpublishedParams) ([]Delivery, error)
+}
+
+// RecoverUnpublishedParams are the inputs of
+// UnpublishedRecovery.TakeUnpublished.
+type RecoverUnpublishedParams struct {
+	Now time.Time
+	// Grace is how long a due delivery may go without being leased before
+	// it counts as having no message.
+	Grace time.Duration
+	Limit int
+	// SkipDestinations lists destinations whose deliveries are not taken:
+	// the worker passes those it knows are paused or disabled, whose
+	// messages wait in the broker without a lease by design.
+	SkipDestinations []string
+}
+
+// DeadLetterLedger is an optional ability of a Ledger, found with As
+// (through wrappers that Unwrap): inspecting dead-lettered deliveries and
+// moving them back to pending. Client.DeadLetters and Client.PlanRedrive
+// need it; a redrive needs it together with a RedriveAuditLog (see
+// RedriveLedger). Implementations must be safe for concurrent use, also
+// across processes sharing one store.
+type DeadLetterLedger interface {
+	// ListDead returns dead deliveries matching params.Filter, ordered by
+	// dead-letter time (UpdatedAt), then ID, starting after params.After.
+	ListDead(ctx context.Context, params ListDeadParams) (DeadLetterPage, error)
+	// PlanRedrive counts the dead deliveries matching filter, grouped by
+	// tenant, destination and reason, ordered by those three. It changes
+	// nothing.
+	PlanRedrive(ctx context.Context, filter DeadLetterFilter) ([]PlanRow, error)
+	// RedriveDelivery moves one delivery from dead to pending, only if it
+	// is still dead (compare-and-set), and returns the record as it now
+	// stands and whether it moved. Two racing calls move it once; a
+	// delivered or pending record is left alone (false, nil). Moving keeps
+	// the delivery ID, event, payload, policy version and attempt history;
+	// it sets Attempt to the next unused attempt number (one past the last
+	// recorded attempt, or the current Attempt if that was never made),
+	// BudgetStart to that same number (a fresh attempt budget),
+	// WindowStart, NextAttemptAt and UpdatedAt to params.Now (a fresh
+	// delivery window; FirstQueuedAt is kept), and invalidates any lease
+	// left on the record, so a stale holder's transition is refused with
+	// ErrLeaseLost. LastOutcome and LastReason keep the dead-letter
+	// evidence until the next attempt. An unknown ID wraps ErrNotFound.
+	RedriveDelivery(ctx context.Context, params RedriveDeliveryParams) (Delivery, bool, error)
+}
+
+// ListDeadParams are the inputs of DeadLetterLedger.ListDead.
+type ListDeadParams struct {
+	Filter DeadLetterFilter
+	// Limit caps the page size; it is at least 1.
+	Limit int
+	// After, when set, starts the page after this position.
+	After *DeadLetterCursor
+}
+
+// DeadLetterPage is one page of dead-lettered deliveries in list order.
+type DeadLetterPage struct {
+	Deliveries []Delivery
+	// Next is the position to continue from, or nil on the last page.
+	Next *DeadLetterCursor
+}
+
+// PlanRow counts the dead-lettered deliveries of one tenant, destination
+// and failure reason in a selection.
+type PlanRow struct {
+	TenantID      string
+	DestinationID string
+	Reason        string
+	Count         int64
+}
+
+// RedriveDeliveryParams are the inputs of DeadLetterLedger.RedriveDelivery.
+type RedriveDeliveryParams struct {
+	ID string
+	// AuditID names the redrive doing it, for the adapter's records.
+	AuditID string
+	Now     time.Time
+}
+
+// RedriveAuditLog is one half of a RedriveLedger: durable redrive audit
+// entries, which also carry the stop control, so any process sharing the
+// store can stop a redrive. Entries are never deleted by hookrelay.
+// Implementations must be safe for concurrent use.
+type RedriveAuditLog interface {
+	// CreateRedriveAudit stores a new entry; an existing ID is an error.
+	CreateRedriveAudit(ctx context.Context, audit RedriveAudit) error
+	// RedriveAudit returns an entry, or an error wrapping
+	// ErrRedriveNotFound.
+	RedriveAudit(ctx context.Context, id string) (RedriveAudit, error)
+	// UpdateRedriveAudit applies update atomically, sets UpdatedAt to
+	// update.Now and returns the entry as it now stands. An unknown ID
+	// wraps ErrRedriveNotFound.
+	UpdateRedriveAudit(ctx context.Context, update RedriveAuditUpdate) (RedriveAudit, error)
+}
+
+// RedriveLedger is what a redrive needs (Client.Redrive, ResumeRedrive,
+// StopRedrive, RedriveStatus): a DeadLetterLedger and a RedriveAuditLog in
+// one store, so that the moves and the audit entry that counts (and stops)
+// them are seen alike by every process sharing it. The memory and SQL
+// ledgers implement it; found with As, through wrappers that Unwrap.
+type RedriveLedger interface {
+	DeadLetterLedger
+	RedriveAuditLog
+}
+
+// RedriveAuditLister is an optional ability of a RedriveAuditLog, found
+// with As (through wrappers that Unwrap): the audit log, newest first, for operator pages.
+type RedriveAuditLister interface {
+	// ListRedriveAudits returns at most params.Limit entries (at least 1),
+	// ordered by CreatedAt descending, then ID descending.
+	ListRedriveAudits(ctx context.Context, params ListRedriveAuditsParams) ([]RedriveAudit, error)
+}
+
+// ListRedriveAuditsParams are the inputs of RedriveAuditLister.ListRedriveAudits.
+type ListRedriveAuditsParams struct {
+	Limit int
+}
+
+// LedgerStats is an optional ability of a Ledger (the memory and SQL
+// ledgers have it; found with As, through wrappers that Unwrap):
+// per-destination counts and ages for dashboards, alerts and the CLI's
+// stats command. Destinations with no pending or dead
+// deliveries may be omitted. Results are ordered by DestinationID.
+type LedgerStats interface {
+	Stats(ctx context.Context, params StatsParams) ([]DestinationStats, error)
+}
+
+// StatsParams are the inputs of LedgerStats.Stats.
+type StatsParams struct {
+	Now time.Time
+}
+
+// AttemptStats is an optional ability of a Ledger (the memory and SQL
+// ledgers have it; found with As): how recent attempts ended, per
+// destination, for dashboards such as the operator console's overview. It counts the
+// attempt history the ledger keeps, so it agrees with each delivery's
+// attempts. Results are ordered by DestinationID, then Kind, then Reason.
+type AttemptStats interface {
+	RecentOutcomes(ctx context.Context, params RecentOutcomesParams) ([]OutcomeCount, error)
+}
+
+// RecentOutcomesParams are the inputs of AttemptStats.RecentOutcomes.
+type RecentOutcomesParams struct {
+	// Since selects attempts that finished at or after it.
+	Since time.Time
+}
+
+// HistoryCleaner is an optional ability of a Ledger (the memory and SQL
+// ledgers have it; found with As): it applies a RetentionPolicy. The
+// hookrelaytest suite checks it (RunRetention).
+//
+// CleanHistory removes, oldest first, up to params.Limit records that the
+// policy lets go — delivered records whose UpdatedAt is at or before
+// Now−Delivered and, with RemoveDead, dead records at or before Now−Dead —
+// together with their attempts and summaries; then compacts, oldest first,
+// up to params.Limit delivered records at or before Now−AttemptDetails (and
+// not yet removable) that still hold attempts, replacing their attempts by
+// one AttemptSummary. A pending record is never touched. Each step is a
+// short atomic write of its own that holds no lock on records it does not
+// change (where the store has row locks); several cleaners, in one process
+// or many, may run at once, and each record is removed or compacted by
+// exactly one of them, counted once. Implementations must be safe for
+// concurrent use.
+type HistoryCleaner interface {
+	CleanHistory(ctx context.Context, params CleanHistoryParams) (CleanHistoryResult, error)
+	// AttemptSummary returns the summary of a record's compacted attempts
+	// (Count zero: none was compacted), or an error wrapping ErrNotFound
+	// when the record does not exist.
+	AttemptSummary(ctx context.Context, id string) (AttemptSummary, error)
+}
+
+// CleanHistoryParams are the inputs of HistoryCleaner.CleanHistory.
+type CleanHistoryParams struct {
+	Now    time.Time
+	Policy RetentionPolicy
+	// Limit bounds the records one call removes, and separately the
+	// records it compacts. It must be positive unless DryRun.
+	Limit int
+	// DryRun counts everything the policy would remove and compact at Now,
+	// without a limit, and changes nothing.
+	DryRun bool
 }

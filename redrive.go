@@ -136,33 +136,6 @@ func (u RedriveAuditUpdate) Apply(a *RedriveAudit) {
 	a.UpdatedAt = u.Now
 }
 
-// RedriveAuditLog is an optional ability of a Ledger, found with As
-// (through wrappers that Unwrap): durable redrive audit entries, which also carry the stop
-// control, so any process sharing the store can stop a redrive. Entries are
-// never deleted by hookrelay. Implementations must be safe for concurrent
-// use.
-type RedriveAuditLog interface {
-	// CreateRedriveAudit stores a new entry; an existing ID is an error.
-	CreateRedriveAudit(ctx context.Context, audit RedriveAudit) error
-	// RedriveAudit returns an entry, or an error wrapping
-	// ErrRedriveNotFound.
-	RedriveAudit(ctx context.Context, id string) (RedriveAudit, error)
-	// UpdateRedriveAudit applies update atomically, sets UpdatedAt to
-	// update.Now and returns the entry as it now stands. An unknown ID
-	// wraps ErrRedriveNotFound.
-	UpdateRedriveAudit(ctx context.Context, update RedriveAuditUpdate) (RedriveAudit, error)
-}
-
-// DestinationPauser is an optional ability of a Destinations port, found
-// with As (through wrappers that Unwrap): pausing and resuming a destination. A paused
-// destination's deliveries are not sent and spend no attempts; they wait
-// until it is resumed.
-type DestinationPauser interface {
-	// SetPaused pauses or resumes a destination; an unknown ID wraps
-	// ErrDestinationNotFound.
-	SetPaused(ctx context.Context, id string, paused bool) error
-}
-
 // RedriveParams describe one redrive.
 type RedriveParams struct {
 	// Filter selects the dead-lettered deliveries.
@@ -334,15 +307,11 @@ func (c *Client) RedriveStatus(ctx context.Context, id string) (RedriveAudit, er
 }
 
 func (c *Client) redriveStores() (DeadLetterLedger, RedriveAuditLog, error) {
-	dl, ok := As[DeadLetterLedger](c.ledger)
+	rl, ok := As[RedriveLedger](c.ledger)
 	if !ok {
-		return nil, nil, fmt.Errorf("redrive: %w (the Ledger is not a DeadLetterLedger)", ErrUnsupported)
+		return nil, nil, fmt.Errorf("redrive: %w (the Ledger is not a RedriveLedger: a DeadLetterLedger and a RedriveAuditLog)", ErrUnsupported)
 	}
-	log, ok := As[RedriveAuditLog](c.ledger)
-	if !ok {
-		return nil, nil, fmt.Errorf("redrive: %w (the Ledger is not a RedriveAuditLog)", ErrUnsupported)
-	}
-	return dl, log, nil
+	return rl, rl, nil
 }
 
 // snapshotBound narrows an exclusive DeadBefore bound so that the
@@ -563,7 +532,7 @@ func (c *Client) ResumeDestination(ctx context.Context, id string) error {
 // resume a paused destination. It returns ErrUnsupported when Destinations
 // is not a DestinationEnabler.
 func (c *Client) EnableDestination(ctx context.Context, id string) error {
-	de, ok := c.destinations.(DestinationEnabler)
+	de, ok := As[DestinationEnabler](c.destinations)
 	if !ok {
 		return fmt.Errorf("enable destination: %w (Destinations is not a DestinationEnabler)", ErrUnsupported)
 	}
@@ -583,7 +552,7 @@ func (c *Client) EnableDestination(ctx context.Context, id string) error {
 // header), ordered by ID. It returns ErrUnsupported when Destinations is
 // not a DestinationLister.
 func (c *Client) Destinations(ctx context.Context) ([]DestinationStatus, error) {
-	dl, ok := c.destinations.(DestinationLister)
+	dl, ok := As[DestinationLister](c.destinations)
 	if !ok {
 		return nil, fmt.Errorf("list destinations: %w (Destinations is not a DestinationLister)", ErrUnsupported)
 	}
@@ -604,24 +573,11 @@ func (c *Client) DestinationStatus(ctx context.Context, id string) (DestinationS
 	return d.Status(), nil
 }
 
-// RedriveAuditLister is an optional ability of a RedriveAuditLog, found by
-// type assertion: the audit log, newest first, for operator pages.
-type RedriveAuditLister interface {
-	// ListRedriveAudits returns at most params.Limit entries (at least 1),
-	// ordered by CreatedAt descending, then ID descending.
-	ListRedriveAudits(ctx context.Context, params ListRedriveAuditsParams) ([]RedriveAudit, error)
-}
-
-// ListRedriveAuditsParams are the inputs of RedriveAuditLister.ListRedriveAudits.
-type ListRedriveAuditsParams struct {
-	Limit int
-}
-
 // RedriveAudits returns the newest redrive audit entries, at most limit
 // (defaults to 50; at most 1000). It returns ErrUnsupported when the Ledger
 // is not a RedriveAuditLister.
 func (c *Client) RedriveAudits(ctx context.Context, limit int) ([]RedriveAudit, error) {
-	l, ok := c.ledger.(RedriveAuditLister)
+	l, ok := As[RedriveAuditLister](c.ledger)
 	if !ok {
 		return nil, fmt.Errorf("redrive audits: %w (the Ledger is not a RedriveAuditLister)", ErrUnsupported)
 	}

@@ -2,7 +2,6 @@ package hookrelay
 
 import (
 	"cmp"
-	"context"
 	"strings"
 	"time"
 )
@@ -86,18 +85,6 @@ func (r RetentionPolicy) withDefaults() RetentionPolicy {
 	return r
 }
 
-// CleanHistoryParams are the inputs of HistoryCleaner.CleanHistory.
-type CleanHistoryParams struct {
-	Now    time.Time
-	Policy RetentionPolicy
-	// Limit bounds the records one call removes, and separately the
-	// records it compacts. It must be positive unless DryRun.
-	Limit int
-	// DryRun counts everything the policy would remove and compact at Now,
-	// without a limit, and changes nothing.
-	DryRun bool
-}
-
 // HistoryCount is what a cleaner did (or, in a dry run, would do) to one
 // destination's records in one state.
 type HistoryCount struct {
@@ -140,30 +127,6 @@ type AttemptSummary struct {
 	LastReason     string
 }
 
-// HistoryCleaner is an optional ability of a Ledger (the memory and SQL
-// ledgers have it; found with As): it applies a RetentionPolicy. The
-// hookrelaytest suite checks it (RunRetention).
-//
-// CleanHistory removes, oldest first, up to params.Limit records that the
-// policy lets go — delivered records whose UpdatedAt is at or before
-// Now−Delivered and, with RemoveDead, dead records at or before Now−Dead —
-// together with their attempts and summaries; then compacts, oldest first,
-// up to params.Limit delivered records at or before Now−AttemptDetails (and
-// not yet removable) that still hold attempts, replacing their attempts by
-// one AttemptSummary. A pending record is never touched. Each step is a
-// short atomic write of its own that holds no lock on records it does not
-// change (where the store has row locks); several cleaners, in one process
-// or many, may run at once, and each record is removed or compacted by
-// exactly one of them, counted once. Implementations must be safe for
-// concurrent use.
-type HistoryCleaner interface {
-	CleanHistory(ctx context.Context, params CleanHistoryParams) (CleanHistoryResult, error)
-	// AttemptSummary returns the summary of a record's compacted attempts
-	// (Count zero: none was compacted), or an error wrapping ErrNotFound
-	// when the record does not exist.
-	AttemptSummary(ctx context.Context, id string) (AttemptSummary, error)
-}
-
 // MaxRetrySpan is the longest time the policy's own schedule can spread
 // one delivery's attempts over: MaxAttempts−1 delays, each at most MaxDelay
 // (a recipient's Retry-After included), and never more than the delivery
@@ -183,38 +146,4 @@ func (p Policy) MaxRetrySpan() time.Duration {
 		span = p.MaxAge
 	}
 	return span
-}
-
-// RecoverUnpublishedParams are the inputs of
-// UnpublishedRecovery.TakeUnpublished.
-type RecoverUnpublishedParams struct {
-	Now time.Time
-	// Grace is how long a due delivery may go without being leased before
-	// it counts as having no message.
-	Grace time.Duration
-	Limit int
-	// SkipDestinations lists destinations whose deliveries are not taken:
-	// the worker passes those it knows are paused or disabled, whose
-	// messages wait in the broker without a lease by design.
-	SkipDestinations []string
-}
-
-// UnpublishedRecovery is an optional ability of a LeaseLedger used with a
-// queue that is not its own store (a message broker): it finds pending
-// records whose message looks lost. A broker queue's Enqueue publishes
-// after Ledger.Create; a process that dies between the two leaves a
-// pending record with no message, which nothing would ever lease. The
-// worker publishes such records again (Queue.Enqueue); the lease and its
-// fencing token make a surplus message harmless, so a wrong guess costs a
-// message, never a second send. The memory and SQL ledgers implement it.
-//
-// TakeUnpublished returns, oldest due first, up to params.Limit pending
-// records that have been due since Now−Grace or earlier, are not under a
-// live lease, and were neither leased through AcquireLease nor taken by
-// TakeUnpublished after Now−Grace; it marks each taken at Now in the same
-// transaction, so a concurrent or later call returns it again only after
-// another Grace without a lease. Implementations must be safe for
-// concurrent use.
-type UnpublishedRecovery interface {
-	TakeUnpublished(ctx context.Context, params RecoverUnpublishedParams) ([]Delivery, error)
 }

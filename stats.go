@@ -98,19 +98,6 @@ func (g guardedStats) Stats(ctx context.Context, p StatsParams) ([]DestinationSt
 	return MergeGuardStates(st, gs, p.Now), nil
 }
 
-// StatsParams are the inputs of LedgerStats.Stats.
-type StatsParams struct {
-	Now time.Time
-}
-
-// LedgerStats is an optional ability of a Ledger (the memory and SQL
-// ledgers have it; found with As, through wrappers that Unwrap): per-destination counts and ages for dashboards, alerts
-// and the CLI's stats command. Destinations with no pending or dead
-// deliveries may be omitted. Results are ordered by DestinationID.
-type LedgerStats interface {
-	Stats(ctx context.Context, params StatsParams) ([]DestinationStats, error)
-}
-
 // OutcomeCount counts the attempts to one destination that finished in a
 // time window with one result kind and reason.
 type OutcomeCount struct {
@@ -118,21 +105,6 @@ type OutcomeCount struct {
 	Kind          Kind
 	Reason        string
 	Count         int64
-}
-
-// RecentOutcomesParams are the inputs of AttemptStats.RecentOutcomes.
-type RecentOutcomesParams struct {
-	// Since selects attempts that finished at or after it.
-	Since time.Time
-}
-
-// AttemptStats is an optional ability of a Ledger (the memory and SQL
-// ledgers have it): how recent attempts ended, per destination, for
-// dashboards such as the operator console's overview. It counts the
-// attempt history the ledger keeps, so it agrees with each delivery's
-// attempts. Results are ordered by DestinationID, then Kind, then Reason.
-type AttemptStats interface {
-	RecentOutcomes(ctx context.Context, params RecentOutcomesParams) ([]OutcomeCount, error)
 }
 
 // CompareOutcomeCounts orders OutcomeCounts as AttemptStats returns them.
