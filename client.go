@@ -294,29 +294,6 @@ func (c *Client) randomFloat() float64 {
 	return c.random.Float64()
 }
 
-func (c *Client) observe(ctx context.Context, e Event) {
-	if e.Time.IsZero() {
-		e.Time = c.clock.Now()
-	}
-	c.observer.Observe(ctx, e)
-}
-
-// policyFor returns the policy a record names, falling back to the
-// destination's override and then the client default when the version is
-// not known to this process.
-func (c *Client) policyFor(d Delivery, dest *Destination) Policy {
-	if dest != nil && dest.Policy != nil && dest.Policy.Version == d.PolicyVersion {
-		return *dest.Policy
-	}
-	if p, ok := c.policies[d.PolicyVersion]; ok {
-		return p
-	}
-	if dest != nil && dest.Policy != nil && dest.Policy.Validate() == nil {
-		return *dest.Policy
-	}
-	return c.policy
-}
-
 // EnqueueParams describe one event for one destination.
 type EnqueueParams struct {
 	// EventID is the immutable business event ID (required, at most 255

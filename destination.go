@@ -61,17 +61,6 @@ func (d Destination) String() string {
 // GoString redacts like String so %#v cannot print secrets either.
 func (d Destination) GoString() string { return d.String() }
 
-// Destinations is the port that resolves a destination ID at send time.
-// Implementations must be safe for concurrent use.
-type Destinations interface {
-	// Destination returns the destination with the given ID, or an error
-	// wrapping ErrDestinationNotFound.
-	Destination(ctx context.Context, id string) (Destination, error)
-	// Disable marks a destination disabled (the recipient said it is gone).
-	// Disabling a disabled destination is a no-op.
-	Disable(ctx context.Context, params DisableParams) error
-}
-
 // DestinationFinder is an optional ability of Destinations (the memory and
 // SQL stores have it): list destinations by tenant and event type.
 // Client.Publish needs it to fan an event out and returns ErrUnsupported
@@ -110,17 +99,6 @@ type DestinationEnabler interface {
 	// destination is a no-op; an unknown ID wraps ErrDestinationNotFound.
 	// Paused is left as it is.
 	Enable(ctx context.Context, id string) error
-}
-
-// DestinationStatus is what an operator may see of a destination: its ID,
-// tenant and switches. It holds no URL, secret or header by construction,
-// so a page or a listing built from it cannot leak them.
-type DestinationStatus struct {
-	ID             string
-	TenantID       string
-	Paused         bool
-	Disabled       bool
-	DisabledReason string
 }
 
 // DestinationLister is an optional ability of a Destinations port, found

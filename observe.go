@@ -118,3 +118,10 @@ func (os Observers) Observe(ctx context.Context, e Event) {
 type nopObserver struct{}
 
 func (nopObserver) Observe(context.Context, Event) {}
+
+func (c *Client) observe(ctx context.Context, e Event) {
+	if e.Time.IsZero() {
+		e.Time = c.clock.Now()
+	}
+	c.observer.Observe(ctx, e)
+}

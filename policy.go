@@ -64,3 +64,19 @@ func (p Policy) Validate() error {
 	}
 	return nil
 }
+
+// policyFor returns the policy a record names, falling back to the
+// destination's override and then the client default when the version is
+// not known to this process.
+func (c *Client) policyFor(d Delivery, dest *Destination) Policy {
+	if dest != nil && dest.Policy != nil && dest.Policy.Version == d.PolicyVersion {
+		return *dest.Policy
+	}
+	if p, ok := c.policies[d.PolicyVersion]; ok {
+		return p
+	}
+	if dest != nil && dest.Policy != nil && dest.Policy.Validate() == nil {
+		return *dest.Policy
+	}
+	return c.policy
+}

@@ -509,45 +509,6 @@ func (c *Client) sleepUntil(ctx context.Context, t time.Time) error {
 	}
 }
 
-// PauseDestination pauses a destination: its deliveries are no longer
-// claimed or sent and spend no attempts; everything else keeps flowing.
-// This process stops claiming them at once; other workers sharing the store
-// see the pause at their next send-time lookup. Attempts already in flight
-// finish. It returns ErrUnsupported when Destinations is not a
-// DestinationPauser.
-func (c *Client) PauseDestination(ctx context.Context, id string) error {
-	return c.setPaused(ctx, id, true)
-}
-
-// ResumeDestination resumes a paused destination; its waiting deliveries
-// are picked up by this process at once and by other workers within their
-// PausedRecheck.
-func (c *Client) ResumeDestination(ctx context.Context, id string) error {
-	return c.setPaused(ctx, id, false)
-}
-
-// EnableDestination re-enables a disabled destination (see
-// DestinationEnabler): its waiting deliveries are picked up by this process
-// at once and by other workers within their PausedRecheck. It does not
-// resume a paused destination. It returns ErrUnsupported when Destinations
-// is not a DestinationEnabler.
-func (c *Client) EnableDestination(ctx context.Context, id string) error {
-	de, ok := As[DestinationEnabler](c.destinations)
-	if !ok {
-		return fmt.Errorf("enable destination: %w (Destinations is not a DestinationEnabler)", ErrUnsupported)
-	}
-	if err := de.Enable(ctx, id); err != nil {
-		return fmt.Errorf("hookrelay: enable destination %q: %w", id, err)
-	}
-	w := &c.worker
-	w.mu.Lock()
-	delete(w.paused, id)
-	w.mu.Unlock()
-	w.wakeUp()
-	c.observe(ctx, Event{Kind: EventDestinationEnabled, Delivery: Delivery{DestinationID: id}})
-	return nil
-}
-
 // Destinations lists every destination's status (no URL, secret or
 // header), ordered by ID. It returns ErrUnsupported when Destinations is
 // not a DestinationLister.
@@ -592,30 +553,4 @@ func (c *Client) RedriveAudits(ctx context.Context, limit int) ([]RedriveAudit, 
 		return nil, opErr("ledger.list_redrive_audits", "", err)
 	}
 	return out, nil
-}
-
-func (c *Client) setPaused(ctx context.Context, id string, paused bool) error {
-	dp, ok := As[DestinationPauser](c.destinations)
-	if !ok {
-		return fmt.Errorf("pause destination: %w (Destinations is not a DestinationPauser)", ErrUnsupported)
-	}
-	if err := dp.SetPaused(ctx, id, paused); err != nil {
-		return fmt.Errorf("hookrelay: set destination %s paused=%t: %w", quote(id), paused, shortNotFound(err))
-	}
-	w := &c.worker
-	w.dests.forget(id)
-	w.mu.Lock()
-	if paused {
-		w.paused[id] = c.clock.Now().Add(c.cfg.PausedRecheck)
-	} else {
-		delete(w.paused, id)
-	}
-	w.mu.Unlock()
-	kind := EventDestinationPaused
-	if !paused {
-		kind = EventDestinationResumed
-		w.wakeUp()
-	}
-	c.observe(ctx, Event{Kind: kind, Delivery: Delivery{DestinationID: id}})
-	return nil
 }

@@ -116,10 +116,25 @@ func (w *worker) noteDestination(d Destination, now time.Time, cfg Config) {
 	} else {
 		delete(w.limits, d.ID)
 	}
-	if d.Paused || d.Disabled {
-		w.paused[d.ID] = now.Add(cfg.PausedRecheck)
+	w.notePausedLocked(d.ID, d.Paused || d.Disabled, now.Add(cfg.PausedRecheck))
+}
+
+// notePaused records whether claims skip destination id because it is
+// paused or disabled (until recheck, when a delivery of it is looked at
+// again) or take it again. With notePausedLocked it is the one writer of
+// the pause cache.
+func (w *worker) notePaused(id string, paused bool, recheck time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.notePausedLocked(id, paused, recheck)
+}
+
+// notePausedLocked is notePaused with w.mu held.
+func (w *worker) notePausedLocked(id string, paused bool, recheck time.Time) {
+	if paused {
+		w.paused[id] = recheck
 	} else {
-		delete(w.paused, d.ID)
+		delete(w.paused, id)
 	}
 }
 

@@ -1,0 +1,86 @@
+package hookrelay
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// PauseDestination pauses a destination: its deliveries are no longer
+// claimed or sent and spend no attempts; everything else keeps flowing.
+// This process stops claiming them at once; other workers sharing the store
+// see the pause at their next send-time lookup. Attempts already in flight
+// finish. It returns ErrUnsupported when Destinations is not a
+// DestinationPauser.
+func (c *Client) PauseDestination(ctx context.Context, id string) error {
+	return c.setPaused(ctx, id, true)
+}
+
+// ResumeDestination resumes a paused destination; its waiting deliveries
+// are picked up by this process at once and by other workers within their
+// PausedRecheck.
+func (c *Client) ResumeDestination(ctx context.Context, id string) error {
+	return c.setPaused(ctx, id, false)
+}
+
+// EnableDestination re-enables a disabled destination (see
+// DestinationEnabler): its waiting deliveries are picked up by this process
+// at once and by other workers within their PausedRecheck. It does not
+// resume a paused destination. It returns ErrUnsupported when Destinations
+// is not a DestinationEnabler.
+func (c *Client) EnableDestination(ctx context.Context, id string) error {
+	de, ok := As[DestinationEnabler](c.destinations)
+	if !ok {
+		return fmt.Errorf("enable destination: %w (Destinations is not a DestinationEnabler)", ErrUnsupported)
+	}
+	if err := de.Enable(ctx, id); err != nil {
+		return fmt.Errorf("hookrelay: enable destination %q: %w", id, err)
+	}
+	w := &c.worker
+	w.notePaused(id, false, time.Time{})
+	w.wakeUp()
+	c.observe(ctx, Event{Kind: EventDestinationEnabled, Delivery: Delivery{DestinationID: id}})
+	return nil
+}
+
+// Destinations is the port that resolves a destination ID at send time.
+// Implementations must be safe for concurrent use.
+type Destinations interface {
+	// Destination returns the destination with the given ID, or an error
+	// wrapping ErrDestinationNotFound.
+	Destination(ctx context.Context, id string) (Destination, error)
+	// Disable marks a destination disabled (the recipient said it is gone).
+	// Disabling a disabled destination is a no-op.
+	Disable(ctx context.Context, params DisableParams) error
+}
+
+// DestinationStatus is what an operator may see of a destination: its ID,
+// tenant and switches. It holds no URL, secret or header by construction,
+// so a page or a listing built from it cannot leak them.
+type DestinationStatus struct {
+	ID             string
+	TenantID       string
+	Paused         bool
+	Disabled       bool
+	DisabledReason string
+}
+
+func (c *Client) setPaused(ctx context.Context, id string, paused bool) error {
+	dp, ok := As[DestinationPauser](c.destinations)
+	if !ok {
+		return fmt.Errorf("pause destination: %w (Destinations is not a DestinationPauser)", ErrUnsupported)
+	}
+	if err := dp.SetPaused(ctx, id, paused); err != nil {
+		return fmt.Errorf("hookrelay: set destination %s paused=%t: %w", quote(id), paused, shortNotFound(err))
+	}
+	w := &c.worker
+	w.dests.forget(id)
+	w.notePaused(id, paused, c.clock.Now().Add(c.cfg.PausedRecheck))
+	kind := EventDestinationPaused
+	if !paused {
+		kind = EventDestinationResumed
+		w.wakeUp()
+	}
+	c.observe(ctx, Event{Kind: kind, Delivery: Delivery{DestinationID: id}})
+	return nil
+}
