@@ -10,7 +10,6 @@
 package memory
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
 	"maps"
@@ -32,8 +31,8 @@ type Store struct {
 	// record, so that a claim skips a saturated destination whole instead
 	// of walking its backlog.
 	queues    map[string]*destQueue
-	ready     queueHeap
-	leases    leaseHeap                          // live leases by expiry (lazily pruned)
+	ready     indexedHeap[*destQueue]            // by earliest record (queueBefore)
+	leases    indexedHeap[leaseEntry]            // live leases by expiry (lazily pruned)
 	lastToken int64                              // fencing tokens are unique across the store
 	seq       uint64                             // ties in NextAttemptAt claim in enqueue order
 	audits    map[string]*hookrelay.RedriveAudit // redrive audit entries (redrive.go)
@@ -62,7 +61,12 @@ var (
 
 // NewStore returns an empty store.
 func NewStore() *Store {
-	return &Store{records: map[string]*record{}, queues: map[string]*destQueue{}}
+	return &Store{
+		records: map[string]*record{},
+		queues:  map[string]*destQueue{},
+		ready:   newIndexedHeap(queueBefore, func(q *destQueue, i int) { q.index = i }),
+		leases:  newIndexedHeap(expiresBefore, nil),
+	}
 }
 
 func cloneDelivery(d hookrelay.Delivery) hookrelay.Delivery {
@@ -312,8 +316,8 @@ func (s *Store) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay
 	var out []hookrelay.Claim
 	var taken map[string]int // per destination, when rooms apply
 	for len(out) < p.Limit && s.ready.Len() > 0 {
-		q := s.ready[0]
-		r := q.records[0]
+		q := s.ready.Peek()
+		r := q.records.Peek()
 		if r.d.NextAttemptAt.After(p.Now) {
 			break
 		}
@@ -322,11 +326,11 @@ func (s *Store) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay
 			room, limited = p.DefaultDestinationRoom, true
 		}
 		if slices.Contains(p.SkipDestinations, q.destination) || (limited && taken[q.destination] >= room) {
-			heap.Pop(&s.ready)
+			s.ready.Pop()
 			skipped = append(skipped, q)
 			continue
 		}
-		heap.Pop(&q.records)
+		q.records.Pop()
 		s.fixQueue(q)
 		out = append(out, s.lease(r, p.Holder, p.Now, p.LeaseFor))
 		if limited {
@@ -337,7 +341,7 @@ func (s *Store) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay
 		}
 	}
 	for _, q := range skipped {
-		heap.Push(&s.ready, q)
+		s.ready.Push(q)
 	}
 	return out, nil
 }
@@ -349,7 +353,7 @@ func (s *Store) lease(r *record, holder string, now time.Time, leaseFor time.Dur
 	r.lease = hookrelay.Lease{Token: s.lastToken, Holder: holder, ExpiresAt: now.Add(leaseFor)}
 	r.leased = true
 	r.touched = now
-	heap.Push(&s.leases, leaseEntry{id: r.d.ID, token: r.lease.Token, expires: r.lease.ExpiresAt})
+	s.leases.Push(leaseEntry{id: r.d.ID, token: r.lease.Token, expires: r.lease.ExpiresAt})
 	return hookrelay.Claim{Delivery: cloneDelivery(r.d), Lease: r.lease}
 }
 
@@ -357,8 +361,8 @@ func (s *Store) lease(r *record, holder string, now time.Time, leaseFor time.Dur
 // The lease is not ended: until a claim takes the record over, its holder
 // may still write (a lease that expired unclaimed).
 func (s *Store) expireLeases(now time.Time) {
-	for s.leases.Len() > 0 && !s.leases[0].expires.After(now) {
-		e := heap.Pop(&s.leases).(leaseEntry)
+	for s.leases.Len() > 0 && !s.leases.Peek().expires.After(now) {
+		e := s.leases.Pop()
 		r, ok := s.records[e.id]
 		if !ok || !r.leased || r.lease.Token != e.token {
 			continue // already ended or re-claimed
@@ -443,13 +447,17 @@ func (s *Store) Release(ctx context.Context, p hookrelay.ReleaseParams) error {
 func (s *Store) pushReady(r *record) {
 	q, ok := s.queues[r.d.DestinationID]
 	if !ok {
-		q = &destQueue{destination: r.d.DestinationID, index: -1}
+		q = &destQueue{
+			destination: r.d.DestinationID,
+			records:     newIndexedHeap(recordBefore, func(r *record, i int) { r.index = i }),
+			index:       -1,
+		}
 		s.queues[q.destination] = q
 	}
 	if r.index >= 0 {
-		heap.Fix(&q.records, r.index)
+		q.records.Fix(r.index)
 	} else {
-		heap.Push(&q.records, r)
+		q.records.Push(r)
 	}
 	s.fixQueue(q)
 }
@@ -457,7 +465,7 @@ func (s *Store) pushReady(r *record) {
 func (s *Store) removeReady(r *record) {
 	if r.index >= 0 {
 		q := s.queues[r.d.DestinationID]
-		heap.Remove(&q.records, r.index)
+		q.records.Remove(r.index)
 		s.fixQueue(q)
 	}
 }
@@ -468,98 +476,48 @@ func (s *Store) fixQueue(q *destQueue) {
 	switch {
 	case q.records.Len() == 0:
 		if q.index >= 0 {
-			heap.Remove(&s.ready, q.index)
+			s.ready.Remove(q.index)
 		}
 		delete(s.queues, q.destination)
 	case q.index >= 0:
-		heap.Fix(&s.ready, q.index)
+		s.ready.Fix(q.index)
 	default:
-		heap.Push(&s.ready, q)
+		s.ready.Push(q)
 	}
 }
 
-// destQueue holds one destination's claimable records.
+// destQueue holds one destination's claimable records, ordered by
+// recordBefore.
 type destQueue struct {
 	destination string
-	records     readyHeap
+	records     indexedHeap[*record]
 	index       int // position in the ready heap, -1 when not there
 }
 
-// queueHeap orders destination queues by their earliest record, so the
-// head of the head queue is the earliest claimable record of all.
-type queueHeap []*destQueue
+// queueBefore orders destination queues by their earliest record, so the
+// head of the head queue is the earliest claimable record of all. Only
+// queues with records are in the ready heap.
+func queueBefore(a, b *destQueue) bool { return recordBefore(a.records.Peek(), b.records.Peek()) }
 
-func (h queueHeap) Len() int           { return len(h) }
-func (h queueHeap) Less(i, j int) bool { return h[i].records.before(0, h[j].records, 0) }
-func (h queueHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
-}
-func (h *queueHeap) Push(x any) {
-	q := x.(*destQueue)
-	q.index = len(*h)
-	*h = append(*h, q)
-}
-func (h *queueHeap) Pop() any {
-	old := *h
-	q := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	q.index = -1
-	return q
-}
-
-// readyHeap orders claimable records by NextAttemptAt, then enqueue order.
-type readyHeap []*record
-
-// before reports whether h[i] comes before o[j].
-func (h readyHeap) before(i int, o readyHeap, j int) bool {
-	if c := h[i].d.NextAttemptAt.Compare(o[j].d.NextAttemptAt); c != 0 {
+// recordBefore orders claimable records by NextAttemptAt, then enqueue
+// order.
+func recordBefore(a, b *record) bool {
+	if c := a.d.NextAttemptAt.Compare(b.d.NextAttemptAt); c != 0 {
 		return c < 0
 	}
-	return h[i].seq < o[j].seq
+	return a.seq < b.seq
 }
 
-func (h readyHeap) Len() int           { return len(h) }
-func (h readyHeap) Less(i, j int) bool { return h.before(i, h, j) }
-func (h readyHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
-}
-func (h *readyHeap) Push(x any) {
-	r := x.(*record)
-	r.index = len(*h)
-	*h = append(*h, r)
-}
-func (h *readyHeap) Pop() any {
-	old := *h
-	r := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	r.index = -1
-	return r
-}
-
+// leaseEntry is one lease in the leases heap, ordered by expiry. Entries for
+// leases that were ended or taken over are skipped when popped rather than
+// removed eagerly, so the heap keeps no positions.
 type leaseEntry struct {
 	id      string
 	token   int64
 	expires time.Time
 }
 
-// leaseHeap orders lease entries by expiry. Entries for leases that were
-// released are skipped when popped rather than removed eagerly.
-type leaseHeap []leaseEntry
-
-func (h leaseHeap) Len() int           { return len(h) }
-func (h leaseHeap) Less(i, j int) bool { return h[i].expires.Before(h[j].expires) }
-func (h leaseHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *leaseHeap) Push(x any)        { *h = append(*h, x.(leaseEntry)) }
-func (h *leaseHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
-}
+func expiresBefore(a, b leaseEntry) bool { return a.expires.Before(b.expires) }
 
 var _ hookrelay.LeaseLedger = (*Store)(nil)
 
