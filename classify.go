@@ -48,59 +48,33 @@ const (
 	OutcomeUnknown Outcome = "unknown"
 )
 
-// Reasons used by the core and the HTTP adapter. Reasons are short,
-// lower_snake_case, bounded in number (safe as a metric label) and never
-// carry a secret.
+// Reasons of the classification table (ClassifyStatus: what a
+// recipient's HTTP status means) and of the network outcomes any
+// network Sender reports. Reasons decided by the core itself are in
+// reasons.go; reasons only the HTTP sender decides (a refused URL or
+// address, an unusable secret or header) are in its package, hookhttp.
 const (
-	ReasonAttemptsExhausted    = "attempts_exhausted"
-	ReasonWindowExpired        = "delivery_window_expired"
-	ReasonDestinationNotFound  = "destination_not_found"
-	ReasonDestinationDisabled  = "destination_disabled"
-	ReasonDestinationBlocked   = "destination_blocked"
-	ReasonDestinationGone      = "destination_gone"
-	ReasonAuthRejected         = "auth_rejected"
-	ReasonRedirect             = "redirect_refused"
-	ReasonBadRequest           = "bad_request"
-	ReasonNotFound             = "not_found"
-	ReasonPayloadTooLarge      = "payload_too_large"
-	ReasonUnprocessable        = "unprocessable_entity"
-	ReasonClientError          = "client_error"
-	ReasonRequestTimeout       = "request_timeout"
-	ReasonTooEarly             = "too_early"
-	ReasonRateLimited          = "rate_limited"
-	ReasonServerError          = "server_error"
-	ReasonBadGateway           = "bad_gateway"
-	ReasonServiceUnavailable   = "service_unavailable"
-	ReasonGatewayTimeout       = "gateway_timeout"
-	ReasonUnexpectedStatus     = "unexpected_status"
-	ReasonConnectionRefused    = "connection_refused"
-	ReasonDNSFailure           = "dns_failure"
-	ReasonTimeout              = "timeout"
-	ReasonConnectionReset      = "connection_reset"
-	ReasonNetworkError         = "network_error"
-	ReasonInvalidURL           = "invalid_url"
-	ReasonUnsupportedScheme    = "unsupported_scheme"
-	ReasonSenderError          = "sender_error"
-	ReasonConflictInProgress   = "conflict_in_progress"
-	ReasonOperatorRedrive      = "operator_redrive"
-	ReasonDestinationPaused    = "destination_paused"
-	ReasonDestinationSaturated = "destination_saturated"
-	// ReasonWorkerStopped: a delivery claimed ahead was handed back, with
-	// no attempt spent, because its worker stopped before a slot freed.
-	ReasonWorkerStopped = "worker_stopped"
-	// ReasonDestinationHeld: handed back, no attempt spent, because the
-	// destination asked for a pause (429 or 503 with Retry-After) that
-	// holds all its deliveries.
-	ReasonDestinationHeld = "destination_held"
-	// ReasonDestinationRateLimited: handed back, no attempt spent, because
-	// the destination's MaxPerSecond was used up.
-	ReasonDestinationRateLimited = "destination_rate_limited"
-	// ReasonCircuitOpen: handed back, no attempt spent, because the
-	// destination's circuit breaker is open (or another delivery probes it).
-	ReasonCircuitOpen = "circuit_open"
-	// ReasonDestinationFailing: the destination was disabled because every
-	// attempt to it failed for Config.DisableAfterFailingFor.
-	ReasonDestinationFailing = "destination_failing"
+	ReasonDestinationGone    = "destination_gone"
+	ReasonAuthRejected       = "auth_rejected"
+	ReasonRedirect           = "redirect_refused"
+	ReasonBadRequest         = "bad_request"
+	ReasonNotFound           = "not_found"
+	ReasonPayloadTooLarge    = "payload_too_large"
+	ReasonUnprocessable      = "unprocessable_entity"
+	ReasonClientError        = "client_error"
+	ReasonRequestTimeout     = "request_timeout"
+	ReasonTooEarly           = "too_early"
+	ReasonRateLimited        = "rate_limited"
+	ReasonServerError        = "server_error"
+	ReasonBadGateway         = "bad_gateway"
+	ReasonServiceUnavailable = "service_unavailable"
+	ReasonGatewayTimeout     = "gateway_timeout"
+	ReasonUnexpectedStatus   = "unexpected_status"
+	ReasonConnectionRefused  = "connection_refused"
+	ReasonDNSFailure         = "dns_failure"
+	ReasonTimeout            = "timeout"
+	ReasonConnectionReset    = "connection_reset"
+	ReasonNetworkError       = "network_error"
 )
 
 // Result is a classified send attempt. Senders build one with [Delivered],

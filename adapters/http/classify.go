@@ -54,7 +54,7 @@ type ClassifyFunc func(p ClassifyParams) hookrelay.Result
 //	}
 func DefaultClassify(p ClassifyParams) hookrelay.Result {
 	if p.StatusCode == http.StatusConflict && p.HasRetryAfter {
-		return hookrelay.Retryable(hookrelay.ReasonConflictInProgress).
+		return hookrelay.Retryable(ReasonConflictInProgress).
 			WithStatus(p.StatusCode).WithRetryAfter(p.RetryAfter)
 	}
 	return hookrelay.ClassifyStatus(p.StatusCode, p.RetryAfter)
@@ -107,7 +107,7 @@ func isDigits(s string) bool {
 func classifyError(err error, written bool) hookrelay.Result {
 	var blocked *blockedError
 	if errors.As(err, &blocked) {
-		return hookrelay.Permanent(hookrelay.ReasonDestinationBlocked)
+		return hookrelay.Permanent(ReasonDestinationBlocked)
 	}
 	timeout := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded)
 	var ne net.Error

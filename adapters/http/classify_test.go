@@ -39,7 +39,7 @@ func TestClassifyErrorByType(t *testing.T) {
 		{"context deadline before write", fmt.Errorf("wrapped: %w", context.DeadlineExceeded), false, hookrelay.Retryable(hookrelay.ReasonTimeout)},
 		{"reset while writing", read(os.NewSyscallError("write", syscall.ECONNRESET)), false, hookrelay.Retryable(hookrelay.ReasonConnectionReset)},
 		{"other before write", errors.New("tls: handshake failure"), false, hookrelay.Retryable(hookrelay.ReasonNetworkError)},
-		{"blocked", dial(&blockedError{addr: "10.0.0.1:80"}), false, hookrelay.Permanent(hookrelay.ReasonDestinationBlocked)},
+		{"blocked", dial(&blockedError{addr: "10.0.0.1:80"}), false, hookrelay.Permanent(ReasonDestinationBlocked)},
 		{"timeout after write", &url.Error{Op: "Post", URL: "http://h/", Err: context.DeadlineExceeded}, true, hookrelay.Unknown(hookrelay.ReasonTimeout)},
 		{"read deadline after write", read(os.ErrDeadlineExceeded), true, hookrelay.Unknown(hookrelay.ReasonTimeout)},
 		{"reset after write", read(os.NewSyscallError("read", syscall.ECONNRESET)), true, hookrelay.Unknown(hookrelay.ReasonConnectionReset)},

@@ -207,7 +207,7 @@ func TestEndToEndDuplicateWhileTheFirstStillRunsIsRetriedLater(t *testing.T) {
 	require.Eventually(t, func() bool {
 		_, attempts := e.delivery(t, id)
 		for _, a := range attempts {
-			if a.Reason == hookrelay.ReasonConflictInProgress {
+			if a.Reason == hookhttp.ReasonConflictInProgress {
 				return true
 			}
 		}
@@ -224,7 +224,7 @@ func TestEndToEndDuplicateWhileTheFirstStillRunsIsRetriedLater(t *testing.T) {
 	assert.Equal(t, hookrelay.ReasonTimeout, attempts[0].Reason)
 	var conflict *hookrelay.Attempt
 	for i := range attempts {
-		if attempts[i].Reason == hookrelay.ReasonConflictInProgress {
+		if attempts[i].Reason == hookhttp.ReasonConflictInProgress {
 			conflict = &attempts[i]
 			break
 		}
@@ -357,9 +357,9 @@ func TestSecretsNeverLeakIntoResultsLedgerOrEvents(t *testing.T) {
 		"failing":     "dead/" + hookrelay.ReasonAttemptsExhausted,
 		"slow":        "dead/" + hookrelay.ReasonAttemptsExhausted,
 		"unreachable": "dead/" + hookrelay.ReasonAttemptsExhausted,
-		"invalid":     "dead/" + hookrelay.ReasonInvalidURL,
-		"bad-scheme":  "dead/" + hookrelay.ReasonUnsupportedScheme,
-		"blocked":     "dead/" + hookrelay.ReasonDestinationBlocked,
+		"invalid":     "dead/" + hookhttp.ReasonInvalidURL,
+		"bad-scheme":  "dead/" + hookhttp.ReasonUnsupportedScheme,
+		"blocked":     "dead/" + hookhttp.ReasonDestinationBlocked,
 	}, reasons)
 }
 

@@ -187,7 +187,7 @@ func TestGuardRefusesBlockedAddressesAtDialTime(t *testing.T) {
 	for _, u := range urls {
 		res := s.Send(context.Background(), sendParams(u, "{}"))
 		assert.Equal(t, hookrelay.KindPermanent, res.Kind, u)
-		assert.Equal(t, hookrelay.ReasonDestinationBlocked, res.Reason, u)
+		assert.Equal(t, ReasonDestinationBlocked, res.Reason, u)
 		assert.Equal(t, hookrelay.OutcomeRejected, res.Outcome, u)
 	}
 	assert.Empty(t, reached(), "the guard refuses before the dialer's own Control runs")
@@ -202,7 +202,7 @@ func TestGuardRefusesBlockedAddressesAtDialTime(t *testing.T) {
 	} {
 		res := s.Send(context.Background(), sendParams(u, "{}"))
 		assert.Equal(t, hookrelay.KindPermanent, res.Kind, u)
-		assert.Equal(t, hookrelay.ReasonDestinationBlocked, res.Reason, u)
+		assert.Equal(t, ReasonDestinationBlocked, res.Reason, u)
 		assert.NotContains(t, res.Detail, "pass", u)
 	}
 	assert.Empty(t, reached())
@@ -214,16 +214,16 @@ func TestNumericHostSpellingsAreRefusedAtOnce(t *testing.T) {
 	tests := []struct {
 		url, reason string
 	}{
-		{"http://1.1/", hookrelay.ReasonInvalidURL},         // 1.0.0.1: public, but not a spelling to dial
-		{"http://3627734018/", hookrelay.ReasonInvalidURL},  // 216.58.214.2
-		{"http://127.1/", hookrelay.ReasonInvalidURL},       // allowed loopback, still not dialled
-		{"http://1.2.3.4.5/", hookrelay.ReasonInvalidURL},   // too many parts
-		{"http://1.2.3.256/", hookrelay.ReasonInvalidURL},   // a part over 255
-		{"http://4294967296/", hookrelay.ReasonInvalidURL},  // over 32 bits
-		{"http://example.089/", hookrelay.ReasonInvalidURL}, // ends in a number that is not one
-		{"http://0x100000000/", hookrelay.ReasonInvalidURL}, // over 32 bits in hex
-		{"http://192.168.0x1.1/", hookrelay.ReasonDestinationBlocked},
-		{"http://0300.0250.1.1/", hookrelay.ReasonDestinationBlocked}, // 192.168.1.1 in octal
+		{"http://1.1/", ReasonInvalidURL},         // 1.0.0.1: public, but not a spelling to dial
+		{"http://3627734018/", ReasonInvalidURL},  // 216.58.214.2
+		{"http://127.1/", ReasonInvalidURL},       // allowed loopback, still not dialled
+		{"http://1.2.3.4.5/", ReasonInvalidURL},   // too many parts
+		{"http://1.2.3.256/", ReasonInvalidURL},   // a part over 255
+		{"http://4294967296/", ReasonInvalidURL},  // over 32 bits
+		{"http://example.089/", ReasonInvalidURL}, // ends in a number that is not one
+		{"http://0x100000000/", ReasonInvalidURL}, // over 32 bits in hex
+		{"http://192.168.0x1.1/", ReasonDestinationBlocked},
+		{"http://0300.0250.1.1/", ReasonDestinationBlocked}, // 192.168.1.1 in octal
 	}
 	for _, tt := range tests {
 		res := s.Send(context.Background(), sendParams(tt.url, "{}"))
@@ -373,7 +373,7 @@ func TestGuardIsOnByDefaultForLoopbackServers(t *testing.T) {
 
 	res := s.Send(context.Background(), sendParams(srv.URL, "{}"))
 
-	assert.Equal(t, hookrelay.ReasonDestinationBlocked, res.Reason)
+	assert.Equal(t, ReasonDestinationBlocked, res.Reason)
 	assert.Contains(t, res.Detail, "SSRF guard")
 	assert.Zero(t, hits.Load())
 }
@@ -387,6 +387,6 @@ func TestGuardAlsoWrapsControlContext(t *testing.T) {
 		},
 	}})
 	res := s.Send(context.Background(), sendParams("http://127.0.0.1:9/", "{}"))
-	assert.Equal(t, hookrelay.ReasonDestinationBlocked, res.Reason)
+	assert.Equal(t, ReasonDestinationBlocked, res.Reason)
 	assert.Zero(t, reached.Load())
 }

@@ -41,6 +41,24 @@ const (
 	HeaderIdempotencyKey   = "Idempotency-Key"
 )
 
+// Reasons the HTTP sender decides before or instead of a response (the
+// classification table's reasons are the core's: hookrelay.ReasonTimeout,
+// hookrelay.ReasonRateLimited, …).
+const (
+	// ReasonInvalidURL: the destination URL does not parse as an absolute
+	// URL, or names its host by a number in a spelling that is not dialled.
+	ReasonInvalidURL = "invalid_url"
+	// ReasonUnsupportedScheme: the destination URL is neither http nor
+	// https.
+	ReasonUnsupportedScheme = "unsupported_scheme"
+	// ReasonDestinationBlocked: the destination resolves to an address the
+	// SSRF guard refuses (private, loopback, link-local, … unless allowed).
+	ReasonDestinationBlocked = "destination_blocked"
+	// ReasonConflictInProgress: the recipient answered 409 with Retry-After:
+	// another attempt of the same delivery is still being applied.
+	ReasonConflictInProgress = "conflict_in_progress"
+)
+
 // ReasonInvalidSecret is the permanent reason for a destination whose
 // signing secret is not a valid "whsec_" base64 key. Fix the secret, then
 // redrive.
@@ -273,20 +291,20 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 	u, err := url.Parse(dest.URL)
 	if err != nil || u.Host == "" || u.Opaque != "" {
 		// url.Parse errors quote the URL, credentials included: not kept.
-		return hookrelay.Permanent(hookrelay.ReasonInvalidURL).WithDetail("destination URL does not parse as an absolute URL")
+		return hookrelay.Permanent(ReasonInvalidURL).WithDetail("destination URL does not parse as an absolute URL")
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return hookrelay.Permanent(hookrelay.ReasonUnsupportedScheme).
+		return hookrelay.Permanent(ReasonUnsupportedScheme).
 			WithDetail(redact(fmt.Sprintf("scheme %q is not http or https", u.Scheme), secrets))
 	}
 	if a, numeric, ok := numericHost(u.Hostname()); numeric {
 		// The resolver would fail on these (a retried dns_failure) while
 		// other software reads them as addresses: refused at once.
 		if ok && !addrAllowed(a, s.cfg.AllowNetworks) {
-			return hookrelay.Permanent(hookrelay.ReasonDestinationBlocked).
+			return hookrelay.Permanent(ReasonDestinationBlocked).
 				WithDetail(fmt.Sprintf("host is a numeric spelling of %s, which is not allowed (SSRF guard; see Config.AllowNetworks)", a))
 		}
-		return hookrelay.Permanent(hookrelay.ReasonInvalidURL).
+		return hookrelay.Permanent(ReasonInvalidURL).
 			WithDetail("host is a numeric address in a form other than a dotted quad; write it as a.b.c.d")
 	}
 	if len(d.Payload) > s.cfg.MaxPayloadBytes {
@@ -317,7 +335,7 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(d.Payload))
 	if err != nil {
-		return hookrelay.Permanent(hookrelay.ReasonInvalidURL).WithDetail("destination URL is not usable for a request")
+		return hookrelay.Permanent(ReasonInvalidURL).WithDetail("destination URL is not usable for a request")
 	}
 	// Without GetBody the transport cannot replay a written request on a
 	// reused connection by itself: each attempt is one request, and only

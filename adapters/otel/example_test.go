@@ -21,7 +21,7 @@ func ExampleWrapSender() {
 	httpSender := hookrelay.SenderFunc(func(ctx context.Context, p hookrelay.SendParams) hookrelay.Result {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://acme.example/hooks", nil)
 		if err != nil {
-			return hookrelay.Permanent(hookrelay.ReasonInvalidURL)
+			return hookrelay.Permanent(hookrelay.ReasonSenderError)
 		}
 		hookotel.InjectTraceContext(ctx, req)
 		fmt.Println("traceparent set:", req.Header.Get("traceparent") != "")

@@ -510,7 +510,7 @@ func (s *plainSender) CloseIdleConnections() { s.tr.CloseIdleConnections() }
 func (s *plainSender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Result {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.Destination.URL, bytes.NewReader(p.Delivery.Payload))
 	if err != nil {
-		return hookrelay.Permanent(hookrelay.ReasonInvalidURL)
+		return hookrelay.Permanent(hookhttp.ReasonInvalidURL)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.client.Do(req)
