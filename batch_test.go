@@ -70,7 +70,7 @@ func TestWorkerRecordsTheBatchBeforeAcknowledging(t *testing.T) {
 			return hookrelay.Delivered(204)
 		}),
 		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
-			if e.Kind == hookrelay.EventDelivered {
+			if e.Name == hookrelay.EventDelivered {
 				note("observed")
 				close(delivered)
 			}
@@ -214,7 +214,7 @@ func TestWorkerReusesWhatItReadOfADestination(t *testing.T) {
 			return hookrelay.Delivered(204)
 		}),
 		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
-			if e.Kind == hookrelay.EventDelivered || e.Kind == hookrelay.EventDeadLettered {
+			if e.Name == hookrelay.EventDelivered || e.Name == hookrelay.EventDeadLettered {
 				done <- struct{}{}
 			}
 		}),
@@ -285,7 +285,7 @@ func TestCompletionLingerGathersOneBatch(t *testing.T) {
 			return hookrelay.Delivered(204)
 		}),
 		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
-			if e.Kind == hookrelay.EventDelivered {
+			if e.Name == hookrelay.EventDelivered {
 				delivered <- struct{}{}
 			}
 		}),
@@ -363,7 +363,7 @@ func TestHeldClaimWithAShortLeaseIsHandedBack(t *testing.T) {
 			return hookrelay.Delivered(204)
 		}),
 		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
-			switch e.Kind {
+			switch e.Name {
 			case hookrelay.EventReleased:
 				mu.Lock()
 				released = append(released, e.Reason)
@@ -459,7 +459,7 @@ func TestStoppingDuringAClaimHandsItsDeliveriesBackAtOnce(t *testing.T) {
 			return hookrelay.Delivered(204)
 		}),
 		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
-			if e.Kind == hookrelay.EventReleased {
+			if e.Name == hookrelay.EventReleased {
 				mu.Lock()
 				released = append(released, e.Reason)
 				mu.Unlock()

@@ -133,7 +133,7 @@ func benchmarkWorker(b *testing.B, perDest int, tweaks ...func(*hookrelay.Config
 	done := make(chan struct{})
 	var target int64
 	obs := hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
-		if e.Kind == hookrelay.EventDelivered && delivered.Add(1) == atomic.LoadInt64(&target) {
+		if e.Name == hookrelay.EventDelivered && delivered.Add(1) == atomic.LoadInt64(&target) {
 			close(done)
 		}
 	})

@@ -39,7 +39,7 @@ func (c *Client) EnableDestination(ctx context.Context, id string) error {
 	w := &c.worker
 	w.notePaused(id, false, time.Time{})
 	w.wakeUp()
-	c.observe(ctx, Event{Kind: EventDestinationEnabled, Delivery: Delivery{DestinationID: id}})
+	c.observe(ctx, Event{Name: EventDestinationEnabled, Delivery: Delivery{DestinationID: id}})
 	return nil
 }
 
@@ -81,6 +81,6 @@ func (c *Client) setPaused(ctx context.Context, id string, paused bool) error {
 		kind = EventDestinationResumed
 		w.wakeUp()
 	}
-	c.observe(ctx, Event{Kind: kind, Delivery: Delivery{DestinationID: id}})
+	c.observe(ctx, Event{Name: kind, Delivery: Delivery{DestinationID: id}})
 	return nil
 }

@@ -450,7 +450,7 @@ func (c *Client) recordInStore(ctx context.Context, d Delivery, result Result, r
 		return g
 	}})
 	if err != nil {
-		c.observe(ctx, Event{Kind: EventWorkerError, Delivery: d, Err: opErr("destinations.update_guard", d.ID, err)})
+		c.observe(ctx, Event{Name: EventWorkerError, Delivery: d, Err: opErr("destinations.update_guard", d.ID, err)})
 		return
 	}
 	c.worker.guards.put(g, now, c.cfg.DestinationCacheTTL)
@@ -458,21 +458,21 @@ func (c *Client) recordInStore(ctx context.Context, d Delivery, result Result, r
 		c.worker.block(d.DestinationID, at)
 	}
 	if o.held {
-		c.observe(ctx, Event{Kind: EventDestinationHeld, Delivery: d, Result: res, Reason: res.Reason, At: g.HeldUntil, Delay: hold})
+		c.observe(ctx, Event{Name: EventDestinationHeld, Delivery: d, Result: res, Reason: res.Reason, At: g.HeldUntil, Delay: hold})
 	}
 	if o.opened {
-		c.observe(ctx, Event{Kind: EventCircuitOpened, Delivery: d, Result: res, Reason: res.Reason, At: g.OpenUntil, Delay: rules.coolDown, Count: int64(o.failures)})
+		c.observe(ctx, Event{Name: EventCircuitOpened, Delivery: d, Result: res, Reason: res.Reason, At: g.OpenUntil, Delay: rules.coolDown, Count: int64(o.failures)})
 	}
 	if o.closed {
 		c.worker.unblock(d.DestinationID)
-		c.observe(ctx, Event{Kind: EventCircuitClosed, Delivery: d, Result: res})
+		c.observe(ctx, Event{Name: EventCircuitClosed, Delivery: d, Result: res})
 	}
 	if o.disable {
 		if err := c.destinations.Disable(ctx, DisableParams{ID: d.DestinationID, Reason: ReasonDestinationFailing, Now: now}); err != nil {
-			c.observe(ctx, Event{Kind: EventWorkerError, Delivery: d, Err: opErr("destinations.disable", d.ID, err)})
+			c.observe(ctx, Event{Name: EventWorkerError, Delivery: d, Err: opErr("destinations.disable", d.ID, err)})
 			return
 		}
 		c.worker.dests.forget(d.DestinationID)
-		c.observe(ctx, Event{Kind: EventDestinationDisabled, Delivery: d, Result: res, Reason: ReasonDestinationFailing, Delay: rules.disableAt})
+		c.observe(ctx, Event{Name: EventDestinationDisabled, Delivery: d, Result: res, Reason: ReasonDestinationFailing, Delay: rules.disableAt})
 	}
 }

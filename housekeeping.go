@@ -44,17 +44,17 @@ func (c *Client) cleanHistory(ctx context.Context, stopClaim <-chan struct{}) {
 		})
 		if err != nil {
 			if ctx.Err() == nil {
-				c.observe(ctx, Event{Kind: EventWorkerError, Err: opErr("ledger.clean_history", "", err)})
+				c.observe(ctx, Event{Name: EventWorkerError, Err: opErr("ledger.clean_history", "", err)})
 			}
 			return
 		}
 		for _, n := range res.Counts {
 			d := Delivery{DestinationID: n.DestinationID, State: n.State}
 			if n.Removed > 0 {
-				c.observe(ctx, Event{Kind: EventHistoryRemoved, Delivery: d, Count: n.Removed})
+				c.observe(ctx, Event{Name: EventHistoryRemoved, Delivery: d, Count: n.Removed})
 			}
 			if n.Compacted > 0 {
-				c.observe(ctx, Event{Kind: EventAttemptsCompacted, Delivery: d, Count: n.Compacted})
+				c.observe(ctx, Event{Name: EventAttemptsCompacted, Delivery: d, Count: n.Compacted})
 			}
 		}
 		if !res.More {
@@ -89,12 +89,12 @@ func (c *Client) recoverUnpublished(ctx context.Context) {
 		err = c.queue.Enqueue(ctx, ds)
 		if err == nil {
 			for _, d := range ds {
-				c.observe(ctx, Event{Kind: EventRepublished, Delivery: d})
+				c.observe(ctx, Event{Name: EventRepublished, Delivery: d})
 			}
 			c.worker.wakeUp() // claim the message now, not at the next poll
 		}
 	}
 	if err != nil && ctx.Err() == nil {
-		c.observe(ctx, Event{Kind: EventWorkerError, Err: opErr("queue.republish", "", err)})
+		c.observe(ctx, Event{Name: EventWorkerError, Err: opErr("queue.republish", "", err)})
 	}
 }

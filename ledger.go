@@ -229,7 +229,7 @@ type RecoverUnpublishedParams struct {
 type DeadLetterLedger interface {
 	// ListDead returns dead deliveries matching params.Filter, ordered by
 	// dead-letter time (UpdatedAt), then ID, starting after params.After.
-	ListDead(ctx context.Context, params ListDeadParams) (DeadLetterPage, error)
+	ListDead(ctx context.Context, params ListDeadParams) (ListDeadPage, error)
 	// PlanRedrive counts the dead deliveries matching filter, grouped by
 	// tenant, destination and reason, ordered by those three. It changes
 	// nothing.
@@ -259,8 +259,8 @@ type ListDeadParams struct {
 	After *DeadLetterCursor
 }
 
-// DeadLetterPage is one page of dead-lettered deliveries in list order.
-type DeadLetterPage struct {
+// ListDeadPage is one page of dead-lettered deliveries in list order.
+type ListDeadPage struct {
 	Deliveries []Delivery
 	// Next is the position to continue from, or nil on the last page.
 	Next *DeadLetterCursor

@@ -46,7 +46,7 @@ func deliverThree(t *testing.T, store *countingStore, queue hookrelay.Queue) {
 		Queue: queue, Ledger: store, Destinations: dests, Clock: clock.NewMock(),
 		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result { return hookrelay.Delivered(204) }),
 		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
-			if e.Kind == hookrelay.EventDelivered {
+			if e.Name == hookrelay.EventDelivered {
 				delivered.Add(1)
 			}
 		}),

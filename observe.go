@@ -5,72 +5,72 @@ import (
 	"time"
 )
 
-// EventKind names a transition reported to an Observer.
-type EventKind string
+// EventName names a transition reported to an Observer.
+type EventName string
 
 const (
 	// EventClaimed: a worker claimed the delivery under a lease.
-	EventClaimed EventKind = "claimed"
+	EventClaimed EventName = "claimed"
 	// EventAttemptFinished: a send returned; Result and Latency are set.
-	EventAttemptFinished EventKind = "attempt_finished"
+	EventAttemptFinished EventName = "attempt_finished"
 	// EventRetryScheduled: the next attempt is recorded; Delay and At are set.
-	EventRetryScheduled EventKind = "retry_scheduled"
+	EventRetryScheduled EventName = "retry_scheduled"
 	// EventDelivered: recorded as delivered and acknowledged.
-	EventDelivered EventKind = "delivered"
+	EventDelivered EventName = "delivered"
 	// EventDuplicate: the ledger already said delivered; acknowledged
 	// without sending.
-	EventDuplicate EventKind = "duplicate"
+	EventDuplicate EventName = "duplicate"
 	// EventDeadLettered: recorded dead; Reason is set.
-	EventDeadLettered EventKind = "dead_lettered"
+	EventDeadLettered EventName = "dead_lettered"
 	// EventReleased: handed back without spending an attempt (destination
 	// paused, disabled, saturated, held, rate-limited or behind an open
 	// circuit, or work cancelled); Reason is set.
-	EventReleased EventKind = "released"
+	EventReleased EventName = "released"
 	// EventDestinationDisabled: the recipient said it is gone (Reason
 	// destination_gone), or every attempt to it failed for
 	// Config.DisableAfterFailingFor (Reason destination_failing, Delay the
 	// span).
-	EventDestinationDisabled EventKind = "destination_disabled"
+	EventDestinationDisabled EventName = "destination_disabled"
 	// EventDestinationPaused and EventDestinationResumed: an operator
 	// paused or resumed a destination; Delivery.DestinationID names it.
-	EventDestinationPaused  EventKind = "destination_paused"
-	EventDestinationResumed EventKind = "destination_resumed"
+	EventDestinationPaused  EventName = "destination_paused"
+	EventDestinationResumed EventName = "destination_resumed"
 	// EventDestinationEnabled: an operator re-enabled a disabled
 	// destination; Delivery.DestinationID names it.
-	EventDestinationEnabled EventKind = "destination_enabled"
+	EventDestinationEnabled EventName = "destination_enabled"
 	// EventDestinationHeld: a 429 or 503 with Retry-After holds every
 	// delivery to the destination until At (Delay is the hold); Result is
 	// the attempt that asked for it.
-	EventDestinationHeld EventKind = "destination_held"
+	EventDestinationHeld EventName = "destination_held"
 	// EventCircuitOpened: the destination's circuit breaker opened after
 	// Count failed attempts in a row (or a failed probe); nothing is sent
 	// to it until At, when one probe delivery goes.
-	EventCircuitOpened EventKind = "circuit_opened"
+	EventCircuitOpened EventName = "circuit_opened"
 	// EventCircuitClosed: a delivery to a destination whose circuit was
 	// open got an answer; sending resumes.
-	EventCircuitClosed EventKind = "circuit_closed"
+	EventCircuitClosed EventName = "circuit_closed"
 	// EventRedriven: an operator moved a dead delivery back to pending.
-	EventRedriven EventKind = "redriven"
+	EventRedriven EventName = "redriven"
 	// EventHistoryRemoved: the retention cleaner removed Count records of
 	// one destination (Delivery.DestinationID) in one state
 	// (Delivery.State), with their attempts.
-	EventHistoryRemoved EventKind = "history_removed"
+	EventHistoryRemoved EventName = "history_removed"
 	// EventAttemptsCompacted: the retention cleaner compacted the attempts
 	// of Count delivered records of one destination into summaries.
-	EventAttemptsCompacted EventKind = "attempts_compacted"
+	EventAttemptsCompacted EventName = "attempts_compacted"
 	// EventRepublished: a pending delivery that had gone unleased for the
 	// recovery grace period (its message presumably lost between the
 	// ledger's create and the broker's publish) was published again.
-	EventRepublished EventKind = "republished"
+	EventRepublished EventName = "republished"
 	// EventWorkerError: a port call failed; Err is set. The worker backs off
 	// and resumes; the affected lease expires and is claimed again.
-	EventWorkerError EventKind = "worker_error"
+	EventWorkerError EventName = "worker_error"
 )
 
 // Event is one transition. Delivery carries the record (payload included);
 // an Observer that logs or exports must not emit Delivery.Payload.
 type Event struct {
-	Kind     EventKind
+	Name     EventName
 	Delivery Delivery
 	// Result is set for EventAttemptFinished and the transitions that
 	// follow an attempt.

@@ -125,7 +125,7 @@ func (c *Client) resolve(ctx context.Context, claim Claim, run attemptRun) (a at
 		if err := c.queue.Acknowledge(ctx, AckParams{ID: d.ID, Lease: lease, Now: c.clock.Now()}); err != nil {
 			return a, false, opErr("queue.acknowledge", d.ID, err)
 		}
-		c.observe(ctx, Event{Kind: EventDuplicate, Delivery: d})
+		c.observe(ctx, Event{Name: EventDuplicate, Delivery: d})
 		return a, false, nil
 	}
 
@@ -176,7 +176,7 @@ func (c *Client) send(ctx context.Context, a attemptPlan) (Result, time.Time, er
 	if res.Kind < KindDelivered || res.Kind > KindPermanent {
 		res = Unknown(ReasonSenderError).WithDetail(fmt.Sprintf("sender returned invalid kind %d", int(res.Kind)))
 	}
-	c.observe(ctx, Event{Kind: EventAttemptFinished, Delivery: a.d, Result: &res, Latency: finished.Sub(a.now)})
+	c.observe(ctx, Event{Name: EventAttemptFinished, Delivery: a.d, Result: &res, Latency: finished.Sub(a.now)})
 
 	if ctx.Err() != nil && res.Kind != KindDelivered {
 		// Cancelled by our own shutdown: the attempt is not the recipient's
@@ -203,7 +203,7 @@ func (c *Client) settle(ctx context.Context, run attemptRun, a attemptPlan, res 
 			return opErr("destinations.disable", d.ID, err)
 		}
 		c.worker.dests.forget(d.DestinationID)
-		c.observe(ctx, Event{Kind: EventDestinationDisabled, Delivery: d, Result: &res, Reason: res.Reason})
+		c.observe(ctx, Event{Name: EventDestinationDisabled, Delivery: d, Result: &res, Reason: res.Reason})
 	}
 
 	attempt := Attempt{
@@ -240,7 +240,7 @@ func (c *Client) markDelivered(ctx context.Context, run attemptRun, d Delivery, 
 		}
 	}
 	d.State, d.LastOutcome, d.LastReason, d.UpdatedAt = StateDelivered, res.Outcome, res.Reason, finished
-	c.observe(ctx, Event{Kind: EventDelivered, Delivery: d, Result: &res})
+	c.observe(ctx, Event{Name: EventDelivered, Delivery: d, Result: &res})
 	return nil
 }
 
@@ -262,7 +262,7 @@ func (c *Client) scheduleRetry(ctx context.Context, run attemptRun, d Delivery, 
 			return opErr("queue.retry_at", d.ID, err)
 		}
 	}
-	c.observe(ctx, Event{Kind: EventRetryScheduled, Delivery: next, Result: &res, Delay: delay, At: at})
+	c.observe(ctx, Event{Name: EventRetryScheduled, Delivery: next, Result: &res, Delay: delay, At: at})
 	return nil
 }
 
@@ -283,7 +283,7 @@ func (c *Client) deadLetter(ctx context.Context, run attemptRun, d Delivery, lea
 	}
 	// Result (nil when nothing was sent) lets observers tell a permanent
 	// rejection from an exhausted budget.
-	c.observe(ctx, Event{Kind: EventDeadLettered, Delivery: d, Reason: reason, Result: res})
+	c.observe(ctx, Event{Name: EventDeadLettered, Delivery: d, Reason: reason, Result: res})
 	return nil
 }
 
@@ -307,6 +307,6 @@ func (c *Client) release(ctx context.Context, d Delivery, lease Lease, reason st
 	if err := c.queue.Release(ctx, ReleaseParams{ID: d.ID, Lease: lease, At: at, Now: now}); err != nil {
 		return opErr("queue.release", d.ID, err)
 	}
-	c.observe(ctx, Event{Kind: EventReleased, Delivery: d, Reason: reason, At: at, Delay: at.Sub(now)})
+	c.observe(ctx, Event{Name: EventReleased, Delivery: d, Reason: reason, At: at, Delay: at.Sub(now)})
 	return nil
 }

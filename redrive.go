@@ -485,7 +485,7 @@ func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, log Redr
 			}
 			return moved, skipped, last, opErr("queue.enqueue", s.d.ID, err)
 		}
-		c.observe(ctx, Event{Kind: EventRedriven, Delivery: rec, Reason: s.d.LastReason, Time: at})
+		c.observe(ctx, Event{Name: EventRedriven, Delivery: rec, Reason: s.d.LastReason, Time: at})
 	}
 	return moved, skipped, last, nil
 }

@@ -48,7 +48,7 @@ func TestWorkerCleanerRemovesDeliveredHistory(t *testing.T) {
 		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
 			mu.Lock()
 			defer mu.Unlock()
-			switch e.Kind {
+			switch e.Name {
 			case hookrelay.EventDelivered, hookrelay.EventDeadLettered:
 				if delivered++; delivered == 6 {
 					close(allDelivered)
@@ -200,7 +200,7 @@ func TestWorkerCleanerReportsAFailedPassAndTriesAgain(t *testing.T) {
 		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
 			mu.Lock()
 			defer mu.Unlock()
-			switch e.Kind {
+			switch e.Name {
 			case hookrelay.EventWorkerError:
 				var oe *hookrelay.OpError
 				if errors.As(e.Err, &oe) {

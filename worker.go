@@ -295,7 +295,7 @@ func (c *Client) run(ctx context.Context, stopClaim <-chan struct{}, stopped cha
 			err := c.process(ctx, cl, attemptRun{fresh: true, batch: batch, freeSlot: freeSlot})
 			freeSlot()
 			if err != nil && ctx.Err() == nil {
-				c.observe(ctx, Event{Kind: EventWorkerError, Delivery: cl.Delivery, Err: err})
+				c.observe(ctx, Event{Name: EventWorkerError, Delivery: cl.Delivery, Err: err})
 			}
 		}()
 	}
@@ -332,7 +332,7 @@ func (c *Client) run(ctx context.Context, stopClaim <-chan struct{}, stopped cha
 			// The store is unreachable: report, back off and resume.
 			errDelay = min(max(2*errDelay, 50*time.Millisecond), 30*time.Second)
 			wait = errDelay
-			c.observe(ctx, Event{Kind: EventWorkerError, Err: err})
+			c.observe(ctx, Event{Name: EventWorkerError, Err: err})
 		case full:
 			errDelay = 0
 			continue // more may be due right now
@@ -462,13 +462,13 @@ func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error
 		stopCtx := context.WithoutCancel(ctx)
 		for _, cl := range claims {
 			if err := c.release(stopCtx, cl.Delivery, cl.Lease, ReasonWorkerStopped, now, now); err != nil {
-				c.observe(stopCtx, Event{Kind: EventWorkerError, Delivery: cl.Delivery, Err: err})
+				c.observe(stopCtx, Event{Name: EventWorkerError, Delivery: cl.Delivery, Err: err})
 			}
 		}
 		return false, nil
 	}
 	for _, cl := range claims {
-		c.observe(ctx, Event{Kind: EventClaimed, Delivery: cl.Delivery})
+		c.observe(ctx, Event{Name: EventClaimed, Delivery: cl.Delivery})
 		if c.roomClaims {
 			w.mu.Lock()
 			w.held.add(cl)
@@ -487,7 +487,7 @@ func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error
 			// Another delivery to the same destination fills its slots: hand
 			// this one back at once, without spending an attempt.
 			if err := c.release(ctx, cl.Delivery, cl.Lease, ReasonDestinationSaturated, now, now); err != nil {
-				c.observe(ctx, Event{Kind: EventWorkerError, Delivery: cl.Delivery, Err: err})
+				c.observe(ctx, Event{Name: EventWorkerError, Delivery: cl.Delivery, Err: err})
 			}
 			continue
 		}
@@ -537,7 +537,7 @@ func (c *Client) startHeld(ctx context.Context, launch func(Claim)) {
 	}
 	for _, cl := range stale {
 		if err := c.release(context.WithoutCancel(ctx), cl.Delivery, cl.Lease, ReasonDestinationSaturated, now, now); err != nil {
-			c.observe(ctx, Event{Kind: EventWorkerError, Delivery: cl.Delivery, Err: err})
+			c.observe(ctx, Event{Name: EventWorkerError, Delivery: cl.Delivery, Err: err})
 		}
 	}
 }
@@ -554,7 +554,7 @@ func (c *Client) releaseHeld(ctx context.Context) {
 	for _, cl := range held {
 		now := c.clock.Now()
 		if err := c.release(ctx, cl.Delivery, cl.Lease, ReasonWorkerStopped, now, now); err != nil {
-			c.observe(ctx, Event{Kind: EventWorkerError, Delivery: cl.Delivery, Err: err})
+			c.observe(ctx, Event{Name: EventWorkerError, Delivery: cl.Delivery, Err: err})
 		}
 	}
 }
@@ -578,7 +578,7 @@ func (c *Client) listenDue(ctx context.Context, stopClaim <-chan struct{}) {
 			return
 		}
 		if err != nil {
-			c.observe(ctx, Event{Kind: EventWorkerError, Err: opErr("queue.listen_due", "", err)})
+			c.observe(ctx, Event{Name: EventWorkerError, Err: opErr("queue.listen_due", "", err)})
 		}
 		delay = min(max(2*delay, 100*time.Millisecond), 30*time.Second)
 		if !c.waitFor(ctx, stopClaim, nil, delay) {

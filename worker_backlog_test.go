@@ -44,7 +44,7 @@ func TestBacklogToOneDestinationIsNotReleasedPerDelivery(t *testing.T) {
 		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
 			mu.Lock()
 			defer mu.Unlock()
-			switch e.Kind {
+			switch e.Name {
 			case hookrelay.EventReleased:
 				released++
 			case hookrelay.EventDelivered:

@@ -638,10 +638,10 @@ func (m *MockDeadLetterLedger) EXPECT() *MockDeadLetterLedgerMockRecorder {
 }
 
 // ListDead mocks base method.
-func (m *MockDeadLetterLedger) ListDead(ctx context.Context, params hookrelay.ListDeadParams) (hookrelay.DeadLetterPage, error) {
+func (m *MockDeadLetterLedger) ListDead(ctx context.Context, params hookrelay.ListDeadParams) (hookrelay.ListDeadPage, error) {
 	m.ctrl.T.Helper()
 	ret := m.ctrl.Call(m, "ListDead", ctx, params)
-	ret0, _ := ret[0].(hookrelay.DeadLetterPage)
+	ret0, _ := ret[0].(hookrelay.ListDeadPage)
 	ret1, _ := ret[1].(error)
 	return ret0, ret1
 }
@@ -790,10 +790,10 @@ func (mr *MockRedriveLedgerMockRecorder) CreateRedriveAudit(ctx, audit any) *gom
 }
 
 // ListDead mocks base method.
-func (m *MockRedriveLedger) ListDead(ctx context.Context, params hookrelay.ListDeadParams) (hookrelay.DeadLetterPage, error) {
+func (m *MockRedriveLedger) ListDead(ctx context.Context, params hookrelay.ListDeadParams) (hookrelay.ListDeadPage, error) {
 	m.ctrl.T.Helper()
 	ret := m.ctrl.Call(m, "ListDead", ctx, params)
-	ret0, _ := ret[0].(hookrelay.DeadLetterPage)
+	ret0, _ := ret[0].(hookrelay.ListDeadPage)
 	ret1, _ := ret[1].(error)
 	return ret0, ret1
 }

@@ -37,12 +37,12 @@ func (l *eventLog) Observe(_ context.Context, e hookrelay.Event) {
 	l.events = append(l.events, e)
 }
 
-func (l *eventLog) of(kind hookrelay.EventKind) []hookrelay.Event {
+func (l *eventLog) of(kind hookrelay.EventName) []hookrelay.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []hookrelay.Event
 	for _, e := range l.events {
-		if e.Kind == kind {
+		if e.Name == kind {
 			out = append(out, e)
 		}
 	}

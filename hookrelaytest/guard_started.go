@@ -91,7 +91,7 @@ func (f *guardFleet) untilQuiet(ids []string, cond func() bool, tick time.Durati
 		}
 		claimed := len(f.events.of(hookrelay.EventClaimed))
 		ended := 0
-		for _, k := range []hookrelay.EventKind{hookrelay.EventDelivered, hookrelay.EventRetryScheduled,
+		for _, k := range []hookrelay.EventName{hookrelay.EventDelivered, hookrelay.EventRetryScheduled,
 			hookrelay.EventDeadLettered, hookrelay.EventReleased, hookrelay.EventDuplicate} {
 			ended += len(f.events.of(k))
 		}
@@ -112,10 +112,10 @@ func (f *guardFleet) untilQuiet(ids []string, cond func() bool, tick time.Durati
 	}, 30*time.Second, 10*time.Millisecond, msg)
 	if !ok {
 		f.events.mu.Lock()
-		counts := map[hookrelay.EventKind]int{}
+		counts := map[hookrelay.EventName]int{}
 		for _, e := range f.events.events {
-			counts[e.Kind]++
-			if e.Kind == hookrelay.EventWorkerError {
+			counts[e.Name]++
+			if e.Name == hookrelay.EventWorkerError {
 				f.t.Log(e.Err)
 			}
 		}

@@ -873,7 +873,7 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 		assert.Equal(t, hookrelay.StateDelivered, e.get(flowing).State)
 		require.NoError(t, e.client.ResumeDestination(ctx, "dest_1"))
 		assert.Equal(t, hookrelay.StateDelivered, e.run(held).State)
-		for kind, want := range map[hookrelay.EventKind]int{hookrelay.EventDestinationPaused: 1, hookrelay.EventDestinationResumed: 1} {
+		for kind, want := range map[hookrelay.EventName]int{hookrelay.EventDestinationPaused: 1, hookrelay.EventDestinationResumed: 1} {
 			evs := e.events.of(kind)
 			if assert.Len(t, evs, want, "observers hear of %s", kind) {
 				assert.Equal(t, "dest_1", evs[0].Delivery.DestinationID)

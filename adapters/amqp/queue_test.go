@@ -159,7 +159,7 @@ func TestConnectionDropMidRunLosesNothingAndAcknowledgesNothingTwice(t *testing.
 	c := brokertest.NewClient(t, q, ledger, rec, func(c *hookrelay.Config) {
 		c.Concurrency, c.PerDestinationConcurrency, c.LeaseFor = 4, 4, 5*time.Second
 		c.Observer = hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
-			if e.Kind == hookrelay.EventWorkerError {
+			if e.Name == hookrelay.EventWorkerError {
 				workerErrors.Add(1)
 			}
 		})

@@ -257,7 +257,7 @@ func TestEndToEndGoneDisablesTheDestination(t *testing.T) {
 	assert.Equal(t, hookrelay.ReasonDestinationGone, dest.DisabledReason)
 	var disabled bool
 	for _, ev := range e.snapshot() {
-		disabled = disabled || ev.Kind == hookrelay.EventDestinationDisabled
+		disabled = disabled || ev.Name == hookrelay.EventDestinationDisabled
 	}
 	assert.True(t, disabled, "observers hear about it")
 }

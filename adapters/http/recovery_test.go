@@ -133,7 +133,7 @@ func TestRecoveryRehearsalOverHTTP(t *testing.T) {
 	assert.EqualValues(t, 2, audit.Redriven)
 	var redriven []time.Time
 	for _, ev := range e.snapshot() {
-		if ev.Kind == hookrelay.EventRedriven {
+		if ev.Name == hookrelay.EventRedriven {
 			redriven = append(redriven, ev.Time)
 		}
 	}

@@ -19,9 +19,9 @@ var (
 
 // ListDead implements hookrelay.DeadLetterLedger. It scans every record
 // under the store's lock, which is fine at in-memory sizes.
-func (s *Store) ListDead(ctx context.Context, p hookrelay.ListDeadParams) (hookrelay.DeadLetterPage, error) {
+func (s *Store) ListDead(ctx context.Context, p hookrelay.ListDeadParams) (hookrelay.ListDeadPage, error) {
 	if err := ctx.Err(); err != nil {
-		return hookrelay.DeadLetterPage{}, fmt.Errorf("hookrelay/memory: list dead: %w", err)
+		return hookrelay.ListDeadPage{}, fmt.Errorf("hookrelay/memory: list dead: %w", err)
 	}
 	limit := max(p.Limit, 1)
 	s.mu.Lock()
@@ -35,7 +35,7 @@ func (s *Store) ListDead(ctx context.Context, p hookrelay.ListDeadParams) (hookr
 	slices.SortFunc(out, func(a, b hookrelay.Delivery) int {
 		return cmp.Or(a.UpdatedAt.Compare(b.UpdatedAt), strings.Compare(a.ID, b.ID))
 	})
-	var page hookrelay.DeadLetterPage
+	var page hookrelay.ListDeadPage
 	if len(out) > limit {
 		out = out[:limit]
 		last := out[limit-1]

@@ -174,7 +174,7 @@ func TestFreeTextReasonsAreBoundedToOther(t *testing.T) {
 	}
 	r := hookrelay.Retryable("upstream said: token tok-123 expired")
 	m.Observe(context.Background(), hookrelay.Event{
-		Kind: hookrelay.EventRetryScheduled, Delivery: hookrelay.Delivery{ID: "whd_x", DestinationID: "acme"}, Result: &r,
+		Name: hookrelay.EventRetryScheduled, Delivery: hookrelay.Delivery{ID: "whd_x", DestinationID: "acme"}, Result: &r,
 	})
 	want := `
 # HELP hookrelay_attempts_total Finished attempts by destination, by the decision after them (delivered, retry_scheduled, permanently_rejected, dead_lettered) and by the attempt's reason.
@@ -230,10 +230,10 @@ func TestRetentionAndRecoveryAreCounted(t *testing.T) {
 	}
 	ctx := context.Background()
 	delivered := hookrelay.Delivery{DestinationID: "acme", State: hookrelay.StateDelivered}
-	m.Observe(ctx, hookrelay.Event{Kind: hookrelay.EventHistoryRemoved, Delivery: delivered, Count: 500})
-	m.Observe(ctx, hookrelay.Event{Kind: hookrelay.EventHistoryRemoved, Delivery: delivered, Count: 20})
-	m.Observe(ctx, hookrelay.Event{Kind: hookrelay.EventAttemptsCompacted, Delivery: delivered, Count: 7})
-	m.Observe(ctx, hookrelay.Event{Kind: hookrelay.EventRepublished, Delivery: hookrelay.Delivery{ID: "whd_1", DestinationID: "acme"}})
+	m.Observe(ctx, hookrelay.Event{Name: hookrelay.EventHistoryRemoved, Delivery: delivered, Count: 500})
+	m.Observe(ctx, hookrelay.Event{Name: hookrelay.EventHistoryRemoved, Delivery: delivered, Count: 20})
+	m.Observe(ctx, hookrelay.Event{Name: hookrelay.EventAttemptsCompacted, Delivery: delivered, Count: 7})
+	m.Observe(ctx, hookrelay.Event{Name: hookrelay.EventRepublished, Delivery: hookrelay.Delivery{ID: "whd_1", DestinationID: "acme"}})
 	want := `
 # HELP hookrelay_history_removed_total Records the retention cleaner removed, by destination and state.
 # TYPE hookrelay_history_removed_total counter

@@ -36,7 +36,7 @@ func TestCountsUnderTheRunningWorker(t *testing.T) {
 	var delivered atomic.Int64
 	allDone := make(chan struct{})
 	counter := hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
-		if e.Kind == hookrelay.EventDelivered && delivered.Add(1) == n {
+		if e.Name == hookrelay.EventDelivered && delivered.Add(1) == n {
 			close(allDone)
 		}
 	})

@@ -17,7 +17,7 @@ func Example() {
 
 	res := hookrelay.Permanent(hookrelay.ReasonAuthRejected).WithStatus(401)
 	obs.Observe(context.Background(), hookrelay.Event{
-		Kind: hookrelay.EventDeadLettered,
+		Name: hookrelay.EventDeadLettered,
 		Delivery: hookrelay.Delivery{
 			ID: "whd_0f8c", EventID: "evt-1", TenantID: "tenant-1",
 			DestinationID: "acme", EventType: "lease.payment_recorded", Attempt: 1,

@@ -4,7 +4,7 @@
 // Each event is one record whose message names the transition ("delivery
 // dead-lettered") and whose attributes identify the delivery:
 //
-//	event           the hookrelay.EventKind
+//	event           the hookrelay.EventName
 //	delivery_id     the idempotency key, to find the record and the recipient's copy
 //	event_id, tenant_id, destination_id, event_type
 //	attempt         the attempt the event is about (for retry_scheduled: the
@@ -109,7 +109,7 @@ func New(cfg Config) *Observer {
 // DefaultLevel is the default level of each event kind (see the package
 // documentation for why).
 func DefaultLevel(e hookrelay.Event) slog.Level {
-	switch e.Kind {
+	switch e.Name {
 	case hookrelay.EventWorkerError:
 		return slog.LevelError
 	case hookrelay.EventDeadLettered, hookrelay.EventDestinationDisabled, hookrelay.EventCircuitOpened:
@@ -123,7 +123,7 @@ func DefaultLevel(e hookrelay.Event) slog.Level {
 	return slog.LevelInfo
 }
 
-var messages = map[hookrelay.EventKind]string{
+var messages = map[hookrelay.EventName]string{
 	hookrelay.EventClaimed:             "delivery claimed",
 	hookrelay.EventAttemptFinished:     "attempt finished",
 	hookrelay.EventRetryScheduled:      "retry scheduled",
@@ -150,18 +150,18 @@ func (o *Observer) Observe(ctx context.Context, e hookrelay.Event) {
 	if !o.logger.Enabled(ctx, level) {
 		return
 	}
-	msg, ok := messages[e.Kind]
+	msg, ok := messages[e.Name]
 	if !ok {
 		msg = "hookrelay event"
 	}
-	if e.Kind == hookrelay.EventDestinationDisabled && e.Reason == hookrelay.ReasonDestinationFailing {
+	if e.Name == hookrelay.EventDestinationDisabled && e.Reason == hookrelay.ReasonDestinationFailing {
 		msg = "destination disabled: every attempt failed for the configured span"
 	}
 	attrs := make([]slog.Attr, 0, 20)
-	attrs = append(attrs, slog.String("event", string(e.Kind)))
+	attrs = append(attrs, slog.String("event", string(e.Name)))
 	if d := e.Delivery; d.ID != "" {
 		attempt := d.Attempt
-		if e.Kind == hookrelay.EventRetryScheduled {
+		if e.Name == hookrelay.EventRetryScheduled {
 			// The record already names the next attempt.
 			attempt--
 		}
@@ -207,12 +207,12 @@ func (o *Observer) Observe(ctx context.Context, e hookrelay.Event) {
 	if reason != "" {
 		attrs = append(attrs, slog.String("reason", o.text(reason)))
 	}
-	switch e.Kind {
+	switch e.Name {
 	case hookrelay.EventAttemptFinished:
 		attrs = append(attrs, slog.Duration("latency", e.Latency))
 	case hookrelay.EventRetryScheduled, hookrelay.EventReleased:
 		attrs = append(attrs, slog.Duration("delay", e.Delay), slog.Time("next_attempt_at", e.At))
-		if e.Kind == hookrelay.EventRetryScheduled {
+		if e.Name == hookrelay.EventRetryScheduled {
 			attrs = append(attrs, slog.Int("next_attempt", e.Delivery.Attempt))
 		}
 	case hookrelay.EventDestinationHeld:

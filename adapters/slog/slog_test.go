@@ -155,7 +155,7 @@ func TestLevelCanBeChanged(t *testing.T) {
 	o := hookslog.New(hookslog.Config{
 		Logger: slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo})),
 		Level: func(e hookrelay.Event) slog.Level {
-			if e.Kind == hookrelay.EventDelivered {
+			if e.Name == hookrelay.EventDelivered {
 				return slog.LevelInfo
 			}
 			return hookslog.DefaultLevel(e)
@@ -174,7 +174,7 @@ func TestScopeIsCappedInEachRecord(t *testing.T) {
 	}
 	d := hookrelay.Delivery{ID: "whd_1", EventID: "evt_1", TenantID: "t", DestinationID: "acct", EventType: "e", Attempt: 1, Scope: scope}
 	lines, raw := logLines(t, slog.LevelDebug, func(o *hookslog.Observer) {
-		o.Observe(context.Background(), hookrelay.Event{Kind: hookrelay.EventDeadLettered, Delivery: d, Reason: "attempts_exhausted"})
+		o.Observe(context.Background(), hookrelay.Event{Name: hookrelay.EventDeadLettered, Delivery: d, Reason: "attempts_exhausted"})
 	})
 	if len(raw) > 8<<10 {
 		t.Fatalf("one record is %d bytes; the scope is not capped", len(raw))

@@ -56,7 +56,7 @@ func BenchmarkClaimAndComplete(b *testing.B) {
 							return hookrelay.Delivered(204)
 						}),
 						Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
-							if e.Kind == hookrelay.EventDelivered && delivered.Add(1) == int64(b.N) {
+							if e.Name == hookrelay.EventDelivered && delivered.Add(1) == int64(b.N) {
 								once.Do(func() { close(done) })
 							}
 						}),

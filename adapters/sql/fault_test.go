@@ -53,7 +53,7 @@ func TestWorkerSurvivesTerminatedConnections(t *testing.T) {
 			return hookrelay.Delivered(200)
 		}),
 		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
-			if e.Kind == hookrelay.EventWorkerError {
+			if e.Name == hookrelay.EventWorkerError {
 				workerErrors.Add(1)
 			}
 		}),

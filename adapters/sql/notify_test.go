@@ -31,7 +31,7 @@ func TestWorkerInAnotherProcessIsWokenByTheCommit(t *testing.T) {
 		Queue: workerStore, Ledger: workerStore, Destinations: workerStore, PollInterval: time.Hour,
 		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result { return hookrelay.Delivered(204) }),
 		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
-			if e.Kind == hookrelay.EventDelivered {
+			if e.Name == hookrelay.EventDelivered {
 				delivered <- e.Delivery.EventID
 			}
 		}),

@@ -72,16 +72,16 @@ func (s *Store) deadWhere(f hookrelay.DeadLetterFilter) (string, []any, error) {
 
 // ListDead implements hookrelay.DeadLetterLedger with keyset paging on
 // (updated_at, id); for a dead row updated_at is its dead-letter time.
-func (s *Store) ListDead(ctx context.Context, p hookrelay.ListDeadParams) (hookrelay.DeadLetterPage, error) {
+func (s *Store) ListDead(ctx context.Context, p hookrelay.ListDeadParams) (hookrelay.ListDeadPage, error) {
 	limit := max(p.Limit, 1)
 	where, args, err := s.deadWhere(p.Filter)
 	if err != nil {
-		return hookrelay.DeadLetterPage{}, err
+		return hookrelay.ListDeadPage{}, err
 	}
 	if p.After != nil {
 		at, err := encTime("cursor", p.After.DeadAt)
 		if err != nil {
-			return hookrelay.DeadLetterPage{}, err
+			return hookrelay.ListDeadPage{}, err
 		}
 		where += " AND (updated_at > ? OR (updated_at = ? AND " + s.idOrder() + " > ?))"
 		args = append(args, at, at, p.After.ID)
@@ -90,23 +90,23 @@ func (s *Store) ListDead(ctx context.Context, p hookrelay.ListDeadParams) (hookr
 	args = append(args, limit+1)
 	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
-		return hookrelay.DeadLetterPage{}, s.dbErr("list dead", err)
+		return hookrelay.ListDeadPage{}, s.dbErr("list dead", err)
 	}
 	defer rows.Close()
-	var page hookrelay.DeadLetterPage
+	var page hookrelay.ListDeadPage
 	for rows.Next() {
 		d, _, err := scanDelivery(rows)
 		var de *DecodeError
 		if errors.As(err, &de) {
-			return hookrelay.DeadLetterPage{}, err
+			return hookrelay.ListDeadPage{}, err
 		}
 		if err != nil {
-			return hookrelay.DeadLetterPage{}, s.dbErr("list dead", err)
+			return hookrelay.ListDeadPage{}, s.dbErr("list dead", err)
 		}
 		page.Deliveries = append(page.Deliveries, d)
 	}
 	if err := rows.Err(); err != nil {
-		return hookrelay.DeadLetterPage{}, s.dbErr("list dead", err)
+		return hookrelay.ListDeadPage{}, s.dbErr("list dead", err)
 	}
 	if len(page.Deliveries) > limit {
 		page.Deliveries = page.Deliveries[:limit]

@@ -363,10 +363,10 @@ type deliveredWatch struct {
 	latencies []time.Duration
 	errors    atomic.Int64
 	lastErr   atomic.Value
-	events    sync.Map // hookrelay.EventKind → *atomic.Int64
+	events    sync.Map // hookrelay.EventName → *atomic.Int64
 }
 
-func (d *deliveredWatch) kindCount(k hookrelay.EventKind) int64 {
+func (d *deliveredWatch) kindCount(k hookrelay.EventName) int64 {
 	v, ok := d.events.Load(k)
 	if !ok {
 		return 0
@@ -383,9 +383,9 @@ func (d *deliveredWatch) expect(n int) <-chan struct{} {
 }
 
 func (d *deliveredWatch) Observe(_ context.Context, e hookrelay.Event) {
-	v, _ := d.events.LoadOrStore(e.Kind, new(atomic.Int64))
+	v, _ := d.events.LoadOrStore(e.Name, new(atomic.Int64))
 	v.(*atomic.Int64).Add(1)
-	switch e.Kind {
+	switch e.Name {
 	case hookrelay.EventDelivered:
 		d.mu.Lock()
 		defer d.mu.Unlock()
@@ -396,7 +396,7 @@ func (d *deliveredWatch) Observe(_ context.Context, e hookrelay.Event) {
 		}
 	case hookrelay.EventWorkerError, hookrelay.EventRetryScheduled, hookrelay.EventDeadLettered:
 		d.errors.Add(1)
-		d.lastErr.Store(fmt.Sprintf("%s %v %v", e.Kind, e.Err, e.Result))
+		d.lastErr.Store(fmt.Sprintf("%s %v %v", e.Name, e.Err, e.Result))
 	}
 }
 
@@ -563,10 +563,10 @@ type countingQueue struct {
 }
 
 // claimCall is the pseudo event kind countingQueue counts under.
-const claimCall hookrelay.EventKind = "bench_claim_call"
+const claimCall hookrelay.EventName = "bench_claim_call"
 
 func (q *countingQueue) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay.Claim, error) {
-	q.watch.Observe(ctx, hookrelay.Event{Kind: claimCall})
+	q.watch.Observe(ctx, hookrelay.Event{Name: claimCall})
 	return q.Queue.Claim(ctx, p)
 }
 

@@ -152,7 +152,7 @@ func runWorker(c config) error {
 		Policy: &policy, Concurrency: 8, LeaseFor: c.leaseFor,
 		Holder: fmt.Sprintf("soak-worker-%d-%d", c.workerID, os.Getpid()),
 		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
-			if e.Kind == hookrelay.EventWorkerError {
+			if e.Name == hookrelay.EventWorkerError {
 				fmt.Fprintf(os.Stderr, "%s worker_error delivery=%s: %v\n", time.Now().Format(time.RFC3339Nano), e.Delivery.ID, e.Err)
 			}
 		}),

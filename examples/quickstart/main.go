@@ -193,7 +193,7 @@ func (t *timeline) Observe(_ context.Context, e hookrelay.Event) {
 	defer t.mu.Unlock()
 	at := fmt.Sprintf("+%5.2fs", time.Since(t.start).Seconds())
 	d := e.Delivery
-	switch e.Kind {
+	switch e.Name {
 	case hookrelay.EventAttemptFinished:
 		fmt.Fprintf(t.out, "%s %s %-10s attempt %d → %s %s\n", at, d.ID, d.DestinationID, d.Attempt, status(e.Result), e.Result.Reason)
 	case hookrelay.EventRetryScheduled:

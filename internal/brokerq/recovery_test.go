@@ -56,7 +56,7 @@ func TestWorkerRepublishesARecordWhoseMessageWasLost(t *testing.T) {
 			return hookrelay.Delivered(204)
 		}),
 		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
-			if e.Kind == hookrelay.EventRepublished {
+			if e.Name == hookrelay.EventRepublished {
 				mu.Lock()
 				republished++
 				mu.Unlock()

@@ -283,7 +283,7 @@ func LostPublish(t *testing.T, newQueue func(t *testing.T, ledger Ledger) hookre
 			c := NewClient(t, q, ledger, rec, func(cfg *hookrelay.Config) {
 				cfg.RecoverUnpublishedAfter = grace
 				cfg.Observer = hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
-					if e.Kind == hookrelay.EventRepublished {
+					if e.Name == hookrelay.EventRepublished {
 						republished.Add(1)
 					}
 				})

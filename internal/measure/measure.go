@@ -99,7 +99,7 @@ func GuardOf(s hookrelay.DestinationStats, now time.Time) (Guard, bool) {
 // or a release, not in the attempt count.
 func Dispatch(ctx context.Context, e hookrelay.Event, r Recorder) {
 	dest := e.Delivery.DestinationID
-	switch e.Kind {
+	switch e.Name {
 	case hookrelay.EventAttemptFinished:
 		r.AttemptLatency(ctx, dest, e.Latency)
 	case hookrelay.EventDelivered:
@@ -132,7 +132,7 @@ func Dispatch(ctx context.Context, e hookrelay.Event, r Recorder) {
 	case hookrelay.EventRepublished:
 		r.Republished(ctx, dest)
 	case hookrelay.EventDestinationHeld, hookrelay.EventCircuitOpened, hookrelay.EventCircuitClosed:
-		r.GuardChanged(ctx, dest, string(e.Kind))
+		r.GuardChanged(ctx, dest, string(e.Name))
 	}
 }
 

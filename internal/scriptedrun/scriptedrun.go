@@ -278,7 +278,7 @@ func (r *Run) Leaky(t *testing.T, obs hookrelay.Observer, wrap WrapSender) {
 	r.ProcessDue(t, T0, 1)
 	r.ProcessDue(t, T0.Add(2*time.Second), 1)
 	obs.Observe(context.Background(), hookrelay.Event{
-		Kind: hookrelay.EventWorkerError, Time: r.Clock.Now(),
+		Name: hookrelay.EventWorkerError, Time: r.Clock.Now(),
 		Err: &hookrelay.OpError{Op: "destinations.get", Err: fmt.Errorf("get %s: connection refused", dest.URL)},
 	})
 	all := strings.Join(details, "\n")

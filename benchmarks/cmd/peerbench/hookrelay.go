@@ -71,11 +71,11 @@ func openHookrelay(ctx context.Context, backend string, o options, url string, p
 }
 
 func (s *hookrelaySystem) observe(_ context.Context, e hookrelay.Event) {
-	switch e.Kind {
+	switch e.Name {
 	case hookrelay.EventDelivered:
 		s.progress.delivered()
 	case hookrelay.EventWorkerError, hookrelay.EventRetryScheduled, hookrelay.EventDeadLettered:
-		s.progress.failed(fmt.Sprintf("%s %v %v", e.Kind, e.Err, e.Result))
+		s.progress.failed(fmt.Sprintf("%s %v %v", e.Name, e.Err, e.Result))
 	}
 }
 
