@@ -40,7 +40,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/hookrelay/hookrelay"
-	"github.com/hookrelay/hookrelay/internal/brokerq"
+	"github.com/hookrelay/hookrelay/adapters/internal/brokerq"
 )
 
 // HeaderDeadLetterReason carries the dead-letter reason on a message in the

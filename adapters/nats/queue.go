@@ -32,7 +32,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookrelay/hookrelay"
-	"github.com/hookrelay/hookrelay/internal/brokerq"
+	"github.com/hookrelay/hookrelay/adapters/internal/brokerq"
 )
 
 // HeaderDeadLetterReason carries the dead-letter reason on a message in the

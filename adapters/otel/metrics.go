@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/hookrelay/hookrelay"
-	"github.com/hookrelay/hookrelay/internal/measure"
+	"github.com/hookrelay/hookrelay/adapters/internal/measure"
 )
 
 // Attribute keys of the metrics (besides AttrDestinationID and AttrReason).

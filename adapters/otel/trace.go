@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookrelay/hookrelay"
-	"github.com/hookrelay/hookrelay/internal/redact"
+	"github.com/hookrelay/hookrelay/adapters/internal/redact"
 )
 
 // instrumentationName names this package's tracer and meter.

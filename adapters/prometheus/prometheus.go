@@ -67,7 +67,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hookrelay/hookrelay"
-	"github.com/hookrelay/hookrelay/internal/measure"
+	"github.com/hookrelay/hookrelay/adapters/internal/measure"
 )
 
 // DefaultLatencyBuckets are the attempt latency histogram's upper bounds in

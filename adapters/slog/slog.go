@@ -53,8 +53,8 @@ import (
 	"slices"
 
 	"github.com/hookrelay/hookrelay"
-	"github.com/hookrelay/hookrelay/internal/measure"
-	"github.com/hookrelay/hookrelay/internal/redact"
+	"github.com/hookrelay/hookrelay/adapters/internal/measure"
+	"github.com/hookrelay/hookrelay/adapters/internal/redact"
 )
 
 // Config configures an Observer. Zero fields take the documented defaults.

@@ -16,7 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hookrelay/hookrelay"
-	"github.com/hookrelay/hookrelay/internal/redact"
+	"github.com/hookrelay/hookrelay/adapters/internal/redact"
 )
 
 func (h *Handler) routes() {

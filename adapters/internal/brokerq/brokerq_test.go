@@ -11,9 +11,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/adapters/internal/brokerq"
 	"github.com/hookrelay/hookrelay/adapters/memory"
 	"github.com/hookrelay/hookrelay/hookrelaytest"
-	"github.com/hookrelay/hookrelay/internal/brokerq"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

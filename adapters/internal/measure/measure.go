@@ -20,8 +20,9 @@ const (
 	OutcomeDeadLettered        = "dead_lettered"
 )
 
-// Other replaces a label value that is not a short lower_snake_case word, so a misbehaving Sender cannot blow up label cardinality or put
-// free text (possibly a secret) into a label.
+// Other replaces a label value that is not a short lower_snake_case word,
+// so a misbehaving Sender cannot blow up label cardinality or put free text
+// (possibly a secret) into a label.
 const Other = "other"
 
 // Recorder receives what one event adds to the metrics. Label values passed
