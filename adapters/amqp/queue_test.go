@@ -275,7 +275,7 @@ func TestUnreadableAndOrphanMessages(t *testing.T) {
 	assert.Equal(t, map[string]int{cfg.Name + ".dead": 1}, nonZero(got),
 		"the orphan (its create rolled back) is acknowledged; the unreadable one is dead-lettered")
 	msg := getDead(t, cfg)
-	assert.Equal(t, "malformed_envelope", msg.Headers[hookamqp.HeaderDeadLetterReason])
+	assert.Equal(t, hookrelay.ReasonMalformedEnvelope, msg.Headers[hookamqp.HeaderDeadLetterReason])
 	assert.Equal(t, "not an envelope", string(msg.Body), "kept as it was, for an operator")
 }
 

@@ -161,7 +161,7 @@ func TestUnreadableAndOrphanMessages(t *testing.T) {
 	require.NoError(t, err)
 	msg, err := dlq.GetMsg(ctx, 1)
 	require.NoError(t, err)
-	assert.Equal(t, "malformed_envelope", msg.Header.Get(hooknats.HeaderDeadLetterReason))
+	assert.Equal(t, hookrelay.ReasonMalformedEnvelope, msg.Header.Get(hooknats.HeaderDeadLetterReason))
 	assert.Equal(t, "not an envelope", string(msg.Data), "kept as it was, for an operator")
 }
 

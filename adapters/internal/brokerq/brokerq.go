@@ -78,10 +78,6 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// ReasonMalformedEnvelope is the dead-letter reason of a message that is
-// not an envelope at all. It has no delivery record to go back to.
-const ReasonMalformedEnvelope = "malformed_envelope"
-
 // maxFetchRounds bounds the fetches of one Claim: messages for skipped
 // destinations are set aside and the broker asked again, so a paused
 // destination at the head of the queue cannot starve the others.
@@ -102,23 +98,18 @@ type inflight[M any] struct {
 type Queue[M any] struct {
 	broker Broker[M]
 	ledger hookrelay.LeaseLedger
-	reader hookrelay.Ledger // the same ledger, for Get
 	cfg    Config
 
 	mu       sync.Mutex
 	inflight map[key]inflight[M]
 }
 
-// New returns a Queue. ledger must implement hookrelay.Ledger too.
+// New returns a Queue.
 func New[M any](b Broker[M], ledger hookrelay.LeaseLedger, cfg Config) (*Queue[M], error) {
-	reader, ok := ledger.(hookrelay.Ledger)
-	if !ok {
-		return nil, fmt.Errorf("%w: %T implements LeaseLedger but not Ledger", hookrelay.ErrInvalidConfig, ledger)
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Queue[M]{broker: b, ledger: ledger, reader: reader, cfg: cfg, inflight: map[key]inflight[M]{}}, nil
+	return &Queue[M]{broker: b, ledger: ledger, cfg: cfg, inflight: map[key]inflight[M]{}}, nil
 }
 
 // Enqueue publishes one envelope per delivery and waits for the broker's
@@ -223,7 +214,7 @@ func (q *Queue[M]) admit(ctx context.Context, m M, p hookrelay.ClaimParams) (hoo
 	}
 	if err != nil {
 		q.cfg.Logger.ErrorContext(ctx, "hookrelay broker queue: unreadable message dead-lettered", "error", err)
-		return hookrelay.Claim{}, false, q.broker.DeadLetter(ctx, m, nil, ReasonMalformedEnvelope)
+		return hookrelay.Claim{}, false, q.broker.DeadLetter(ctx, m, nil, hookrelay.ReasonMalformedEnvelope)
 	}
 	if slices.Contains(p.SkipDestinations, d.DestinationID) {
 		return hookrelay.Claim{}, false, q.broker.Redeliver(ctx, m, q.cfg.SkipDelay, nil)
@@ -273,7 +264,7 @@ func (q *Queue[M]) take(id string, lease hookrelay.Lease) (M, bool) {
 // holds: harmless (nil) when the ledger says the delivery is finished and
 // finished is allowed, else ErrLeaseLost.
 func (q *Queue[M]) unknownLease(ctx context.Context, id string, finished ...hookrelay.State) error {
-	d, err := q.reader.Get(ctx, id)
+	d, err := q.ledger.Get(ctx, id)
 	if err == nil && slices.Contains(finished, d.State) {
 		return nil
 	}
