@@ -27,7 +27,7 @@
 //
 // NewMetrics returns an Observer that records, through a MeterProvider:
 //
-//	hookrelay.attempts                  counter {attempt}: hookrelay.destination.id, hookrelay.outcome, hookrelay.reason
+//	hookrelay.attempts                  counter {attempt}: hookrelay.destination.id, hookrelay.decision, hookrelay.reason
 //	hookrelay.attempt.duration          histogram, s: hookrelay.destination.id
 //	hookrelay.dead_lettered             counter {delivery}: hookrelay.destination.id, hookrelay.reason
 //	hookrelay.released                  counter {delivery}: hookrelay.destination.id, hookrelay.reason
@@ -46,7 +46,7 @@
 //	hookrelay.deliveries.oldest_eligible.age, hookrelay.deliveries.oldest_dead.age           s
 //	hookrelay.ledger_stats.up                                                                1 or 0
 //
-// hookrelay.outcome is the decision after the attempt: delivered,
+// hookrelay.decision is the decision after the attempt: delivered,
 // retry_scheduled, permanently_rejected or dead_lettered. Attribute values
 // are bounded exactly as in the Prometheus adapter: no delivery IDs, and a
 // reason that is not a short lower_snake_case word becomes "other".

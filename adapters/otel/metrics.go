@@ -17,9 +17,9 @@ import (
 
 // Attribute keys of the metrics (besides AttrDestinationID and AttrReason).
 const (
-	// AttrOutcome is the decision after an attempt: delivered,
+	// AttrDecision is the decision after an attempt: delivered,
 	// retry_scheduled, permanently_rejected or dead_lettered.
-	AttrOutcome = attribute.Key("hookrelay.outcome")
+	AttrDecision = attribute.Key("hookrelay.decision")
 	// AttrOp is the core operation of a worker error.
 	AttrOp = attribute.Key("hookrelay.op")
 	// AttrState is the state of records the retention cleaner removed.
@@ -198,8 +198,8 @@ type recorder struct{ m *Metrics }
 
 func dest(id string) attribute.KeyValue { return AttrDestinationID.String(id) }
 
-func (r recorder) Attempt(ctx context.Context, d, outcome, reason string) {
-	r.m.attempts.Add(ctx, 1, metric.WithAttributes(dest(d), AttrOutcome.String(outcome), AttrReason.String(reason)))
+func (r recorder) Attempt(ctx context.Context, d, decision, reason string) {
+	r.m.attempts.Add(ctx, 1, metric.WithAttributes(dest(d), AttrDecision.String(decision), AttrReason.String(reason)))
 }
 
 func (r recorder) AttemptLatency(ctx context.Context, d string, latency time.Duration) {

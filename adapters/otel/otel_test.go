@@ -215,12 +215,12 @@ func TestMetricsAfterScriptedRunShowExactCountsAndAges(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantPoints(t, rm, "hookrelay.attempts", map[string]any{
-		"acme|delivered|":                            int64(1),
-		"globex|delivered|":                          int64(1),
-		"globex|retry_scheduled|service_unavailable": int64(1),
-		"initech|permanently_rejected|auth_rejected": int64(1),
-		"umbrella|retry_scheduled|server_error":      int64(1),
-		"umbrella|dead_lettered|server_error":        int64(1),
+		"delivered|acme|":                            int64(1),
+		"delivered|globex|":                          int64(1),
+		"retry_scheduled|globex|service_unavailable": int64(1),
+		"permanently_rejected|initech|auth_rejected": int64(1),
+		"retry_scheduled|umbrella|server_error":      int64(1),
+		"dead_lettered|umbrella|server_error":        int64(1),
 	})
 	wantPoints(t, rm, "hookrelay.dead_lettered", map[string]any{
 		"initech|auth_rejected":       int64(1),

@@ -12,8 +12,8 @@
 //
 // # Metrics
 //
-//	hookrelay_attempts_total{destination,outcome,reason}
-//	    Finished attempts by the decision after them: outcome is delivered,
+//	hookrelay_attempts_total{destination,decision,reason}
+//	    Finished attempts by the decision after them: decision is delivered,
 //	    retry_scheduled, permanently_rejected (the recipient refused it for
 //	    good) or dead_lettered (budget or delivery window ran out); reason is
 //	    the attempt's result reason ("" when delivered).
@@ -159,7 +159,7 @@ func New(cfg Config) (*Metrics, error) {
 	m := &Metrics{
 		attempts: counter("hookrelay_attempts_total",
 			"Finished attempts by destination, by the decision after them (delivered, retry_scheduled, permanently_rejected, dead_lettered) and by the attempt's reason.",
-			"destination", "outcome", "reason"),
+			"destination", "decision", "reason"),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "hookrelay_attempt_duration_seconds",
 			Help:    "Send latency of each attempt by destination.",
@@ -210,8 +210,8 @@ func (m *Metrics) Observe(ctx context.Context, e hookrelay.Event) {
 // Metrics' public API.
 type recorder struct{ m *Metrics }
 
-func (r recorder) Attempt(_ context.Context, dest, outcome, reason string) {
-	r.m.attempts.WithLabelValues(dest, outcome, reason).Inc()
+func (r recorder) Attempt(_ context.Context, dest, decision, reason string) {
+	r.m.attempts.WithLabelValues(dest, decision, reason).Inc()
 }
 
 func (r recorder) AttemptLatency(_ context.Context, dest string, d time.Duration) {

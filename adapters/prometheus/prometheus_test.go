@@ -34,12 +34,12 @@ func TestScrapeAfterScriptedRunShowsExactCountsAndAges(t *testing.T) {
 	want := `
 # HELP hookrelay_attempts_total Finished attempts by destination, by the decision after them (delivered, retry_scheduled, permanently_rejected, dead_lettered) and by the attempt's reason.
 # TYPE hookrelay_attempts_total counter
-hookrelay_attempts_total{destination="acme",outcome="delivered",reason=""} 1
-hookrelay_attempts_total{destination="globex",outcome="delivered",reason=""} 1
-hookrelay_attempts_total{destination="globex",outcome="retry_scheduled",reason="service_unavailable"} 1
-hookrelay_attempts_total{destination="initech",outcome="permanently_rejected",reason="auth_rejected"} 1
-hookrelay_attempts_total{destination="umbrella",outcome="dead_lettered",reason="server_error"} 1
-hookrelay_attempts_total{destination="umbrella",outcome="retry_scheduled",reason="server_error"} 1
+hookrelay_attempts_total{decision="delivered",destination="acme",reason=""} 1
+hookrelay_attempts_total{decision="delivered",destination="globex",reason=""} 1
+hookrelay_attempts_total{decision="retry_scheduled",destination="globex",reason="service_unavailable"} 1
+hookrelay_attempts_total{decision="permanently_rejected",destination="initech",reason="auth_rejected"} 1
+hookrelay_attempts_total{decision="dead_lettered",destination="umbrella",reason="server_error"} 1
+hookrelay_attempts_total{decision="retry_scheduled",destination="umbrella",reason="server_error"} 1
 # HELP hookrelay_dead_lettered_total Deliveries dead-lettered by destination and dead-letter reason.
 # TYPE hookrelay_dead_lettered_total counter
 hookrelay_dead_lettered_total{destination="initech",reason="auth_rejected"} 1
@@ -157,7 +157,7 @@ func TestNoSecretOrPayloadInAnyMetric(t *testing.T) {
 	}
 	// The leaky run was counted: the test looks at real series.
 	for _, series := range []string{
-		`hookrelay_attempts_total{destination="leaky",outcome="permanently_rejected",reason="auth_rejected"} 1`,
+		`hookrelay_attempts_total{decision="permanently_rejected",destination="leaky",reason="auth_rejected"} 1`,
 		`hookrelay_worker_errors_total{op="destinations.get"} 1`,
 	} {
 		if !strings.Contains(text.String(), series) {
@@ -179,7 +179,7 @@ func TestFreeTextReasonsAreBoundedToOther(t *testing.T) {
 	want := `
 # HELP hookrelay_attempts_total Finished attempts by destination, by the decision after them (delivered, retry_scheduled, permanently_rejected, dead_lettered) and by the attempt's reason.
 # TYPE hookrelay_attempts_total counter
-hookrelay_attempts_total{destination="acme",outcome="retry_scheduled",reason="other"} 1
+hookrelay_attempts_total{decision="retry_scheduled",destination="acme",reason="other"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "hookrelay_attempts_total"); err != nil {
 		t.Error(err)

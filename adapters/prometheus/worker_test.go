@@ -81,9 +81,9 @@ func TestCountsUnderTheRunningWorker(t *testing.T) {
 	want := `
 # HELP hookrelay_attempts_total Finished attempts by destination, by the decision after them (delivered, retry_scheduled, permanently_rejected, dead_lettered) and by the attempt's reason.
 # TYPE hookrelay_attempts_total counter
-hookrelay_attempts_total{destination="acme",outcome="delivered",reason=""} 8
-hookrelay_attempts_total{destination="globex",outcome="delivered",reason=""} 8
-hookrelay_attempts_total{destination="initech",outcome="delivered",reason=""} 8
+hookrelay_attempts_total{decision="delivered",destination="acme",reason=""} 8
+hookrelay_attempts_total{decision="delivered",destination="globex",reason=""} 8
+hookrelay_attempts_total{decision="delivered",destination="initech",reason=""} 8
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "hookrelay_attempts_total"); err != nil {
 		t.Error(err)

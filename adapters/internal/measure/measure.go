@@ -12,12 +12,14 @@ import (
 	"github.com/hookrelay/hookrelay"
 )
 
-// Attempt outcomes: what the state machine decided after an attempt.
+// Decisions: what the state machine decided after an attempt (the
+// attempts metric's decision label; "outcome" is an attempt's
+// accepted/rejected/unknown).
 const (
-	OutcomeDelivered           = "delivered"
-	OutcomeRetryScheduled      = "retry_scheduled"
-	OutcomePermanentlyRejected = "permanently_rejected"
-	OutcomeDeadLettered        = "dead_lettered"
+	DecisionDelivered           = "delivered"
+	DecisionRetryScheduled      = "retry_scheduled"
+	DecisionPermanentlyRejected = "permanently_rejected"
+	DecisionDeadLettered        = "dead_lettered"
 )
 
 // Other replaces a label value that is not a short lower_snake_case word,
@@ -31,7 +33,7 @@ const Other = "other"
 type Recorder interface {
 	// Attempt counts one finished attempt by what was decided after it;
 	// reason is the attempt's result reason ("" when delivered).
-	Attempt(ctx context.Context, destination, outcome, reason string)
+	Attempt(ctx context.Context, destination, decision, reason string)
 	// AttemptLatency records how long one send took.
 	AttemptLatency(ctx context.Context, destination string, d time.Duration)
 	// DeadLettered counts one delivery moved to the dead-letter state, with
@@ -104,16 +106,16 @@ func Dispatch(ctx context.Context, e hookrelay.Event, r Recorder) {
 	case hookrelay.EventAttemptFinished:
 		r.AttemptLatency(ctx, dest, e.Latency)
 	case hookrelay.EventDelivered:
-		r.Attempt(ctx, dest, OutcomeDelivered, "")
+		r.Attempt(ctx, dest, DecisionDelivered, "")
 	case hookrelay.EventRetryScheduled:
-		r.Attempt(ctx, dest, OutcomeRetryScheduled, resultReason(e))
+		r.Attempt(ctx, dest, DecisionRetryScheduled, resultReason(e))
 	case hookrelay.EventDeadLettered:
 		if e.Result != nil {
-			outcome := OutcomeDeadLettered
+			decision := DecisionDeadLettered
 			if e.Result.Kind == hookrelay.KindPermanent {
-				outcome = OutcomePermanentlyRejected
+				decision = DecisionPermanentlyRejected
 			}
-			r.Attempt(ctx, dest, outcome, resultReason(e))
+			r.Attempt(ctx, dest, decision, resultReason(e))
 		}
 		r.DeadLettered(ctx, dest, Label(e.Reason))
 	case hookrelay.EventReleased:
