@@ -1,6 +1,7 @@
 package hookrelay
 
 import (
+	"cmp"
 	"context"
 	crand "crypto/rand"
 	"encoding/binary"
@@ -11,6 +12,19 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/google/uuid"
+)
+
+// Defaults of Config's zero fields.
+const (
+	DefaultConcurrency               = 16
+	DefaultPerDestinationConcurrency = 4
+	DefaultPollInterval              = time.Second
+	DefaultLeaseFor                  = 2 * time.Minute
+	DefaultPausedRecheck             = 5 * time.Second
+	DefaultDestinationCacheTTL       = time.Second
+	DefaultCircuitCoolDown           = 30 * time.Second
+	DefaultMaxPayloadBytes           = 1 << 20 // 1 MiB
+	DefaultRecoverUnpublishedAfter   = 5 * time.Minute
 )
 
 // Config configures a Client. Zero fields take the documented defaults;
@@ -35,14 +49,16 @@ type Config struct {
 	// Random is the jitter source. Defaults to a PCG generator seeded from
 	// crypto/rand.
 	Random Random
-	// Concurrency caps sends in flight in this worker. Defaults to 16. With
+	// Concurrency caps sends in flight in this worker. Defaults to
+	// DefaultConcurrency. With
 	// a BatchLedger (the memory and SQL stores), an attempt gives its slot
 	// back once its ledger write is queued for the next batch, and at most
 	// Concurrency finished attempts wait for their batch.
 	Concurrency int
 	// PerDestinationConcurrency caps attempts in flight to one destination
 	// in this worker, unless the destination sets MaxConcurrency, so a slow
-	// destination cannot take the whole pool. Defaults to 4.
+	// destination cannot take the whole pool. Defaults to
+	// DefaultPerDestinationConcurrency.
 	PerDestinationConcurrency int
 	// BatchSize caps deliveries claimed per poll. Defaults to Concurrency.
 	// A claim takes at most each destination's room (its limit less its
@@ -51,13 +67,14 @@ type Config struct {
 	// does not claim deliveries to one destination only to hand them back.
 	BatchSize int
 	// PollInterval is how often the worker looks for due work when it was
-	// not woken. Defaults to 1s.
+	// not woken. Defaults to DefaultPollInterval.
 	PollInterval time.Duration
 	// LeaseFor is how long a claim is held; it must exceed the longest send
-	// timeout. Sends are cancelled when the lease runs out. Defaults to 2m.
+	// timeout. Sends are cancelled when the lease runs out. Defaults to
+	// DefaultLeaseFor.
 	LeaseFor time.Duration
 	// PausedRecheck is how long a paused or disabled destination is skipped
-	// before the worker looks at it again. Defaults to 5s.
+	// before the worker looks at it again. Defaults to DefaultPausedRecheck.
 	PausedRecheck time.Duration
 	// DestinationCacheTTL is how long the worker reuses what Destinations
 	// returned for a destination before reading it again (Process called
@@ -65,7 +82,8 @@ type Config struct {
 	// resume, a 410 disabling it, a redrive of its deliveries) is seen at
 	// once; a change written to the store directly (Put) or by another
 	// process within the TTL. Claims on the SQL store skip paused and
-	// disabled destinations whatever the cache holds. Defaults to 1s;
+	// disabled destinations whatever the cache holds. Defaults to
+	// DefaultDestinationCacheTTL;
 	// negative turns the cache off.
 	DestinationCacheTTL time.Duration
 	// DefaultMaxPerSecond caps sends per second to every destination that
@@ -81,7 +99,7 @@ type Config struct {
 	// to 0: no circuit breaker.
 	CircuitFailureThreshold int
 	// CircuitCoolDown is how long an open circuit waits before its probe.
-	// Defaults to 30s.
+	// Defaults to DefaultCircuitCoolDown.
 	CircuitCoolDown time.Duration
 	// DisableAfterFailingFor disables a destination whose attempts have
 	// all failed (retryable results) for this long, with the reason
@@ -95,7 +113,8 @@ type Config struct {
 	// previous one committed, with every write that arrived meanwhile,
 	// which under load gives large batches without delaying a lone write.
 	CompletionLinger time.Duration
-	// MaxPayloadBytes refuses larger payloads at enqueue. Defaults to 1 MiB.
+	// MaxPayloadBytes refuses larger payloads at enqueue. Defaults to
+	// DefaultMaxPayloadBytes.
 	MaxPayloadBytes int
 	// Holder names this worker in leases. Defaults to a random UUID.
 	Holder string
@@ -119,7 +138,8 @@ type Config struct {
 	// skip delay of a destination at its concurrency limit): a shorter one
 	// costs surplus messages, which the lease makes harmless, never a
 	// second send. Deliveries to destinations this worker knows are paused
-	// or disabled are left alone. Defaults to 5m; negative turns recovery
+	// or disabled are left alone. Defaults to
+	// DefaultRecoverUnpublishedAfter; negative turns recovery
 	// off.
 	RecoverUnpublishedAfter time.Duration
 	// Authorizer decides who may redrive which dead-lettered deliveries.
@@ -257,26 +277,16 @@ func New(cfg Config) (*Client, error) {
 	if c.observer == nil {
 		c.observer = nopObserver{}
 	}
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	defDur := func(v *time.Duration, d time.Duration) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&cfg.Concurrency, 16)
-	def(&cfg.PerDestinationConcurrency, 4)
-	def(&cfg.BatchSize, cfg.Concurrency)
-	def(&cfg.MaxPayloadBytes, 1<<20)
-	defDur(&cfg.PollInterval, time.Second)
-	defDur(&cfg.LeaseFor, 2*time.Minute)
-	defDur(&cfg.PausedRecheck, 5*time.Second)
-	defDur(&cfg.DestinationCacheTTL, time.Second)
-	defDur(&cfg.RecoverUnpublishedAfter, 5*time.Minute)
-	defDur(&cfg.CircuitCoolDown, 30*time.Second)
+	cfg.Concurrency = cmp.Or(cfg.Concurrency, DefaultConcurrency)
+	cfg.PerDestinationConcurrency = cmp.Or(cfg.PerDestinationConcurrency, DefaultPerDestinationConcurrency)
+	cfg.BatchSize = cmp.Or(cfg.BatchSize, cfg.Concurrency)
+	cfg.MaxPayloadBytes = cmp.Or(cfg.MaxPayloadBytes, DefaultMaxPayloadBytes)
+	cfg.PollInterval = cmp.Or(cfg.PollInterval, DefaultPollInterval)
+	cfg.LeaseFor = cmp.Or(cfg.LeaseFor, DefaultLeaseFor)
+	cfg.PausedRecheck = cmp.Or(cfg.PausedRecheck, DefaultPausedRecheck)
+	cfg.DestinationCacheTTL = cmp.Or(cfg.DestinationCacheTTL, DefaultDestinationCacheTTL)
+	cfg.RecoverUnpublishedAfter = cmp.Or(cfg.RecoverUnpublishedAfter, DefaultRecoverUnpublishedAfter)
+	cfg.CircuitCoolDown = cmp.Or(cfg.CircuitCoolDown, DefaultCircuitCoolDown)
 	if cfg.Holder == "" {
 		cfg.Holder = uuid.NewString()
 	}

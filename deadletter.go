@@ -1,6 +1,7 @@
 package hookrelay
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -132,10 +133,20 @@ func (c *Client) Delivery(ctx context.Context, id string) (DeliveryDetail, error
 	return det, nil
 }
 
+// Page sizes of the operator calls: what a zero size means, and the
+// most one call takes.
+const (
+	DefaultDeadLettersLimit   = 100  // Client.DeadLetters
+	DefaultRedriveBatchSize   = 100  // Client.Redrive
+	DefaultRedriveAuditsLimit = 50   // Client.RedriveAudits
+	MaxPageSize               = 1000 // the most any of them takes at once
+)
+
 // DeadLettersParams are the inputs of Client.DeadLetters.
 type DeadLettersParams struct {
 	Filter DeadLetterFilter
-	// Limit caps the page size. Defaults to 100; at most 1000.
+	// Limit caps the page size. Defaults to DefaultDeadLettersLimit; at
+	// most MaxPageSize.
 	Limit int
 	// Cursor continues from a previous page's Next; empty starts at the
 	// oldest dead-lettered delivery.
@@ -157,14 +168,10 @@ func (c *Client) DeadLetters(ctx context.Context, params DeadLettersParams) (Dea
 	if !ok {
 		return DeadLettersPage{}, fmt.Errorf("dead letters: %w (the Ledger is not a DeadLetterLedger)", ErrUnsupported)
 	}
-	switch {
-	case params.Limit < 0:
+	if params.Limit < 0 {
 		return DeadLettersPage{}, invalid(ErrInvalidRequest, "Limit", "must not be negative")
-	case params.Limit == 0:
-		params.Limit = 100
-	case params.Limit > 1000:
-		params.Limit = 1000
 	}
+	params.Limit = min(cmp.Or(params.Limit, DefaultDeadLettersLimit), MaxPageSize)
 	lp := ListDeadParams{Filter: params.Filter, Limit: params.Limit}
 	if params.Cursor != "" {
 		cur, err := ParseDeadLetterCursor(params.Cursor)

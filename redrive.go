@@ -1,6 +1,7 @@
 package hookrelay
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -151,8 +152,8 @@ type RedriveParams struct {
 	// become due.
 	RatePerSecond float64
 	// BatchSize is how many deliveries are handled between two checks of
-	// the stop control and two audit updates. Defaults to 100; at most
-	// 1000.
+	// the stop control and two audit updates. Defaults to
+	// DefaultRedriveBatchSize; at most MaxPageSize.
 	BatchSize int
 	// Progress, if set, is called with the audit entry once the entry is
 	// written (so its ID is known) and after each batch.
@@ -197,11 +198,8 @@ func (c *Client) Redrive(ctx context.Context, params RedriveParams) (RedriveAudi
 		return RedriveAudit{}, invalid(ErrInvalidRequest, "RatePerSecond", "must be positive and at most 1e6")
 	case params.BatchSize < 0:
 		return RedriveAudit{}, invalid(ErrInvalidRequest, "BatchSize", "must not be negative")
-	case params.BatchSize == 0:
-		params.BatchSize = 100
-	case params.BatchSize > 1000:
-		params.BatchSize = 1000
 	}
+	params.BatchSize = min(cmp.Or(params.BatchSize, DefaultRedriveBatchSize), MaxPageSize)
 	now := c.clock.Now()
 	filter := params.Filter
 	filter.DeadBefore = snapshotBound(filter.DeadBefore, now)
@@ -535,20 +533,17 @@ func (c *Client) DestinationStatus(ctx context.Context, id string) (DestinationS
 }
 
 // RedriveAudits returns the newest redrive audit entries, at most limit
-// (defaults to 50; at most 1000). It returns ErrUnsupported when the Ledger
+// (defaults to DefaultRedriveAuditsLimit; at most MaxPageSize). It returns ErrUnsupported when the Ledger
 // is not a RedriveAuditLister.
 func (c *Client) RedriveAudits(ctx context.Context, limit int) ([]RedriveAudit, error) {
 	l, ok := As[RedriveAuditLister](c.ledger)
 	if !ok {
 		return nil, fmt.Errorf("redrive audits: %w (the Ledger is not a RedriveAuditLister)", ErrUnsupported)
 	}
-	switch {
-	case limit <= 0:
-		limit = 50
-	case limit > 1000:
-		limit = 1000
+	if limit <= 0 {
+		limit = DefaultRedriveAuditsLimit
 	}
-	out, err := l.ListRedriveAudits(ctx, ListRedriveAuditsParams{Limit: limit})
+	out, err := l.ListRedriveAudits(ctx, ListRedriveAuditsParams{Limit: min(limit, MaxPageSize)})
 	if err != nil {
 		return nil, opErr("ledger.list_redrive_audits", "", err)
 	}

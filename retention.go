@@ -34,13 +34,20 @@ type RetentionPolicy struct {
 	// dead-lettered (its UpdatedAt), when RemoveDead is set.
 	Dead time.Duration
 	// Interval is the time between the worker's cleaner passes. Defaults
-	// to 1m.
+	// to DefaultRetentionInterval.
 	Interval time.Duration
 	// BatchSize bounds the records one cleaner transaction removes or
 	// compacts, so no transaction holds many row locks for long. A pass
-	// runs batches until one is not full. Defaults to 500.
+	// runs batches until one is not full. Defaults to
+	// DefaultRetentionBatchSize.
 	BatchSize int
 }
+
+// Defaults of RetentionPolicy's zero Interval and BatchSize.
+const (
+	DefaultRetentionInterval  = time.Minute
+	DefaultRetentionBatchSize = 500
+)
 
 // DefaultRetention returns a policy for a service that keeps a month of
 // history: delivered records for 30 days, attempt details for 7, dead
@@ -49,8 +56,8 @@ func DefaultRetention() RetentionPolicy {
 	return RetentionPolicy{
 		Delivered:      30 * 24 * time.Hour,
 		AttemptDetails: 7 * 24 * time.Hour,
-		Interval:       time.Minute,
-		BatchSize:      500,
+		Interval:       DefaultRetentionInterval,
+		BatchSize:      DefaultRetentionBatchSize,
 	}
 }
 
@@ -76,12 +83,8 @@ func (r RetentionPolicy) Validate() error {
 
 // withDefaults fills Interval and BatchSize.
 func (r RetentionPolicy) withDefaults() RetentionPolicy {
-	if r.Interval == 0 {
-		r.Interval = time.Minute
-	}
-	if r.BatchSize == 0 {
-		r.BatchSize = 500
-	}
+	r.Interval = cmp.Or(r.Interval, DefaultRetentionInterval)
+	r.BatchSize = cmp.Or(r.BatchSize, DefaultRetentionBatchSize)
 	return r
 }
 
