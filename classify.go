@@ -131,16 +131,12 @@ func (r Result) WithRetryAfter(d time.Duration) Result { r.RetryAfter = d; retur
 // WithDetail returns r with Detail set. Detail must not contain a secret.
 func (r Result) WithDetail(detail string) Result { r.Detail = detail; return r }
 
-// ClassifyStatus is the default HTTP status → Result table:
-//
-//	2xx                               delivered
-//	3xx                               permanent, redirect_refused (redirects are never followed)
-//	408, 425, 429, 500, 502, 503, 504 retryable (Retry-After honoured, capped by policy)
-//	410                               permanent, destination_gone, destination disabled
-//	401, 403                          permanent, auth_rejected (fix credentials, then redrive)
-//	400, 404, 413, 422                permanent, each with its own reason
-//	other 4xx                         permanent, client_error
-//	other 5xx and anything else       retryable, unexpected_status / server_error
+// ClassifyStatus is the default HTTP status → Result table: 2xx is
+// delivered; 408, 425, 429 and 5xx are retryable; 410 is permanent and
+// disables the destination; 3xx and the other 4xx are permanent, each
+// with its reason (Reason… constants above). The table in full, with the
+// HTTP sender's input and network rows, is in adapters/http/README.md
+// ("Classification").
 //
 // retryAfter is the parsed Retry-After header (0 if absent); it is attached
 // to retryable results only.

@@ -91,7 +91,7 @@ func TestPolicyValidationNamesTheField(t *testing.T) {
 	}
 }
 
-func TestDefaultPolicyMatchesTheSeeds(t *testing.T) {
+func TestDefaultPolicyIsSevenAttemptsFromOneSecondUpToFifteenMinutes(t *testing.T) {
 	p := hookrelay.DefaultPolicy()
 	assert.Equal(t, 7, p.MaxAttempts)
 	assert.Equal(t, time.Second, p.BaseDelay)

@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// Destination is where deliveries for one destination ID go, resolved at
-// send time so that a corrected URL or credential takes effect on the next
-// attempt (a running worker keeps what it read for Config.DestinationCacheTTL,
-// 1s by default). It holds secrets; it is never stored on a delivery record, and its
+// Destination is where deliveries for one destination ID go, resolved at send
+// time so that a corrected URL or credential takes effect on the next attempt
+// (a running worker keeps what it read for Config.DestinationCacheTTL, 1s by
+// default). It holds secrets; it is never stored on a delivery record, and its
 // String method redacts them.
 type Destination struct {
 	ID       string
@@ -91,9 +91,10 @@ type DisableParams struct {
 	Now    time.Time
 }
 
-// DestinationEnabler is an optional ability of a Destinations port, found
-// with As (through wrappers that Unwrap): re-enabling a destination that was disabled (by a
-// recipient's HTTP 410, or by hand) once its owner has corrected it.
+// DestinationEnabler is an optional ability of a Destinations port, found with
+// As (through wrappers that Unwrap): re-enabling a destination that was
+// disabled (by a recipient's HTTP 410, or by hand) once its owner has corrected
+// it.
 type DestinationEnabler interface {
 	// Enable clears Disabled and DisabledReason. Enabling an enabled
 	// destination is a no-op; an unknown ID wraps ErrDestinationNotFound.
@@ -101,9 +102,9 @@ type DestinationEnabler interface {
 	Enable(ctx context.Context, id string) error
 }
 
-// DestinationLister is an optional ability of a Destinations port, found
-// with As (through wrappers that Unwrap): listing every destination's status, for operator
-// pages. Results are ordered by ID.
+// DestinationLister is an optional ability of a Destinations port, found with
+// As (through wrappers that Unwrap): listing every destination's status, for
+// operator pages. Results are ordered by ID.
 type DestinationLister interface {
 	ListDestinations(ctx context.Context) ([]DestinationStatus, error)
 }
@@ -113,9 +114,9 @@ func (d Destination) Status() DestinationStatus {
 	return DestinationStatus{ID: d.ID, TenantID: d.TenantID, Paused: d.Paused, Disabled: d.Disabled, DisabledReason: d.DisabledReason}
 }
 
-// DestinationPauser is an optional ability of a Destinations port, found
-// with As (through wrappers that Unwrap): pausing and resuming a destination. A paused
-// destination's deliveries are not sent and spend no attempts; they wait
+// DestinationPauser is an optional ability of a Destinations port, found with
+// As (through wrappers that Unwrap): pausing and resuming a destination. A
+// paused destination's deliveries are not sent and spend no attempts; they wait
 // until it is resumed.
 type DestinationPauser interface {
 	// SetPaused pauses or resumes a destination; an unknown ID wraps

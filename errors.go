@@ -39,9 +39,10 @@ var (
 	ErrUnknownEnvelopeVersion = errors.New("hookrelay: unknown envelope version")
 	// ErrAlreadyStarted is returned by Client.Start when the client runs.
 	ErrAlreadyStarted = errors.New("hookrelay: client already started")
-	// ErrUnsupported reports that the configured Ledger or Destinations lacks an
-	// optional ability an operation needs (DeadLetterLedger, RedriveAuditLog,
-	// DestinationPauser). The memory and SQL adapters have all of them.
+	// ErrUnsupported reports that the configured Ledger or Destinations
+	// lacks an optional ability an operation needs (a DeadLetterLedger, a
+	// RedriveLedger, a DestinationPauser, …). The memory and SQL adapters
+	// have all of them.
 	ErrUnsupported = errors.New("hookrelay: operation not supported by the configured adapter")
 	// ErrInvalidRequest reports an operator request (a redrive, a dead-letter
 	// listing) that fails validation. The concrete error is a *ValidationError

@@ -370,11 +370,11 @@ func (c *Client) rulesFor(dest Destination) guardRules {
 }
 
 // guardState returns the destination's guard state: for the worker's own
-// attempts (cached) from the cache while it is fresh (Config.DestinationCacheTTL,
-// or until the hold it records ends); read from the store otherwise. It is
-// read even when no rule of this client's needs it, since a hold or an open
-// circuit another worker recorded holds this one too, whatever its store's
-// claim skips.
+// attempts (cached) from the cache while it is fresh
+// (Config.DestinationCacheTTL, or until the hold it records ends); read from
+// the store otherwise. It is read even when no rule of this client's needs it,
+// since a hold or an open circuit another worker recorded holds this one too,
+// whatever its store's claim skips.
 func (c *Client) guardState(ctx context.Context, id string, cached bool, now time.Time) (GuardState, error) {
 	g, ok := c.worker.guards.get(id, now)
 	if cached && ok {

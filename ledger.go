@@ -5,22 +5,21 @@ import (
 	"time"
 )
 
-// Ledger is the durable record of every delivery and attempt (the seeds'
-// DeliveryLedger). It decides what work is allowed to do and keeps the
-// evidence. Each write takes the caller's lease (see Queue for what the
-// current lease is) and checks, in this order: a token that is not the
-// delivery's current one (older, or zero) is ErrLeaseLost, so a stale
-// holder cannot overwrite a newer attempt; a record no longer pending is
-// ErrInvalidState (MarkDelivered on a delivered record is a no-op instead);
-// a lease already ended — by Release or by an earlier write — or an attempt
-// number that is not the record's is ErrLeaseLost. A lease that expired but
-// was not claimed again still writes: fencing is by token, not by clock.
-// Each write stores the finished attempt together with the state change,
+// Ledger is the durable record of every delivery and attempt. It decides what
+// work is allowed to do and keeps the evidence. Each write takes the caller's
+// lease (see Queue for what the current lease is) and checks, in this order: a
+// token that is not the delivery's current one (older, or zero) is
+// ErrLeaseLost, so a stale holder cannot overwrite a newer attempt; a record no
+// longer pending is ErrInvalidState (MarkDelivered on a delivered record is a
+// no-op instead); a lease already ended — by Release or by an earlier write —
+// or an attempt number that is not the record's is ErrLeaseLost. A lease that
+// expired but was not claimed again still writes: fencing is by token, not by
+// clock. Each write stores the finished attempt together with the state change,
 // atomically, and ends the caller's lease: the delivery is done, dead, or
-// claimable again at its next time even if the queue transition that
-// follows never happens (a crash between the two). Where the ledger's
-// records are the queue's entries (memory, SQL), that makes the transition
-// itself a cheap check rather than a second write.
+// claimable again at its next time even if the queue transition that follows
+// never happens (a crash between the two). Where the ledger's records are the
+// queue's entries (memory, SQL), that makes the transition itself a cheap check
+// rather than a second write.
 //
 // A Ledger must be durable: a write that returned nil survives a crash and
 // a power loss (commits reach stable storage), records are never evicted,
@@ -149,12 +148,13 @@ type BatchLedger interface {
 type LeaseLedger interface {
 	Ledger
 	// AcquireLease leases one delivery, exactly as Queue.Claim would: the
-	// delivery must be pending, due at params.Now and not under a live
-	// lease (an expired or ended one may be taken over), and the new token
-	// is greater than any earlier one. Otherwise it returns an error wrapping ErrNotFound (no such delivery),
-	// ErrInvalidState (delivered or dead: drop the message), ErrLeaseLost
-	// (another holder's lease is live: try again after it expires) or
-	// ErrNotDue (a *NotDueError with the due time: redeliver then).
+	// delivery must be pending, due at params.Now and not under a live lease
+	// (an expired or ended one may be taken over), and the new token is greater
+	// than any earlier one. Otherwise it returns an error wrapping ErrNotFound
+	// (no such delivery), ErrInvalidState (delivered or dead: drop the
+	// message), ErrLeaseLost (another holder's lease is live: try again after
+	// it expires) or ErrNotDue (a *NotDueError with the due time: redeliver
+	// then).
 	AcquireLease(ctx context.Context, params AcquireLeaseParams) (Claim, error)
 	// ReleaseLease ends the caller's lease, so the delivery can be leased
 	// again as soon as it is due; with params.At set, a pending delivery
@@ -309,15 +309,17 @@ type RedriveLedger interface {
 	RedriveAuditLog
 }
 
-// RedriveAuditLister is an optional ability of a RedriveAuditLog, found
-// with As (through wrappers that Unwrap): the audit log, newest first, for operator pages.
+// RedriveAuditLister is an optional ability of a RedriveAuditLog, found with As
+// (through wrappers that Unwrap): the audit log, newest first, for operator
+// pages.
 type RedriveAuditLister interface {
 	// ListRedriveAudits returns at most params.Limit entries (at least 1),
 	// ordered by CreatedAt descending, then ID descending.
 	ListRedriveAudits(ctx context.Context, params ListRedriveAuditsParams) ([]RedriveAudit, error)
 }
 
-// ListRedriveAuditsParams are the inputs of RedriveAuditLister.ListRedriveAudits.
+// ListRedriveAuditsParams are the inputs of
+// RedriveAuditLister.ListRedriveAudits.
 type ListRedriveAuditsParams struct {
 	Limit int
 }
@@ -336,11 +338,11 @@ type StatsParams struct {
 	Now time.Time
 }
 
-// AttemptStats is an optional ability of a Ledger (the memory and SQL
-// ledgers have it; found with As): how recent attempts ended, per
-// destination, for dashboards such as the operator console's overview. It counts the
-// attempt history the ledger keeps, so it agrees with each delivery's
-// attempts. Results are ordered by DestinationID, then Kind, then Reason.
+// AttemptStats is an optional ability of a Ledger (the memory and SQL ledgers
+// have it; found with As): how recent attempts ended, per destination, for
+// dashboards such as the operator console's overview. It counts the attempt
+// history the ledger keeps, so it agrees with each delivery's attempts. Results
+// are ordered by DestinationID, then Kind, then Reason.
 type AttemptStats interface {
 	RecentOutcomes(ctx context.Context, params RecentOutcomesParams) ([]OutcomeCount, error)
 }

@@ -18,9 +18,10 @@ type Policy struct {
 	// MaxDelay caps every delay, including a recipient's Retry-After.
 	// Defaults to 15m.
 	MaxDelay time.Duration
-	// MaxAge is the delivery window measured from the first enqueue, or
-	// from the latest redrive (Delivery.WindowStartsAt): a delivery past it is dead-lettered with reason delivery_window_expired
-	// instead of being sent or retried. Zero means no window.
+	// MaxAge is the delivery window measured from the first enqueue, or from
+	// the latest redrive (Delivery.WindowStartsAt): a delivery past it is
+	// dead-lettered with reason delivery_window_expired instead of being sent
+	// or retried. Zero means no window.
 	MaxAge time.Duration
 }
 

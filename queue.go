@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Queue decides when work runs (the seeds' QueuePort). It hands out due
+// Queue decides when work runs. It hands out due
 // deliveries under a lease and takes them back with a transition that
 // carries the original record: retry-at and dead-letter never create an
 // unrelated message. A queue acknowledgement is never business success; the
@@ -148,16 +148,16 @@ type ReleaseParams struct {
 	Now   time.Time
 }
 
-// LedgerQueue is an optional ability of a store that is both the Queue and
-// the Ledger (the memory and SQL stores): its ledger records are its queue
-// entries. The client finds it through wrappers (see As): Config.Queue and
-// Config.Ledger must unwrap to the same LedgerQueue. Two things follow, and a store that declares the ability
-// promises both: a claim reads the ledger record under the new lease, so a
-// freshly claimed delivery is pending; and each ledger write ends the
-// writer's lease, so the queue transition after it has nothing left to do.
-// When the same LedgerQueue is the client's Queue and Ledger, the worker
-// skips the ledger check of a fresh claim and the transitions after the
-// ledger writes: a delivery costs its claim, one send and one write.
+// LedgerQueue is an optional ability of a store that is both the Queue and the
+// Ledger (the memory and SQL stores): its ledger records are its queue entries.
+// The client finds it through wrappers (see As): Config.Queue and Config.Ledger
+// must unwrap to the same LedgerQueue. Two things follow, and a store that
+// declares the ability promises both: a claim reads the ledger record under the
+// new lease, so a freshly claimed delivery is pending; and each ledger write
+// ends the writer's lease, so the queue transition after it has nothing left to
+// do. When the same LedgerQueue is the client's Queue and Ledger, the worker
+// skips the ledger check of a fresh claim and the transitions after the ledger
+// writes: a delivery costs its claim, one send and one write.
 type LedgerQueue interface {
 	Queue
 	Ledger

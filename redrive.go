@@ -533,8 +533,8 @@ func (c *Client) DestinationStatus(ctx context.Context, id string) (DestinationS
 }
 
 // RedriveAudits returns the newest redrive audit entries, at most limit
-// (defaults to DefaultRedriveAuditsLimit; at most MaxPageSize). It returns ErrUnsupported when the Ledger
-// is not a RedriveAuditLister.
+// (defaults to DefaultRedriveAuditsLimit; at most MaxPageSize). It returns
+// ErrUnsupported when the Ledger is not a RedriveAuditLister.
 func (c *Client) RedriveAudits(ctx context.Context, limit int) ([]RedriveAudit, error) {
 	l, ok := As[RedriveAuditLister](c.ledger)
 	if !ok {

@@ -398,14 +398,13 @@ func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error
 	skip := skipping(w.paused, now, nil)
 	skip = skipping(w.blocked, now, skip)
 	// Each destination may take no more than its room: its limit less its
-	// attempts in flight (and, when claiming ahead, claimAhead times its
-	// limit less what is in flight and held). A queue that honours rooms gets them all
-	// and fills every free slot across destinations in one claim. For one
-	// that does not, a claim may return deliveries to a single destination,
-	// and those beyond its room would be handed back at once (a store write
-	// each) and claimed again, over and over while it has a backlog; so
-	// such a claim is held to the tightest room and nothing is claimed
-	// ahead.
+	// attempts in flight (and, when claiming ahead, claimAhead times its limit
+	// less what is in flight and held). A queue that honours rooms gets them
+	// all and fills every free slot across destinations in one claim. For one
+	// that does not, a claim may return deliveries to a single destination, and
+	// those beyond its room would be handed back at once (a store write each)
+	// and claimed again, over and over while it has a backlog; so such a claim
+	// is held to the tightest room and nothing is claimed ahead.
 	ahead := 1
 	if c.roomClaims {
 		ahead = claimAhead

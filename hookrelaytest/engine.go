@@ -177,8 +177,8 @@ func failTimes(n int, res hookrelay.Result) func(hookrelay.Delivery, int) Recipi
 	}
 }
 
-// RunEngine runs whole-engine scenarios against the adapters: the seeds'
-// test list (backoff schedule, attempt-budget boundary, permanent rejection,
+// RunEngine runs whole-engine scenarios against the adapters: the engine's test
+// list (backoff schedule, attempt-budget boundary, permanent rejection,
 // ambiguous outcome, duplicate message, crash injection at every boundary,
 // expired lease) and the worker's pause, concurrency and shutdown rules.
 func RunEngine(t *testing.T, newHarness NewHarness) {

@@ -76,7 +76,8 @@ func attemptFor(c hookrelay.Claim, kind hookrelay.Kind, at time.Time) hookrelay.
 	}
 }
 
-// retry records a retry in the ledger, then schedules it: the order Process uses.
+// retry records a retry in the ledger, then schedules it: the order Process
+// uses.
 func retry(t *testing.T, h Harness, c hookrelay.Claim, now, at time.Time) error {
 	t.Helper()
 	ctx := context.Background()

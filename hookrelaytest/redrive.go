@@ -137,13 +137,14 @@ func assertRateHonoured(t *testing.T, events []hookrelay.Event, start time.Time,
 // RunRedrive runs the operator-recovery contract: dead-letter listing and
 // plan, the fenced per-delivery redrive, audited and rate-limited redrives
 // with stop and resume, tenant authorization, destination pause, and the
-// recovery rehearsal from the seeds, end to end. It skips when the
+// recovery rehearsal (a broken destination, corrected, then redriven), end
+// to end. It skips when the
 // harness's Ledger lacks hookrelay.DeadLetterLedger or
 // hookrelay.RedriveAuditLog (optional abilities).
 func RunRedrive(t *testing.T, newHarness NewHarness) {
 	ctx := context.Background()
 
-	// The seeds' recovery rehearsal: a payment webhook meets a broken
+	// The recovery rehearsal: a payment webhook meets a broken
 	// destination configuration, retries with one ID, exhausts its budget,
 	// is inspected, the configuration is corrected, and an audited redrive
 	// at a limited rate gets it (and its siblings) through with one effect.

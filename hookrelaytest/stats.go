@@ -94,7 +94,8 @@ func RunStats(t *testing.T, newHarness NewHarness) {
 
 		got := statsByDestination(t, stats, statsT0)
 		wantStats(t, got, "a", hookrelay.DestinationStats{
-			// leased, old, new, at-now and future; the delivered one is not pending.
+			// leased, old, new, at-now and future; the delivered one is not
+			// pending.
 			Pending:     5,
 			EligibleNow: 3, // old, new and the one due exactly at Now
 			// From the oldest eligible NextAttemptAt (T0−30s); the leased

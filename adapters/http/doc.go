@@ -26,29 +26,12 @@
 // [hookrelay.ClassifyStatus] plus the 409 row); network errors by their
 // type, never their message.
 //
-//	input: unparsable URL                 permanent  invalid_url
-//	input: host like 127.1 or 2130706433  permanent  destination_blocked (invalid_url if allowed)
-//	input: scheme not http/https          permanent  unsupported_scheme
-//	input: payload over MaxPayloadBytes   permanent  payload_too_large
-//	input: signing secret not whsec_ b64  permanent  invalid_signing_secret
-//	input: header with CR/LF or bad name  permanent  invalid_destination_header
-//	dial: address refused by SSRF guard   permanent  destination_blocked
-//	2xx                                   delivered
-//	3xx (redirects never followed)        permanent  redirect_refused
-//	408, 425, 429                         retryable  request_timeout, too_early, rate_limited
-//	500, 502, 503, 504                    retryable  server_error, bad_gateway, service_unavailable, gateway_timeout
-//	409 with Retry-After                  retryable  conflict_in_progress (recipient kit: duplicate in flight)
-//	410                                   permanent  destination_gone, and the destination is disabled
-//	401, 403                              permanent  auth_rejected (fix credentials, then redrive)
-//	400, 404, 413, 422                    permanent  bad_request, not_found, payload_too_large, unprocessable_entity
-//	other 4xx                             permanent  client_error
-//	other 5xx                             retryable  server_error
-//	anything else                         retryable  unexpected_status
-//	connection refused                    retryable  connection_refused (nothing was sent)
-//	DNS failure                           retryable  dns_failure (nothing was sent)
-//	timeout before the request was sent   retryable  timeout
-//	timeout after the request was written retryable, outcome unknown, timeout
-//	reset/EOF after it was written        retryable, outcome unknown, connection_reset
+// The whole table — every input check, status and network error with its
+// kind, outcome and reason — is in this package's README
+// (adapters/http/README.md, "Classification"); the reasons are the
+// hookrelay.Reason… constants and this package's own (ReasonInvalidURL,
+// ReasonUnsupportedScheme, ReasonDestinationBlocked,
+// ReasonConflictInProgress, ReasonInvalidSecret, ReasonInvalidHeader).
 //
 // Retry-After (seconds or HTTP-date, relative to the send time) is attached
 // to retryable results; the core honours it but never beyond the policy's

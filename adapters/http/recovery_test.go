@@ -95,7 +95,7 @@ func (e *engine) redrive(t *testing.T, p hookrelay.RedriveParams) hookrelay.Redr
 	return r.a
 }
 
-// The seeds' recovery rehearsal over real HTTP with the recipient kit: a
+// The recovery rehearsal over real HTTP with the recipient kit: a
 // payment webhook meets a moved integration, retries with one ID, exhausts
 // its budget, is inspected, the destination is corrected (new URL and
 // rotated secret), and a rate-limited redrive books the payment once.

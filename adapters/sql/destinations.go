@@ -41,7 +41,8 @@ func (s *Store) Put(ctx context.Context, d hookrelay.Destination) error {
 	policy, err3 := json.Marshal(d.Policy)
 	eventTypes, err4 := json.Marshal(append([]string{}, d.EventTypes...)) // [] rather than null
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
-		// json.Marshal of strings cannot fail; say which field, never its value.
+		// json.Marshal of strings cannot fail; say which field, never its
+		// value.
 		return fmt.Errorf("hooksql: put destination %q: cannot encode secrets, headers, policy or event types", d.ID)
 	}
 	return s.inTx(ctx, "put destination", func(q querier) error {

@@ -193,7 +193,8 @@ func (s *Store) pickFinished(ctx context.Context, q querier, where string, cutof
 }
 
 // forChunks runs each statement (its %s replaced by placeholders) over the
-// rows' IDs, after the lead arguments, in chunks that stay under every dialect's parameter limit.
+// rows' IDs, after the lead arguments, in chunks that stay under every
+// dialect's parameter limit.
 func (s *Store) forChunks(ctx context.Context, q querier, rs []finishedRow, op string, lead []any, stmts ...string) error {
 	for len(rs) > 0 {
 		chunk := rs[:min(len(rs), insertChunkRows)]

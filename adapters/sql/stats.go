@@ -54,7 +54,8 @@ func (s *Store) Stats(ctx context.Context, p hookrelay.StatsParams) ([]hookrelay
 	if err != nil {
 		return nil, err
 	}
-	// Merged and sorted here: database collations need not sort like Go strings.
+	// Merged and sorted here: database collations need not sort like Go
+	// strings.
 	return hookrelay.MergeGuardStates(out, gs, p.Now), nil
 }
 

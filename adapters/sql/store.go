@@ -273,9 +273,9 @@ func (s *Store) DropTables(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// q binds a query written with {d}, {a}, {dst}, {r}, {i}, {m}, {sum} for the tables,
-// {seq} for the insertion-order column and ? placeholders to this Store's
-// prefix and dialect. Results are cached.
+// q binds a query written with {d}, {a}, {dst}, {r}, {i}, {m}, {sum} for the
+// tables, {seq} for the insertion-order column and ? placeholders to this
+// Store's prefix and dialect. Results are cached.
 func (s *Store) q(raw string) string {
 	if v, ok := s.queries.Load(raw); ok {
 		return v.(string)

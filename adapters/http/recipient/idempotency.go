@@ -40,14 +40,14 @@ type StoredResponse struct {
 	Body   []byte
 }
 
-// IdempotencyStore keeps one record per webhook-id. A SQL implementation is
-// a table with a primary key (unique constraint) on the key, a state, a
-// token, the start time, the request body's hash and the stored response: Begin is an INSERT that
-// does nothing on conflict followed by a SELECT (and an UPDATE … WHERE
-// token = old token to take over a stale run); Complete and Abandon are an
-// UPDATE and a DELETE guarded by the token. Implementations must be safe
-// for concurrent use: of concurrent Begin calls for one key, exactly one
-// may return StateStarted.
+// IdempotencyStore keeps one record per webhook-id. A SQL implementation is a
+// table with a primary key (unique constraint) on the key, a state, a token,
+// the start time, the request body's hash and the stored response: Begin is an
+// INSERT that does nothing on conflict followed by a SELECT (and an UPDATE …
+// WHERE token = old token to take over a stale run); Complete and Abandon are
+// an UPDATE and a DELETE guarded by the token. Implementations must be safe for
+// concurrent use: of concurrent Begin calls for one key, exactly one may return
+// StateStarted.
 type IdempotencyStore interface {
 	// Begin creates an in-progress record for p.Key holding p.BodyHash and
 	// returns StateStarted with a fresh token; or, if a record exists,
