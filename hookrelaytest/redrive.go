@@ -64,11 +64,8 @@ const (
 // sender is g.
 func redriveEngine(t *testing.T, h Harness, g *configGate, opts ...engineOption) *engine {
 	t.Helper()
-	if _, ok := hookrelay.As[hookrelay.DeadLetterLedger](h.Ledger); !ok {
-		t.Skip("the Ledger does not implement hookrelay.DeadLetterLedger (an optional ability)")
-	}
-	if _, ok := hookrelay.As[hookrelay.RedriveAuditLog](h.Ledger); !ok {
-		t.Skip("the Ledger does not implement hookrelay.RedriveAuditLog (an optional ability)")
+	if _, ok := hookrelay.As[hookrelay.RedriveLedger](h.Ledger); !ok {
+		t.Skip("the Ledger does not implement hookrelay.RedriveLedger (DeadLetterLedger and RedriveAuditLog, optional abilities)")
 	}
 	opts = append([]engineOption{func(c *hookrelay.Config) {
 		c.Queue, c.Ledger, c.Destinations = h.Queue, h.Ledger, h.Destinations
@@ -138,9 +135,8 @@ func assertRateHonoured(t *testing.T, events []hookrelay.Event, start time.Time,
 // plan, the fenced per-delivery redrive, audited and rate-limited redrives
 // with stop and resume, tenant authorization, destination pause, and the
 // recovery rehearsal (a broken destination, corrected, then redriven), end
-// to end. It skips when the
-// harness's Ledger lacks hookrelay.DeadLetterLedger or
-// hookrelay.RedriveAuditLog (optional abilities).
+// to end. It skips when the harness's Ledger is not a hookrelay.RedriveLedger
+// (a DeadLetterLedger and a RedriveAuditLog: optional abilities).
 func RunRedrive(t *testing.T, newHarness NewHarness) {
 	ctx := context.Background()
 
