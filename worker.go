@@ -271,37 +271,67 @@ func (c *Client) run(ctx context.Context, stopClaim <-chan struct{}, stopped cha
 			c.keepHouse(ctx, stopClaim)
 		}()
 	}
-	var launch func(cl Claim)
+	// Attempts run on goroutines that stay for the next one: a send grows
+	// its goroutine's stack (the HTTP client, signing), and a goroutine
+	// started per attempt paid that growth every time. launch hands an
+	// attempt to an idle goroutine, or starts one when none is idle (so
+	// there are never more than the attempts at once); they end when the
+	// worker stops.
+	next := make(chan Claim) // unbuffered: a send reaches only an idle goroutine
+	quitRunners := make(chan struct{})
+	var runners sync.WaitGroup
+	var launch, runAttempt func(cl Claim)
 	launch = func(cl Claim) {
-		destID := cl.Delivery.DestinationID
 		attempts.Add(1)
+		select {
+		case next <- cl:
+			return
+		default:
+		}
+		runners.Add(1)
 		go func() {
-			defer attempts.Done()
-			held := true
-			freeSlot := func() {
-				if !held {
+			defer runners.Done()
+			for {
+				runAttempt(cl)
+				select {
+				case cl = <-next:
+				case <-quitRunners:
 					return
 				}
-				held = false
-				w.mu.Lock()
-				w.inflight--
-				if w.perDest[destID]--; w.perDest[destID] <= 0 {
-					delete(w.perDest, destID)
-				}
-				w.mu.Unlock()
-				c.startHeld(ctx, launch)
-				w.wakeUp()
-			}
-			err := c.process(ctx, cl, attemptRun{fresh: true, batch: batch, freeSlot: freeSlot})
-			freeSlot()
-			if err != nil && ctx.Err() == nil {
-				c.observe(ctx, Event{Name: EventWorkerError, Delivery: cl.Delivery, Err: err})
 			}
 		}()
+	}
+	runAttempt = func(cl Claim) {
+		destID := cl.Delivery.DestinationID
+		defer attempts.Done()
+		held := true
+		freeSlot := func() {
+			if !held {
+				return
+			}
+			held = false
+			w.mu.Lock()
+			w.inflight--
+			if w.perDest[destID]--; w.perDest[destID] <= 0 {
+				delete(w.perDest, destID)
+			}
+			w.mu.Unlock()
+			c.startHeld(ctx, launch)
+			if c.claimWanted(destID) {
+				w.wakeUp()
+			}
+		}
+		err := c.process(ctx, cl, attemptRun{fresh: true, batch: batch, freeSlot: freeSlot})
+		freeSlot()
+		if err != nil && ctx.Err() == nil {
+			c.observe(ctx, Event{Name: EventWorkerError, Delivery: cl.Delivery, Err: err})
+		}
 	}
 	defer func() {
 		c.releaseHeld(ctx)
 		attempts.Wait()
+		close(quitRunners)
+		runners.Wait()
 		if batch != nil {
 			batch.close() // every attempt has its answer: nothing is left to write
 		}
@@ -494,6 +524,25 @@ func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error
 	}
 	c.startHeld(ctx, launch)
 	return len(claims) == free, nil
+}
+
+// claimWanted reports whether a slot freed for destination destID should
+// wake the claim loop. From a queue that claims by destination room, only
+// when the claims held for destID are down to less than one round of its
+// slots: the claim loop then takes a batch of claims at once — one store
+// round trip for many deliveries — rather than one claim per freed slot,
+// each for the one or two deliveries that finished since the last. Work
+// for other destinations is claimed with that batch, or at the next
+// enqueue, announcement or poll. A queue that does not claim ahead is
+// woken at every freed slot.
+func (c *Client) claimWanted(destID string) bool {
+	if !c.roomClaims {
+		return true
+	}
+	w := &c.worker
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.held.byDest[destID]) < w.limitFor(destID, c.cfg)
 }
 
 // startHeld launches held claims, oldest first, while there are free slots
