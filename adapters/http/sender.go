@@ -286,7 +286,9 @@ const drainBytes = 64 << 10
 // destination's URL credentials, headers or signing secrets.
 func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Result {
 	dest, d := p.Destination, p.Delivery
-	secrets := secretsOf(dest)
+	// The strings to redact are worked out only when a Detail that may
+	// hold one is written: most sends write none.
+	secrets := lazySecrets{dest: &dest}
 
 	u, err := url.Parse(dest.URL)
 	if err != nil || u.Host == "" || u.Opaque != "" {
@@ -295,7 +297,7 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return hookrelay.Permanent(ReasonUnsupportedScheme).
-			WithDetail(redact(fmt.Sprintf("scheme %q is not http or https", u.Scheme), secrets))
+			WithDetail(redact(fmt.Sprintf("scheme %q is not http or https", u.Scheme), secrets.get()))
 	}
 	if a, numeric, ok := numericHost(u.Hostname()); numeric {
 		// The resolver would fail on these (a retried dns_failure) while
@@ -318,7 +320,7 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 	for name, value := range dest.Headers {
 		if !validHeader(name, value) {
 			return hookrelay.Permanent(ReasonInvalidHeader).
-				WithDetail(redact(fmt.Sprintf("destination header %q has an invalid name or value", name), secrets))
+				WithDetail(redact(fmt.Sprintf("destination header %q has an invalid name or value", name), secrets.get()))
 		}
 	}
 
@@ -359,9 +361,14 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return classifyError(err, written.Load()).WithDetail(redact(errorDetail(err), secrets))
+		return classifyError(err, written.Load()).WithDetail(redact(errorDetail(err), secrets.get()))
 	}
-	snippet := readSnippet(resp.Body, s.cfg.MaxSnippetBytes, secrets)
+	var snippet string
+	if resp.Body != http.NoBody {
+		// The transport answers http.NoBody for a response without one (a
+		// 204, a Content-Length of 0): there is nothing to read or redact.
+		snippet = readSnippet(resp.Body, s.cfg.MaxSnippetBytes, secrets.get())
+	}
 	_ = resp.Body.Close()
 
 	cp := ClassifyParams{DestinationID: dest.ID, StatusCode: resp.StatusCode, Header: resp.Header}
@@ -373,7 +380,7 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 	if res.Detail == "" {
 		res.Detail = snippet
 	} else {
-		res.Detail = redact(res.Detail, secrets)
+		res.Detail = redact(res.Detail, secrets.get())
 	}
 	return res
 }
@@ -511,6 +518,20 @@ func secretsOf(d hookrelay.Destination) []string {
 		}
 	}
 	return out
+}
+
+// lazySecrets computes secretsOf(*dest) on first use and keeps it.
+type lazySecrets struct {
+	dest *hookrelay.Destination
+	list []string
+	done bool
+}
+
+func (l *lazySecrets) get() []string {
+	if !l.done {
+		l.list, l.done = secretsOf(*l.dest), true
+	}
+	return l.list
 }
 
 // redact replaces every occurrence of a secret in s, longest first so a
