@@ -343,18 +343,12 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 	// reused connection by itself: each attempt is one request, and only
 	// the core decides about retries.
 	req.GetBody = nil
-	req.Header.Set("Content-Type", s.cfg.ContentType)
-	req.Header.Set("User-Agent", s.cfg.UserAgent)
-	for k, v := range dest.Headers {
-		req.Header.Set(k, v)
-	}
 	ts := p.Now.Unix()
-	req.Header.Set(HeaderWebhookID, d.ID)
-	req.Header.Set(HeaderWebhookTimestamp, strconv.FormatInt(ts, 10))
+	var sig string
 	if len(keys) > 0 {
-		req.Header.Set(HeaderWebhookSignature, signature.Header(keys, d.ID, ts, d.Payload))
+		sig = signature.Header(keys, d.ID, ts, d.Payload)
 	}
-	req.Header.Set(HeaderIdempotencyKey, d.ID)
+	s.setHeaders(req.Header, dest.Headers, d.ID, strconv.FormatInt(ts, 10), sig)
 	if s.cfg.OnRequest != nil {
 		s.cfg.OnRequest(ctx, req)
 	}
@@ -383,6 +377,45 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 		res.Detail = redact(res.Detail, secrets.get())
 	}
 	return res
+}
+
+// The canonical forms of the header names the sender sets, as Header.Set
+// would store them.
+const (
+	canonicalContentType      = "Content-Type"
+	canonicalUserAgent        = "User-Agent"
+	canonicalWebhookID        = "Webhook-Id"
+	canonicalWebhookTimestamp = "Webhook-Timestamp"
+	canonicalWebhookSignature = "Webhook-Signature"
+	canonicalIdempotencyKey   = "Idempotency-Key"
+)
+
+// setHeaders sets a request's headers as these Header.Set calls would, in
+// this order (so a later one wins): Content-Type and User-Agent from the
+// Config, each destination header, then webhook-id, webhook-timestamp,
+// webhook-signature (only if sig is not empty) and Idempotency-Key. It
+// stores canonical keys directly and takes every one-value slice from one
+// array instead of a slice and, for the webhook-* names, a canonicalized
+// key per call.
+func (s *Sender) setHeaders(h http.Header, destHeaders map[string]string, id, ts, sig string) {
+	vals := make([]string, 0, 6+len(destHeaders))
+	set := func(key, v string) {
+		vals = append(vals, v)
+		// Capacity 1: an Add (e.g. by OnRequest) copies the slice instead
+		// of writing into the next header's value.
+		h[key] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
+	set(canonicalContentType, s.cfg.ContentType)
+	set(canonicalUserAgent, s.cfg.UserAgent)
+	for k, v := range destHeaders {
+		set(http.CanonicalHeaderKey(k), v)
+	}
+	set(canonicalWebhookID, id)
+	set(canonicalWebhookTimestamp, ts)
+	if sig != "" {
+		set(canonicalWebhookSignature, sig)
+	}
+	set(canonicalIdempotencyKey, id)
 }
 
 // readSnippet reads the start of a response body for diagnostics, redacts
