@@ -126,11 +126,14 @@ type Config struct {
 // Redirects are never followed and no proxy from the environment is used
 // (the SSRF guard checks the address actually dialled). A Sender is safe
 // for concurrent use and reuses connections; call CloseIdleConnections when
-// done with it.
+// done with it. It keeps the decoded keys of the signing secrets it has
+// used (up to 4096, by secret value, so a rotated secret signs from the
+// next send on).
 type Sender struct {
 	cfg    Config
 	client *http.Client
 	tr     *http.Transport
+	keys   keyCache
 }
 
 var (
@@ -313,7 +316,8 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 		return hookrelay.Permanent(hookrelay.ReasonPayloadTooLarge).
 			WithDetail(fmt.Sprintf("payload is %d bytes, over the sender's %d-byte limit", len(d.Payload), s.cfg.MaxPayloadBytes))
 	}
-	keys, err := decodeKeys(dest.Secrets)
+	var keyBuf [2]*signature.Key // two cover a rotation without allocating
+	keys, err := s.keys.keys(keyBuf[:0], dest.Secrets)
 	if err != nil {
 		return hookrelay.Permanent(ReasonInvalidSecret).WithDetail(err.Error())
 	}
@@ -346,7 +350,7 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 	ts := p.Now.Unix()
 	var sig string
 	if len(keys) > 0 {
-		sig = signature.Header(keys, d.ID, ts, d.Payload)
+		sig = signature.HeaderOf(keys, d.ID, ts, d.Payload)
 	}
 	s.setHeaders(req.Header, dest.Headers, d.ID, strconv.FormatInt(ts, 10), sig)
 	if s.cfg.OnRequest != nil {
