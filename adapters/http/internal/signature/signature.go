@@ -75,21 +75,37 @@ func NewKey(key []byte) *Key {
 	return k
 }
 
-// HeaderOf returns what Header returns for the same keys.
+// HeaderOf returns what Header returns for the same keys. It builds the
+// header in one string, with one scratch buffer for the signed prefix
+// "id.timestamp.", the MAC and its base64.
 func HeaderOf(keys []*Key, id string, timestamp int64, body []byte) string {
-	sigs := make([]string, len(keys))
+	if len(keys) == 0 {
+		return ""
+	}
+	encLen := base64.StdEncoding.EncodedLen(sha256.Size)
+	buf := make([]byte, 0, len(id)+2+20+sha256.Size+encLen) // 20: the longest int64
+	buf = append(buf, id...)
+	buf = append(buf, '.')
+	buf = strconv.AppendInt(buf, timestamp, 10)
+	buf = append(buf, '.')
+	prefix := buf
+	var out strings.Builder
+	out.Grow(len(keys)*(len("v1,")+encLen+1) - 1)
 	for i, k := range keys {
 		h := k.macs.Get().(hash.Hash)
 		h.Reset()
-		h.Write([]byte(id))
-		h.Write([]byte{'.'})
-		h.Write(strconv.AppendInt(nil, timestamp, 10))
-		h.Write([]byte{'.'})
+		h.Write(prefix)
 		h.Write(body)
-		sigs[i] = "v1," + base64.StdEncoding.EncodeToString(h.Sum(nil))
+		sum := h.Sum(prefix[len(prefix):len(prefix)])
 		k.macs.Put(h)
+		enc := base64.StdEncoding.AppendEncode(sum[len(sum):len(sum)], sum)
+		if i > 0 {
+			out.WriteByte(' ')
+		}
+		out.WriteString("v1,")
+		out.Write(enc)
 	}
-	return strings.Join(sigs, " ")
+	return out.String()
 }
 
 // Signature is one entry of a webhook-signature header.
