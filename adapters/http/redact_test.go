@@ -129,3 +129,43 @@ func TestDetailNeverHoldsASecret(t *testing.T) {
 		assertNoPrefixLeaks(t, res.Detail, f.secret, f.name)
 	}
 }
+
+// TestDetailIsRedactedWhenNoBodyWasRead: the secrets are worked out only
+// when a Detail is written, and an empty response body is not read at
+// all. A Classify that writes every secret form into the Detail must still
+// see them masked, whether the response had no body (204, Content-Length
+// 0, an empty chunked body) or one.
+func TestDetailIsRedactedWhenNoBodyWasRead(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/no-content":
+			w.WriteHeader(http.StatusNoContent)
+		case "/length-zero":
+			w.Header().Set("Content-Length", "0")
+			w.WriteHeader(http.StatusOK)
+		case "/chunked-empty":
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+		default:
+			_, _ = io.WriteString(w, "ok")
+		}
+	}))
+	t.Cleanup(srv.Close)
+	var echo strings.Builder
+	for _, f := range leakForms() {
+		echo.WriteString(f.form + " | ")
+	}
+	s := newTestSender(t, Config{Classify: func(p ClassifyParams) hookrelay.Result {
+		return DefaultClassify(p).WithDetail(echo.String())
+	}})
+	for _, path := range []string{"/no-content", "/length-zero", "/chunked-empty", "/body"} {
+		p := sendParams("", "{}")
+		p.Destination = sweepDestination(srv.URL + path)
+		res := s.Send(context.Background(), p)
+		require.Equal(t, hookrelay.KindDelivered, res.Kind, path)
+		assert.Contains(t, res.Detail, "[REDACTED]", path)
+		for _, f := range leakForms() {
+			assertNoPrefixLeaks(t, res.Detail, f.secret, path+": "+f.name)
+		}
+	}
+}

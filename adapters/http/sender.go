@@ -126,11 +126,14 @@ type Config struct {
 // Redirects are never followed and no proxy from the environment is used
 // (the SSRF guard checks the address actually dialled). A Sender is safe
 // for concurrent use and reuses connections; call CloseIdleConnections when
-// done with it.
+// done with it. It keeps the decoded keys of the signing secrets it has
+// used (up to 4096, by secret value, so a rotated secret signs from the
+// next send on).
 type Sender struct {
 	cfg    Config
 	client *http.Client
 	tr     *http.Transport
+	keys   keyCache
 }
 
 var (
@@ -286,7 +289,9 @@ const drainBytes = 64 << 10
 // destination's URL credentials, headers or signing secrets.
 func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Result {
 	dest, d := p.Destination, p.Delivery
-	secrets := secretsOf(dest)
+	// The strings to redact are worked out only when a Detail that may
+	// hold one is written: most sends write none.
+	secrets := lazySecrets{dest: &dest}
 
 	u, err := url.Parse(dest.URL)
 	if err != nil || u.Host == "" || u.Opaque != "" {
@@ -295,7 +300,7 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return hookrelay.Permanent(ReasonUnsupportedScheme).
-			WithDetail(redact(fmt.Sprintf("scheme %q is not http or https", u.Scheme), secrets))
+			WithDetail(redact(fmt.Sprintf("scheme %q is not http or https", u.Scheme), secrets.get()))
 	}
 	if a, numeric, ok := numericHost(u.Hostname()); numeric {
 		// The resolver would fail on these (a retried dns_failure) while
@@ -311,14 +316,15 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 		return hookrelay.Permanent(hookrelay.ReasonPayloadTooLarge).
 			WithDetail(fmt.Sprintf("payload is %d bytes, over the sender's %d-byte limit", len(d.Payload), s.cfg.MaxPayloadBytes))
 	}
-	keys, err := decodeKeys(dest.Secrets)
+	var keyBuf [2]*signature.Key // two cover a rotation without allocating
+	keys, err := s.keys.keys(keyBuf[:0], dest.Secrets)
 	if err != nil {
 		return hookrelay.Permanent(ReasonInvalidSecret).WithDetail(err.Error())
 	}
 	for name, value := range dest.Headers {
 		if !validHeader(name, value) {
 			return hookrelay.Permanent(ReasonInvalidHeader).
-				WithDetail(redact(fmt.Sprintf("destination header %q has an invalid name or value", name), secrets))
+				WithDetail(redact(fmt.Sprintf("destination header %q has an invalid name or value", name), secrets.get()))
 		}
 	}
 
@@ -341,27 +347,26 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 	// reused connection by itself: each attempt is one request, and only
 	// the core decides about retries.
 	req.GetBody = nil
-	req.Header.Set("Content-Type", s.cfg.ContentType)
-	req.Header.Set("User-Agent", s.cfg.UserAgent)
-	for k, v := range dest.Headers {
-		req.Header.Set(k, v)
-	}
 	ts := p.Now.Unix()
-	req.Header.Set(HeaderWebhookID, d.ID)
-	req.Header.Set(HeaderWebhookTimestamp, strconv.FormatInt(ts, 10))
+	var sig string
 	if len(keys) > 0 {
-		req.Header.Set(HeaderWebhookSignature, signature.Header(keys, d.ID, ts, d.Payload))
+		sig = signature.HeaderOf(keys, d.ID, ts, d.Payload)
 	}
-	req.Header.Set(HeaderIdempotencyKey, d.ID)
+	s.setHeaders(req.Header, dest.Headers, d.ID, strconv.FormatInt(ts, 10), sig)
 	if s.cfg.OnRequest != nil {
 		s.cfg.OnRequest(ctx, req)
 	}
 
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return classifyError(err, written.Load()).WithDetail(redact(errorDetail(err), secrets))
+		return classifyError(err, written.Load()).WithDetail(redact(errorDetail(err), secrets.get()))
 	}
-	snippet := readSnippet(resp.Body, s.cfg.MaxSnippetBytes, secrets)
+	var snippet string
+	if resp.Body != http.NoBody {
+		// The transport answers http.NoBody for a response without one (a
+		// 204, a Content-Length of 0): there is nothing to read or redact.
+		snippet = readSnippet(resp.Body, s.cfg.MaxSnippetBytes, secrets.get())
+	}
 	_ = resp.Body.Close()
 
 	cp := ClassifyParams{DestinationID: dest.ID, StatusCode: resp.StatusCode, Header: resp.Header}
@@ -373,9 +378,48 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 	if res.Detail == "" {
 		res.Detail = snippet
 	} else {
-		res.Detail = redact(res.Detail, secrets)
+		res.Detail = redact(res.Detail, secrets.get())
 	}
 	return res
+}
+
+// The canonical forms of the header names the sender sets, as Header.Set
+// would store them.
+const (
+	canonicalContentType      = "Content-Type"
+	canonicalUserAgent        = "User-Agent"
+	canonicalWebhookID        = "Webhook-Id"
+	canonicalWebhookTimestamp = "Webhook-Timestamp"
+	canonicalWebhookSignature = "Webhook-Signature"
+	canonicalIdempotencyKey   = "Idempotency-Key"
+)
+
+// setHeaders sets a request's headers as these Header.Set calls would, in
+// this order (so a later one wins): Content-Type and User-Agent from the
+// Config, each destination header, then webhook-id, webhook-timestamp,
+// webhook-signature (only if sig is not empty) and Idempotency-Key. It
+// stores canonical keys directly and takes every one-value slice from one
+// array instead of a slice and, for the webhook-* names, a canonicalized
+// key per call.
+func (s *Sender) setHeaders(h http.Header, destHeaders map[string]string, id, ts, sig string) {
+	vals := make([]string, 0, 6+len(destHeaders))
+	set := func(key, v string) {
+		vals = append(vals, v)
+		// Capacity 1: an Add (e.g. by OnRequest) copies the slice instead
+		// of writing into the next header's value.
+		h[key] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
+	set(canonicalContentType, s.cfg.ContentType)
+	set(canonicalUserAgent, s.cfg.UserAgent)
+	for k, v := range destHeaders {
+		set(http.CanonicalHeaderKey(k), v)
+	}
+	set(canonicalWebhookID, id)
+	set(canonicalWebhookTimestamp, ts)
+	if sig != "" {
+		set(canonicalWebhookSignature, sig)
+	}
+	set(canonicalIdempotencyKey, id)
 }
 
 // readSnippet reads the start of a response body for diagnostics, redacts
@@ -511,6 +555,20 @@ func secretsOf(d hookrelay.Destination) []string {
 		}
 	}
 	return out
+}
+
+// lazySecrets computes secretsOf(*dest) on first use and keeps it.
+type lazySecrets struct {
+	dest *hookrelay.Destination
+	list []string
+	done bool
+}
+
+func (l *lazySecrets) get() []string {
+	if !l.done {
+		l.list, l.done = secretsOf(*l.dest), true
+	}
+	return l.list
 }
 
 // redact replaces every occurrence of a secret in s, longest first so a

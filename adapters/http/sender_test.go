@@ -558,3 +558,49 @@ func TestValidHeader(t *testing.T) {
 	assert.False(t, validHeader("X-Api", "a\nb"))
 	assert.False(t, validHeader("X-Api", "a\x00b"))
 }
+
+// TestSetHeadersIsTheHeaderSetSequence compares setHeaders with the
+// Header.Set calls it replaces, for destination headers that collide with
+// every header the sender sets, in any spelling.
+func TestSetHeadersIsTheHeaderSetSequence(t *testing.T) {
+	s := newTestSender(t, Config{ContentType: "application/cloudevents+json", UserAgent: "acme/2"})
+	for _, tt := range []struct {
+		name string
+		dest map[string]string
+		sig  string
+	}{
+		{"none", nil, "v1,abc"},
+		{"unsigned", map[string]string{"x-api-key": "k"}, ""},
+		{"overrides", map[string]string{"content-type": "text/plain", "USER-AGENT": "mine", "authorization": "Bearer t"}, "v1,abc"},
+		{"forged protocol headers", map[string]string{
+			"webhook-id": "forged", "WEBHOOK-TIMESTAMP": "1", "webhook-signature": "v1,forged", "idempotency-key": "forged",
+		}, "v1,abc v1,def"},
+		{"forged signature unsigned", map[string]string{"webhook-signature": "v1,forged", "X-Trace": "a b"}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			want := http.Header{}
+			want.Set("Content-Type", s.cfg.ContentType)
+			want.Set("User-Agent", s.cfg.UserAgent)
+			for k, v := range tt.dest {
+				want.Set(k, v)
+			}
+			want.Set(HeaderWebhookID, "whd_1")
+			want.Set(HeaderWebhookTimestamp, "1772600767")
+			if tt.sig != "" {
+				want.Set(HeaderWebhookSignature, tt.sig)
+			}
+			want.Set(HeaderIdempotencyKey, "whd_1")
+
+			got := http.Header{}
+			s.setHeaders(got, tt.dest, "whd_1", "1772600767", tt.sig)
+			assert.Equal(t, want, got)
+
+			// Adding to one header leaves the others as they were.
+			got.Add("Content-Type", "extra")
+			got.Add("User-Agent", "extra")
+			want.Add("Content-Type", "extra")
+			want.Add("User-Agent", "extra")
+			assert.Equal(t, want, got)
+		})
+	}
+}

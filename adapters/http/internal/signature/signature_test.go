@@ -75,3 +75,48 @@ func FuzzParseSignatureHeader(f *testing.F) {
 		}
 	})
 }
+
+// TestHeaderOfIsHeader signs with pooled Keys, each several times over
+// (a reused HMAC state must start from the key again), and compares with
+// Header.
+func TestHeaderOfIsHeader(t *testing.T) {
+	raw := [][]byte{[]byte("first key"), []byte("second"), []byte("k3-" + strings.Repeat("x", 100))} // the last longer than a hash block
+	keys := make([]*Key, len(raw))
+	for i, r := range raw {
+		keys[i] = NewKey(r)
+	}
+	for round := range 3 {
+		for n := 0; n <= len(raw); n++ {
+			for _, ts := range []int64{0, 1614265330, -5} {
+				id := "msg_" + strings.Repeat("a", round*7+n)
+				body := []byte(`{"n":` + strings.Repeat("1", n+round) + `}`)
+				assert.Equal(t, Header(raw[:n], id, ts, body), HeaderOf(keys[:n], id, ts, body), "round %d, %d keys, ts %d", round, n, ts)
+			}
+		}
+	}
+	key, err := DecodeSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	require.NoError(t, err)
+	assert.Equal(t, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
+		HeaderOf([]*Key{NewKey(key)}, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, []byte(`{"test": 2432232314}`)))
+}
+
+// BenchmarkHeader and BenchmarkHeaderOf sign a 512-byte body with one key,
+// decoded and keyed afresh (Header) or from a pooled Key (HeaderOf).
+func BenchmarkHeader(b *testing.B) {
+	body := []byte(strings.Repeat("x", 512))
+	b.ReportAllocs()
+	for b.Loop() {
+		key, _ := DecodeSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+		Header([][]byte{key}, "whd_0f8e2a4c-1111-5222-8333-444455556666", 1772600767, body)
+	}
+}
+
+func BenchmarkHeaderOf(b *testing.B) {
+	body := []byte(strings.Repeat("x", 512))
+	key, _ := DecodeSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	keys := []*Key{NewKey(key)}
+	b.ReportAllocs()
+	for b.Loop() {
+		HeaderOf(keys, "whd_0f8e2a4c-1111-5222-8333-444455556666", 1772600767, body)
+	}
+}
