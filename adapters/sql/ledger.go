@@ -320,7 +320,7 @@ func (s *Store) checkFence(ctx context.Context, q querier, op string, f fence) e
 		attempt int
 		expires sql.NullInt64
 	)
-	err := q.QueryRowContext(ctx, s.q("SELECT state, lease_token, attempt, lease_expires_at FROM {d} WHERE id = ?"+s.lockSuffix(false)), f.id).
+	err := q.QueryRowContext(ctx, s.qp("SELECT state, lease_token, attempt, lease_expires_at FROM {d} WHERE id = ?"+s.lockSuffix(false)), f.id).
 		Scan(&state, &token, &attempt, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("hooksql: %s %q: %w", op, f.id, hookrelay.ErrNotFound)
@@ -388,11 +388,11 @@ func (s *Store) applyFenced(ctx context.Context, q querier, o fencedOp) error {
 	} else if err != nil {
 		return err
 	}
-	if _, err := q.ExecContext(ctx, s.q("UPDATE {d} SET "+o.set+" WHERE id = ?"), append(slices.Clone(o.args), o.f.id)...); err != nil {
+	if _, err := q.ExecContext(ctx, s.qp("UPDATE {d} SET "+o.set+" WHERE id = ?"), append(slices.Clone(o.args), o.f.id)...); err != nil {
 		return s.dbErr(o.op+" "+o.f.id, err)
 	}
 	if o.attemptArgs != nil {
-		if _, err := q.ExecContext(ctx, s.q("INSERT INTO {a} ("+insertAttemptCols+") VALUES (?,?,?,?,?,?,?,?,?,?)"), o.attemptArgs...); err != nil {
+		if _, err := q.ExecContext(ctx, s.qp("INSERT INTO {a} ("+insertAttemptCols+") VALUES (?,?,?,?,?,?,?,?,?,?)"), o.attemptArgs...); err != nil {
 			return s.dbErr(o.op+" "+o.f.id+": attempt", err)
 		}
 	}

@@ -113,6 +113,14 @@ type Store struct {
 
 	queries sync.Map // raw query → query with tables and placeholders bound
 
+	// txStmts: SQLite transactions are *sql.Tx and run prepared statements
+	// (stmts.go); set by OpenSQLite, whose DSN makes BeginTx immediate.
+	txStmts     bool
+	reusable    sync.Map // bound queries worth preparing (qp)
+	stmtMu      sync.RWMutex
+	stmts       map[string]*sql.Stmt // bound query → statement prepared on db
+	stmtsClosed bool
+
 	// sqliteWriter is a one-slot semaphore held by this Store's SQLite write
 	// transactions.
 	sqliteWriter chan struct{}
@@ -231,7 +239,12 @@ func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Set("_txlock", "immediate")
-	return Open(ctx, SQLite, "file:"+path+"?"+q.Encode(), opts)
+	s, err := Open(ctx, SQLite, "file:"+path+"?"+q.Encode(), opts)
+	if err != nil {
+		return nil, err
+	}
+	s.txStmts = true
+	return s, nil
 }
 
 // DB returns the connection pool the Store uses, e.g. to begin the
@@ -244,9 +257,11 @@ func (s *Store) Dialect() Dialect { return s.dialect }
 // TablePrefix returns the prefix of the Store's tables.
 func (s *Store) TablePrefix() string { return s.prefix }
 
-// Close closes the connection pool if Open or OpenSQLite opened it; a Store
-// made by New leaves the caller's *sql.DB open.
+// Close closes the Store's prepared statements, and the connection pool if
+// Open or OpenSQLite opened it; a Store made by New leaves the caller's
+// *sql.DB open.
 func (s *Store) Close() error {
+	s.closeStmts()
 	if !s.ownDB {
 		return nil
 	}

@@ -27,9 +27,12 @@ const maxTxTries = 4
 func (s *Store) inTx(ctx context.Context, op string, fn func(q querier) error) error {
 	var err error
 	for range maxTxTries {
-		if s.dialect == SQLite {
+		switch {
+		case s.dialect == SQLite && s.txStmts:
+			err = s.inSQLiteStmtTx(ctx, op, fn)
+		case s.dialect == SQLite:
 			err = s.inSQLiteTx(ctx, op, fn)
-		} else {
+		default:
 			err = s.inPoolTx(ctx, op, fn)
 		}
 		var re *retryable
@@ -98,6 +101,50 @@ func (s *Store) inSQLiteTx(ctx context.Context, op string, fn func(q querier) er
 	}
 	if _, err := conn.ExecContext(context.WithoutCancel(ctx), "COMMIT"); err != nil {
 		s.sqliteRollback(conn)
+		return s.dbErr(op+": commit", err)
+	}
+	return nil
+}
+
+// inSQLiteStmtTx is inSQLiteTx for a Store made by OpenSQLite, whose DSN
+// makes every connection's BeginTx a BEGIN IMMEDIATE and sets its busy
+// timeout: the transaction is a *sql.Tx, so that fn runs the Store's
+// prepared statements on it (stmtQuerier). Those it wanted and did not find
+// are prepared once the connection is back in the pool.
+func (s *Store) inSQLiteStmtTx(ctx context.Context, op string, fn func(q querier) error) error {
+	q := &stmtQuerier{s: s}
+	err := s.sqliteStmtTx(ctx, op, q, fn)
+	if len(q.wanted) > 0 {
+		s.prepare(ctx, q.wanted)
+	}
+	return err
+}
+
+func (s *Store) sqliteStmtTx(ctx context.Context, op string, q *stmtQuerier, fn func(q querier) error) error {
+	select {
+	case s.sqliteWriter <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("hooksql: %s: %w", op, ctx.Err())
+	}
+	defer func() { <-s.sqliteWriter }()
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return s.dbErr(op, err)
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return s.dbErr(op+": begin", err)
+	}
+	q.tx = tx
+	if err := fn(q); err != nil {
+		if rerr := tx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
+			// The connection may still be in the transaction: discard it.
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		return err
+	}
+	if err := tx.Commit(); err != nil {
 		return s.dbErr(op+": commit", err)
 	}
 	return nil
