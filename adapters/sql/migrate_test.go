@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/adapters/http/recipient"
 )
 
@@ -115,4 +116,78 @@ func TestMigrateUpgradesAVersionTwoDatabase(t *testing.T) {
 		assert.Equal(t, "booked", string(r.Response.Body))
 		assert.Empty(t, r.BodyHash, "a record kept before has no hash")
 	})
+}
+
+// TestMigrateUpgradesAVersionEightPostgresDatabase: a PostgreSQL database
+// at version 8, with a delivered record and its attempt, is brought to
+// version 9 (the destination index partial, the attempts keyed on
+// (delivery_id, seq), half-empty deliveries pages) with its history intact.
+func TestMigrateUpgradesAVersionEightPostgresDatabase(t *testing.T) {
+	b := backends[1]
+	require.Equal(t, Postgres, b.dialect)
+	b.skipUnlessConfigured(t)
+	ctx := context.Background()
+	s := newStore(t, b, Options{})
+	// Back to version 8, as its migrations left the tables.
+	for _, st := range []string{"DELETE FROM {m} WHERE version >= 9",
+		"ALTER TABLE {a} DROP CONSTRAINT " + s.prefix + "attempts_pkey", "ALTER TABLE {a} ADD PRIMARY KEY (seq)",
+		"CREATE INDEX " + s.prefix + "attempts_delivery ON {a} (delivery_id, seq)",
+		"DROP INDEX " + s.prefix + "deliveries_destination", "CREATE INDEX " + s.prefix + "deliveries_destination ON {d} (destination_id, state)",
+		"ALTER TABLE {d} SET (fillfactor = 70)"} {
+		_, err := s.db.ExecContext(ctx, s.q(st))
+		require.NoError(t, err, st)
+	}
+	v, err := s.Version(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 8, v)
+	d := newDelivery("evt_old", "dest_1", t0)
+	_, err = s.Create(ctx, []hookrelay.Delivery{d})
+	require.NoError(t, err)
+	cs := claimAll(t, s, t0)
+	require.Len(t, cs, 1)
+	a := hookrelay.Attempt{DeliveryID: d.ID, Number: 1, StartedAt: t0, FinishedAt: t0, Kind: hookrelay.KindDelivered, Outcome: hookrelay.OutcomeAccepted, StatusCode: 204}
+	require.NoError(t, s.MarkDelivered(ctx, hookrelay.MarkDeliveredParams{ID: d.ID, Lease: cs[0].Lease, Attempt: a, Now: t0}))
+
+	require.NoError(t, s.Migrate(ctx))
+	v, err = s.Version(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, SchemaVersion, v)
+	var pkey, dest, opts string
+	require.NoError(t, s.db.QueryRowContext(ctx, "SELECT indexdef FROM pg_indexes WHERE indexname = $1", s.prefix+"attempts_pkey").Scan(&pkey))
+	assert.Contains(t, pkey, "(delivery_id, seq)")
+	require.NoError(t, s.db.QueryRowContext(ctx, "SELECT indexdef FROM pg_indexes WHERE indexname = $1", s.prefix+"deliveries_destination").Scan(&dest))
+	assert.Contains(t, dest, "WHERE (state <> 'delivered'::text)")
+	var n int
+	require.NoError(t, s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM pg_indexes WHERE indexname = $1", s.prefix+"attempts_delivery").Scan(&n))
+	assert.Zero(t, n, "the key replaces attempts_delivery")
+	require.NoError(t, s.db.QueryRowContext(ctx, "SELECT array_to_string(reloptions, ',') FROM pg_class WHERE relname = $1", s.prefix+"deliveries").Scan(&opts))
+	assert.Contains(t, opts, "fillfactor=50")
+
+	got, err := s.Attempts(ctx, d.ID)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, 204, got[0].StatusCode)
+	delivered, err := s.WasDelivered(ctx, d.ID)
+	require.NoError(t, err)
+	assert.True(t, delivered)
+	// New attempts are still numbered after the old ones.
+	d2 := newDelivery("evt_new", "dest_1", t0)
+	_, err = s.Create(ctx, []hookrelay.Delivery{d2})
+	require.NoError(t, err)
+	cs = claimAll(t, s, t0)
+	require.Len(t, cs, 1)
+	a.DeliveryID = d2.ID
+	require.NoError(t, s.MarkDelivered(ctx, hookrelay.MarkDeliveredParams{ID: d2.ID, Lease: cs[0].Lease, Attempt: a, Now: t0}))
+	var seqs []int64
+	rows, err := s.db.QueryContext(ctx, s.q("SELECT seq FROM {a} ORDER BY seq"))
+	require.NoError(t, err)
+	defer rows.Close()
+	for rows.Next() {
+		var q int64
+		require.NoError(t, rows.Scan(&q))
+		seqs = append(seqs, q)
+	}
+	require.NoError(t, rows.Err())
+	assert.Len(t, seqs, 2)
+	assert.Less(t, seqs[0], seqs[1])
 }

@@ -1,0 +1,4 @@
+-- hookrelay schema version 9: nothing to do here. On PostgreSQL this
+-- version keeps only pending and dead rows in deliveries_destination, keys
+-- the attempts on (delivery_id, seq) in place of an extra index, and leaves
+-- more room on the deliveries table's pages for in-place updates.
