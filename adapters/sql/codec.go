@@ -47,14 +47,6 @@ func (e *timeRangeError) problem() string {
 	return "is outside the storable range (years 1678 to 2262)"
 }
 
-// encNullTime encodes t with the zero time as NULL.
-func encNullTime(field string, t time.Time) (any, error) {
-	if t.IsZero() {
-		return nil, nil
-	}
-	return encTime(field, t)
-}
-
 func decTime(n int64) time.Time {
 	if n == zeroTime {
 		return time.Time{}
