@@ -289,11 +289,12 @@ func (s *Store) judgeDeliveredMany(br pgx.BatchResults, ops []*fencedOp, idx []i
 		token, attempt pgtype.Int8
 		ended, written bool
 	)
+	targets := []any{&state, &token, &attempt, &ended, &written} // built once: Scan's arguments escape
 	for rows.Next() {
 		if n >= len(idx) {
 			return fmt.Errorf("%w: record batch: more rows than writes", ErrDatabase)
 		}
-		if err := rows.Scan(&state, &token, &attempt, &ended, &written); err != nil {
+		if err := rows.Scan(targets...); err != nil {
 			return s.dbErr("record batch", err)
 		}
 		i := idx[n]
