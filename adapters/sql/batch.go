@@ -6,9 +6,11 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/hookrelay/hookrelay"
 )
@@ -26,6 +28,7 @@ var _ hookrelay.BatchLedger = (*Store)(nil)
 func (s *Store) RecordBatch(ctx context.Context, writes []hookrelay.LedgerWrite) ([]error, error) {
 	errs := make([]error, len(writes))
 	ops := make([]*fencedOp, len(writes))
+	all := make([]fencedOp, len(writes))
 	for i, w := range writes {
 		var (
 			o   fencedOp
@@ -45,7 +48,8 @@ func (s *Store) RecordBatch(ctx context.Context, writes []hookrelay.LedgerWrite)
 			errs[i] = err // invalid input: refused alone, like the single write
 			continue
 		}
-		ops[i] = &o
+		all[i] = o
+		ops[i] = &all[i]
 	}
 	due := earliestRetry(writes, errs)
 	var err error
@@ -153,7 +157,7 @@ func (s *Store) recordBatchPipeline(ctx context.Context, ops []*fencedOp, errs [
 	if len(many) < 2 {
 		many = nil
 	}
-	inMany := make(map[int]bool, len(many))
+	inMany := make([]bool, len(ops))
 	for _, i := range many {
 		inMany[i] = true
 	}
@@ -225,23 +229,27 @@ func (s *Store) recordBatchPipeline(ctx context.Context, ops []*fencedOp, errs [
 // judgeDeliveredMany. It is fencedQueryPostgres for many rows: one
 // statement to plan and run instead of one per delivery.
 func (s *Store) deliveredManyPostgres(ops []*fencedOp, idx []int) (string, []any) {
-	const cols = 15
-	arrays := make([][]any, cols)
-	for c := range arrays {
-		arrays[c] = make([]any, len(idx))
-	}
-	for n, i := range idx {
+	// Typed slices: pgx encodes each as an array without reflection, and
+	// no value is boxed.
+	n := len(idx)
+	strs, int64s, ints := make([]string, 6*n), make([]int64, 5*n), make([]int, 4*n)
+	var (
+		ids, outcomes, reasons                     = column(strs, 0, n), column(strs, 1, n), column(strs, 2, n)
+		aOutcomes, aReasons, aDetails              = column(strs, 3, n), column(strs, 4, n), column(strs, 5, n)
+		tokens, updated, aStarted, aFinished       = column(int64s, 0, n), column(int64s, 1, n), column(int64s, 2, n), column(int64s, 3, n)
+		aNext                                      = column(int64s, 4, n)
+		fenceAttempts, aNumbers, aKinds, aStatuses = column(ints, 0, n), column(ints, 1, n), column(ints, 2, n), column(ints, 3, n)
+	)
+	for k, i := range idx {
 		o := ops[i]
-		row := append([]any{o.f.id, o.f.lease.Token, o.f.attempt}, o.args...) // outcome, reason, updated_at
-		row = append(row, o.attemptArgs[1:]...)                               // the attempt, less its delivery ID
-		for c, v := range row {
-			arrays[c][n] = v
-		}
+		a := &o.attempt
+		ids[k], tokens[k], fenceAttempts[k] = o.f.id, o.f.lease.Token, o.f.attempt
+		outcomes[k], reasons[k], updated[k] = o.mark.outcome, o.mark.reason, o.mark.updated
+		aNumbers[k], aStarted[k], aFinished[k], aKinds[k] = a.number, a.started, a.finished, a.kind
+		aOutcomes[k], aReasons[k], aStatuses[k], aDetails[k], aNext[k] = a.outcome, a.reason, a.status, a.detail, a.next
 	}
-	args := make([]any, cols)
-	for c := range arrays {
-		args[c] = arrays[c]
-	}
+	args := []any{ids, tokens, fenceAttempts, outcomes, reasons, updated,
+		aNumbers, aStarted, aFinished, aKinds, aOutcomes, aReasons, aStatuses, aDetails, aNext}
 	query := "WITH input AS (SELECT * FROM unnest(CAST(? AS TEXT[]), CAST(? AS BIGINT[]), CAST(? AS INTEGER[])," +
 		" CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[])," +
 		" CAST(? AS INTEGER[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS INTEGER[]), CAST(? AS TEXT[])," +
@@ -255,11 +263,15 @@ func (s *Store) deliveredManyPostgres(ops []*fencedOp, idx []int) (string, []any
 		" WHERE d.id = i.id AND c.id = i.id AND c.lease_token = i.token AND c.lease_token <> 0 AND c.state = 'pending'" +
 		" AND c.lease_expires_at IS NOT NULL AND (i.fence_attempt = 0 OR c.attempt = i.fence_attempt) RETURNING d.id)," +
 		" ins AS (INSERT INTO {a} (" + insertAttemptCols + ") SELECT i.id, i.a_number, i.a_started, i.a_finished," +
-		" i.a_kind, i.a_outcome, i.a_reason, i.a_status, i.a_detail, i.a_next FROM input i JOIN upd u ON u.id = i.id)" +
+		" i.a_kind, i.a_outcome, i.a_reason, i.a_status, i.a_detail, NULLIF(i.a_next, " + strconv.FormatInt(zeroTime, 10) + ")" +
+		" FROM input i JOIN upd u ON u.id = i.id)" +
 		" SELECT c.state, c.lease_token, c.attempt, c.lease_expires_at IS NULL, u.id IS NOT NULL" +
 		" FROM input i LEFT JOIN cur c ON c.id = i.id LEFT JOIN upd u ON u.id = i.id ORDER BY i.ord"
 	return s.q(query), args
 }
+
+// column is the k-th of the n-long columns that all holds end to end.
+func column[T any](all []T, k, n int) []T { return all[k*n : (k+1)*n : (k+1)*n] }
 
 // judgeDeliveredMany reads deliveredManyPostgres's rows into errs, judging
 // each write as judgePostgres judges a single one.
@@ -270,28 +282,32 @@ func (s *Store) judgeDeliveredMany(br pgx.BatchResults, ops []*fencedOp, idx []i
 	}
 	defer rows.Close()
 	n := 0
+	var (
+		// Read in place: the state is looked at in the driver's buffer,
+		// and a missing record is a NULL token (lease_token is NOT NULL).
+		state          pgtype.DriverBytes
+		token, attempt pgtype.Int8
+		ended, written bool
+	)
+	targets := []any{&state, &token, &attempt, &ended, &written} // built once: Scan's arguments escape
 	for rows.Next() {
 		if n >= len(idx) {
 			return fmt.Errorf("%w: record batch: more rows than writes", ErrDatabase)
 		}
-		var (
-			state          *string
-			token          *int64
-			attempt        *int
-			ended, written bool
-		)
-		if err := rows.Scan(&state, &token, &attempt, &ended, &written); err != nil {
+		if err := rows.Scan(targets...); err != nil {
 			return s.dbErr("record batch", err)
 		}
 		i := idx[n]
 		n++
-		if state == nil { // no such record
+		if !token.Valid { // no such record
 			errs[i] = s.judgePostgres(*ops[i], fenceRead{}, sql.ErrNoRows)
 			continue
 		}
-		r := fenceRead{state: *state, token: *token, attempt: *attempt, ended: ended}
+		r := fenceRead{token: token.Int64, attempt: int(attempt.Int64), ended: ended}
 		if written {
 			r.written = 1
+		} else {
+			r.state = known(state)
 		}
 		errs[i] = s.judgePostgres(*ops[i], r, nil)
 		if errs[i] != nil && !isFenceErr(errs[i]) {

@@ -47,14 +47,6 @@ func (e *timeRangeError) problem() string {
 	return "is outside the storable range (years 1678 to 2262)"
 }
 
-// encNullTime encodes t with the zero time as NULL.
-func encNullTime(field string, t time.Time) (any, error) {
-	if t.IsZero() {
-		return nil, nil
-	}
-	return encTime(field, t)
-}
-
 func decTime(n int64) time.Time {
 	if n == zeroTime {
 		return time.Time{}
@@ -189,26 +181,52 @@ func scanDelivery(r scanner, extra ...any) (hookrelay.Delivery, int64, error) {
 	if payloadNull == 0 && d.Payload == nil {
 		d.Payload = []byte{}
 	}
-	if err := json.Unmarshal([]byte(scope), &d.Scope); err != nil {
-		return d, 0, &DecodeError{DeliveryID: d.ID, Column: "scope", Err: err}
+	if err := finishDelivery(&d, []byte(scope), state, outcome, firstQueued, nextAt, updated, windowStart); err != nil {
+		return d, 0, err
+	}
+	return d, token, nil
+}
+
+// finishDelivery completes d, whose plain columns are read already, from
+// the columns that need decoding, and checks what it read: the one
+// decoding of a stored delivery, shared by scanDelivery and the
+// PostgreSQL claim's pgxDeliveryReader. An undecodable row is a
+// *DecodeError.
+func finishDelivery(d *hookrelay.Delivery, scope []byte, state, outcome string, firstQueued, nextAt, updated int64, windowStart sql.NullInt64) error {
+	var err error
+	if d.Scope, err = decodeScope(scope); err != nil {
+		return &DecodeError{DeliveryID: d.ID, Column: "scope", Err: err}
 	}
 	switch st := hookrelay.State(state); st {
 	case hookrelay.StatePending, hookrelay.StateDelivered, hookrelay.StateDead:
 		d.State = st
 	default:
-		return d, 0, &DecodeError{DeliveryID: d.ID, Column: "state", Err: fmt.Errorf("unknown state %q", state)}
+		return &DecodeError{DeliveryID: d.ID, Column: "state", Err: fmt.Errorf("unknown state %q", state)}
 	}
 	switch o := hookrelay.Outcome(outcome); o {
 	case "", hookrelay.OutcomeAccepted, hookrelay.OutcomeRejected, hookrelay.OutcomeUnknown:
 		d.LastOutcome = o
 	default:
-		return d, 0, &DecodeError{DeliveryID: d.ID, Column: "last_outcome", Err: fmt.Errorf("unknown outcome %q", outcome)}
+		return &DecodeError{DeliveryID: d.ID, Column: "last_outcome", Err: fmt.Errorf("unknown outcome %q", outcome)}
 	}
 	if d.EnvelopeVersion > hookrelay.EnvelopeVersion {
-		return d, 0, &DecodeError{DeliveryID: d.ID, Column: "envelope_version", Err: fmt.Errorf(
+		return &DecodeError{DeliveryID: d.ID, Column: "envelope_version", Err: fmt.Errorf(
 			"%w: version %d (this library reads versions 1 to %d)", hookrelay.ErrUnknownEnvelopeVersion, d.EnvelopeVersion, hookrelay.EnvelopeVersion)}
 	}
 	d.FirstQueuedAt, d.NextAttemptAt, d.UpdatedAt = decTime(firstQueued), decTime(nextAt), decTime(updated)
 	d.WindowStart = decNullTime(windowStart)
-	return d, token, nil
+	return nil
+}
+
+// decodeScope decodes a stored scope: JSON null (what a nil Scope is
+// stored as) is a nil map without running the JSON decoder.
+func decodeScope(b []byte) (map[string]string, error) {
+	if string(b) == "null" {
+		return nil, nil
+	}
+	var scope map[string]string
+	if err := json.Unmarshal(b, &scope); err != nil {
+		return nil, err
+	}
+	return scope, nil
 }

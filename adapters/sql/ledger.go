@@ -357,16 +357,54 @@ func (f fence) check(op, state string, token int64, attempt int, ended bool) err
 const insertAttemptCols = "delivery_id, number, started_at, finished_at, kind, outcome, reason, status_code, detail, next_attempt_at"
 
 // fencedOp is one ledger write: the fence it must pass, the record's SET
-// clause with its values, and the attempt row to store (nil: none).
+// clause with its values, and the attempt row to store (hasAttempt).
 type fencedOp struct {
-	// delivered marks MarkDelivered's write (set and args are its three
-	// values), which a PostgreSQL batch writes for many rows at once.
-	delivered   bool
-	op          string
-	f           fence
-	attemptArgs []any
-	set         string
-	args        []any
+	// delivered marks MarkDelivered's write, which a PostgreSQL batch
+	// writes for many rows at once: its SET values are mark's, typed, and
+	// args is nil (setArgs).
+	delivered  bool
+	op         string
+	f          fence
+	hasAttempt bool
+	attempt    attemptRow
+	set        string
+	args       []any
+	mark       markValues
+}
+
+// markValues are MarkDelivered's SET values, in the order of its set.
+type markValues struct {
+	outcome, reason string
+	updated         int64
+}
+
+// setArgs returns the values of o's SET clause, in order.
+func (o *fencedOp) setArgs() []any {
+	if o.delivered {
+		return []any{o.mark.outcome, o.mark.reason, o.mark.updated}
+	}
+	return o.args
+}
+
+// attemptRow is an attempt's row in the attempts table, encoded.
+type attemptRow struct {
+	id                string
+	number            int
+	started, finished int64
+	kind              int
+	outcome, reason   string
+	status            int
+	detail            string
+	next              int64 // zeroTime: none (stored as NULL)
+}
+
+// args returns the row's values in insertAttemptCols order.
+func (a *attemptRow) args() []any {
+	var next any
+	if a.next != zeroTime {
+		next = a.next
+	}
+	return []any{a.id, a.number, a.started, a.finished, a.kind, a.outcome, a.reason, a.status, a.detail, next}
 }
 
 // fencedWrite runs one ledger write in a transaction of its own.
@@ -388,11 +426,11 @@ func (s *Store) applyFenced(ctx context.Context, q querier, o fencedOp) error {
 	} else if err != nil {
 		return err
 	}
-	if _, err := q.ExecContext(ctx, s.qp("UPDATE {d} SET "+o.set+" WHERE id = ?"), append(slices.Clone(o.args), o.f.id)...); err != nil {
+	if _, err := q.ExecContext(ctx, s.qp("UPDATE {d} SET "+o.set+" WHERE id = ?"), append(slices.Clone(o.setArgs()), o.f.id)...); err != nil {
 		return s.dbErr(o.op+" "+o.f.id, err)
 	}
-	if o.attemptArgs != nil {
-		if _, err := q.ExecContext(ctx, s.qp("INSERT INTO {a} ("+insertAttemptCols+") VALUES (?,?,?,?,?,?,?,?,?,?)"), o.attemptArgs...); err != nil {
+	if o.hasAttempt {
+		if _, err := q.ExecContext(ctx, s.qp("INSERT INTO {a} ("+insertAttemptCols+") VALUES (?,?,?,?,?,?,?,?,?,?)"), o.attempt.args()...); err != nil {
 			return s.dbErr(o.op+" "+o.f.id+": attempt", err)
 		}
 	}
@@ -405,18 +443,18 @@ func (s *Store) applyFenced(ctx context.Context, q querier, o fencedOp) error {
 // upd wrote. The fence is then judged on cur's values (judgePostgres).
 func (s *Store) fencedQueryPostgres(o fencedOp) (string, []any) {
 	f := o.f
-	args := append([]any{f.id}, o.args...)
+	args := append([]any{f.id}, o.setArgs()...)
 	args = append(args, f.lease.Token, f.attempt, f.attempt)
 	query := "WITH cur AS (SELECT id, state, lease_token, attempt, lease_expires_at FROM {d} WHERE id = ? FOR UPDATE)," +
 		" upd AS (UPDATE {d} SET " + o.set + " WHERE id = (SELECT id FROM cur WHERE lease_token = CAST(? AS BIGINT)" +
 		" AND lease_token <> 0 AND state = 'pending' AND lease_expires_at IS NOT NULL" +
 		" AND (CAST(? AS INTEGER) = 0 OR attempt = CAST(? AS INTEGER))) RETURNING id)"
-	if o.attemptArgs != nil {
+	if o.hasAttempt {
 		// Parameters in a SELECT list have no type to infer: cast each.
 		query += ", ins AS (INSERT INTO {a} (" + insertAttemptCols + ") SELECT CAST(? AS TEXT), CAST(? AS INTEGER)," +
 			" CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS INTEGER)," +
 			" CAST(? AS TEXT), CAST(? AS BIGINT) FROM upd)"
-		args = append(args, o.attemptArgs...)
+		args = append(args, o.attempt.args()...)
 	}
 	query += " SELECT state, lease_token, attempt, lease_expires_at IS NULL, (SELECT COUNT(*) FROM upd) FROM cur"
 	return s.q(query), args
@@ -455,21 +493,22 @@ func (s *Store) judgePostgres(o fencedOp, r fenceRead, err error) error {
 	}
 }
 
-func encodeAttempt(id string, a hookrelay.Attempt) ([]any, error) {
+func encodeAttempt(id string, a hookrelay.Attempt) (attemptRow, error) {
 	started, err := encTime("Attempt.StartedAt", a.StartedAt)
 	if err != nil {
-		return nil, err
+		return attemptRow{}, err
 	}
 	finished, err := encTime("Attempt.FinishedAt", a.FinishedAt)
 	if err != nil {
-		return nil, err
+		return attemptRow{}, err
 	}
-	next, err := encNullTime("Attempt.NextAttemptAt", a.NextAttemptAt)
+	next, err := encTime("Attempt.NextAttemptAt", a.NextAttemptAt) // zero: zeroTime, stored as NULL
 	if err != nil {
-		return nil, err
+		return attemptRow{}, err
 	}
-	return []any{id, a.Number, started, finished, int(a.Kind), cleanText(string(a.Outcome)),
-		cleanText(a.Reason), a.StatusCode, cleanText(a.Detail), next}, nil
+	return attemptRow{id: id, number: a.Number, started: started, finished: finished, kind: int(a.Kind),
+		outcome: cleanText(string(a.Outcome)), reason: cleanText(a.Reason), status: a.StatusCode,
+		detail: cleanText(a.Detail), next: next}, nil
 }
 
 // MarkDelivered implements hookrelay.Ledger. Marking a delivered record
@@ -488,10 +527,13 @@ func markDeliveredOp(p hookrelay.MarkDeliveredParams) (fencedOp, error) {
 		return fencedOp{}, err
 	}
 	o, err := attemptOp("mark delivered", fence{id: p.ID, lease: p.Lease, attempt: p.Attempt.Number, deliveredOK: true}, &p.Attempt,
-		"state = 'delivered', last_outcome = ?, last_reason = ?, updated_at = ?, lease_expires_at = NULL",
-		cleanText(string(p.Attempt.Outcome)), cleanText(p.Attempt.Reason), now)
-	o.delivered = err == nil
-	return o, err
+		"state = 'delivered', last_outcome = ?, last_reason = ?, updated_at = ?, lease_expires_at = NULL")
+	if err != nil {
+		return fencedOp{}, err
+	}
+	o.delivered = true
+	o.mark = markValues{outcome: cleanText(string(p.Attempt.Outcome)), reason: cleanText(p.Attempt.Reason), updated: now}
+	return o, nil
 }
 
 // attemptOp builds a fencedOp that stores attempt (when not nil).
@@ -499,9 +541,10 @@ func attemptOp(op string, f fence, attempt *hookrelay.Attempt, set string, args 
 	o := fencedOp{op: op, f: f, set: set, args: args}
 	if attempt != nil {
 		var err error
-		if o.attemptArgs, err = encodeAttempt(f.id, *attempt); err != nil {
+		if o.attempt, err = encodeAttempt(f.id, *attempt); err != nil {
 			return fencedOp{}, fmt.Errorf("hooksql: %s %q: %w", op, f.id, err)
 		}
+		o.hasAttempt = true
 	}
 	return o, nil
 }

@@ -250,25 +250,48 @@ func (s *Store) claimInOneStatement(ctx context.Context, from string, args []any
 		c   hookrelay.Claim
 		seq int64
 	}
-	var got []claimed
+	got := make([]claimed, 0, p.Limit)
 	var bad []string
-	read := func(rows rowIter) error {
+	// add takes one row's decoding: a claim, or an undecodable row to move
+	// aside, or a failure.
+	add := func(d hookrelay.Delivery, token, seq int64, err error) error {
+		var de *DecodeError
+		if errors.As(err, &de) {
+			bad = append(bad, de.DeliveryID)
+			return nil
+		}
+		if err != nil {
+			return s.dbErr("claim", err)
+		}
+		// RETURNING shows the row after the update: token is the new one.
+		got = append(got, claimed{seq: seq, c: hookrelay.Claim{Delivery: d, Lease: hookrelay.Lease{
+			Token: token, Holder: p.Holder, ExpiresAt: decTime(expires),
+		}}})
+		return nil
+	}
+	read := func(rows *sql.Rows) error {
 		got, bad = got[:0], bad[:0]
 		for rows.Next() {
 			var seq int64
 			d, token, err := scanDelivery(rows, &seq)
-			var de *DecodeError
-			if errors.As(err, &de) {
-				bad = append(bad, de.DeliveryID)
-				continue
+			if err := add(d, token, seq, err); err != nil {
+				return err
 			}
-			if err != nil {
-				return s.dbErr("claim", err)
+		}
+		if err := rows.Err(); err != nil {
+			return s.dbErr("claim", err)
+		}
+		return nil
+	}
+	readPgx := func(rows pgx.Rows) error {
+		got, bad = got[:0], bad[:0]
+		r := newPgxDeliveryReader()
+		for rows.Next() {
+			var d hookrelay.Delivery
+			token, seq, err := r.read(rows, &d)
+			if err := add(d, token, seq, err); err != nil {
+				return err
 			}
-			// RETURNING shows the row after the update: token is the new one.
-			got = append(got, claimed{seq: seq, c: hookrelay.Claim{Delivery: d, Lease: hookrelay.Lease{
-				Token: token, Holder: p.Holder, ExpiresAt: decTime(expires),
-			}}})
 		}
 		if err := rows.Err(); err != nil {
 			return s.dbErr("claim", err)
@@ -277,7 +300,7 @@ func (s *Store) claimInOneStatement(ctx context.Context, from string, args []any
 	}
 	err := errNotPgx
 	if s.dialect == Postgres {
-		err = s.claimPipelined(ctx, query, args, read)
+		err = s.claimPipelined(ctx, query, args, readPgx)
 		if err == nil && len(bad) > 0 {
 			// Leased to this claim already: nobody else takes them meanwhile.
 			err = s.inTx(ctx, "claim", func(q querier) error { return s.deadLetterUndecodable(ctx, q, bad, now) })
@@ -306,12 +329,18 @@ func (s *Store) claimInOneStatement(ctx context.Context, from string, args []any
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(got, func(x, y claimed) int {
-		return cmp.Or(x.c.Delivery.NextAttemptAt.Compare(y.c.Delivery.NextAttemptAt), cmp.Compare(x.seq, y.seq))
+	// Oldest first, as the statement chose them: sorted by index, so the
+	// claims are moved once.
+	order := make([]int, len(got))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(x, y int) int {
+		return cmp.Or(got[x].c.Delivery.NextAttemptAt.Compare(got[y].c.Delivery.NextAttemptAt), cmp.Compare(got[x].seq, got[y].seq))
 	})
 	claims := make([]hookrelay.Claim, len(got))
-	for i, g := range got {
-		claims[i] = g.c
+	for i, k := range order {
+		claims[i] = got[k].c
 	}
 	return claims, nil
 }
@@ -320,13 +349,6 @@ func (s *Store) claimInOneStatement(ctx context.Context, from string, args []any
 // (claimPlanSettings).
 const pgClaimSetting = "SET LOCAL enable_bitmapscan = off"
 
-// rowIter is what *sql.Rows and pgx.Rows share.
-type rowIter interface {
-	Next() bool
-	Scan(dest ...any) error
-	Err() error
-}
-
 // claimPipelined runs a claim on PostgreSQL as one pipeline — the plan
 // setting (claimPlanSettings) and the claim statement in one implicit
 // transaction — so a claim costs one round trip instead of four (begin,
@@ -334,7 +356,7 @@ type rowIter interface {
 // wait for the scheduler, and the claim is the worker's one serial step.
 // read scans the claimed rows; if it fails after the pipeline was sent,
 // the claim has committed anyway and its leases run out unused.
-func (s *Store) claimPipelined(ctx context.Context, query string, args []any, read func(rowIter) error) error {
+func (s *Store) claimPipelined(ctx context.Context, query string, args []any, read func(pgx.Rows) error) error {
 	return s.withPgxConn(ctx, "claim", func(c *pgx.Conn) error {
 		b := &pgx.Batch{}
 		b.Queue(pgClaimSetting)
