@@ -203,17 +203,7 @@ func TestHistoryIndexesServeTheirReaders(t *testing.T) {
 	}
 	explain := func(query string, args ...any) string {
 		t.Helper()
-		var plan []string
-		rows, err := s.db.QueryContext(ctx, "EXPLAIN "+s.q(query), args...)
-		require.NoError(t, err)
-		defer rows.Close()
-		for rows.Next() {
-			var line string
-			require.NoError(t, rows.Scan(&line))
-			plan = append(plan, line)
-		}
-		require.NoError(t, rows.Err())
-		return strings.Join(plan, "\n")
+		return strings.Join(queryColumn[string](t, s, "EXPLAIN "+query, args...), "\n")
 	}
 	for _, c := range []struct{ name, query, index string }{
 		{"stats", "SELECT destination_id, COUNT(*) FROM {d} WHERE state IN ('pending', 'dead') GROUP BY destination_id", "deliveries_destination"},

@@ -178,16 +178,7 @@ func TestMigrateUpgradesAVersionEightPostgresDatabase(t *testing.T) {
 	require.Len(t, cs, 1)
 	a.DeliveryID = d2.ID
 	require.NoError(t, s.MarkDelivered(ctx, hookrelay.MarkDeliveredParams{ID: d2.ID, Lease: cs[0].Lease, Attempt: a, Now: t0}))
-	var seqs []int64
-	rows, err := s.db.QueryContext(ctx, s.q("SELECT seq FROM {a} ORDER BY seq"))
-	require.NoError(t, err)
-	defer rows.Close()
-	for rows.Next() {
-		var q int64
-		require.NoError(t, rows.Scan(&q))
-		seqs = append(seqs, q)
-	}
-	require.NoError(t, rows.Err())
+	seqs := queryColumn[int64](t, s, "SELECT seq FROM {a} ORDER BY seq")
 	assert.Len(t, seqs, 2)
 	assert.Less(t, seqs[0], seqs[1])
 }

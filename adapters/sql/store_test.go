@@ -446,16 +446,10 @@ func TestDropTablesLeavesNoTableOfThePrefix(t *testing.T) {
 			list = "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE ?"
 		}
 		tables := func() []string {
-			rows, err := s.db.QueryContext(ctx, s.q(list), s.prefix+"%")
-			require.NoError(t, err)
-			defer rows.Close()
 			var out []string
-			for rows.Next() {
-				var n string
-				require.NoError(t, rows.Scan(&n))
+			for _, n := range queryColumn[string](t, s, list, s.prefix+"%") {
 				out = append(out, strings.TrimPrefix(n, s.prefix))
 			}
-			require.NoError(t, rows.Err())
 			return out
 		}
 		assert.ElementsMatch(t, tableNames, tables(), "the tables Migrate created are the ones DropTables drops")
@@ -464,4 +458,21 @@ func TestDropTablesLeavesNoTableOfThePrefix(t *testing.T) {
 		require.NoError(t, s.Migrate(ctx), "Migrate creates them again")
 		assert.Len(t, tables(), len(tableNames))
 	})
+}
+
+// queryColumn runs query (with the Store's table names bound) and returns
+// its one column.
+func queryColumn[T any](t *testing.T, s *Store, query string, args ...any) []T {
+	t.Helper()
+	rows, err := s.db.QueryContext(context.Background(), s.q(query), args...)
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var v T
+		require.NoError(t, rows.Scan(&v))
+		out = append(out, v)
+	}
+	require.NoError(t, rows.Err())
+	return out
 }

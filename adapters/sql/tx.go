@@ -75,20 +75,11 @@ func (s *Store) inPoolTx(ctx context.Context, op string, fn func(q querier) erro
 // is taken up front (waiting up to the busy timeout) instead of failing when
 // a read transaction tries to upgrade. It works whatever the DSN's _txlock.
 func (s *Store) inSQLiteTx(ctx context.Context, op string, fn func(q querier) error) error {
-	// SQLite has one writer. Queueing this Store's writers here, rather than
-	// in SQLite's busy handler (which sleeps and retries), keeps throughput
-	// up under contention; other processes still wait in the busy handler.
-	select {
-	case s.sqliteWriter <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("hooksql: %s: %w", op, ctx.Err())
-	}
-	defer func() { <-s.sqliteWriter }()
-	conn, err := s.db.Conn(ctx)
+	conn, done, err := s.sqliteWriterConn(ctx, op)
 	if err != nil {
-		return s.dbErr(op, err)
+		return err
 	}
-	defer conn.Close()
+	defer done()
 	if _, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = 10000"); err != nil {
 		return s.dbErr(op, err)
 	}
@@ -121,17 +112,11 @@ func (s *Store) inSQLiteStmtTx(ctx context.Context, op string, fn func(q querier
 }
 
 func (s *Store) sqliteStmtTx(ctx context.Context, op string, q *stmtQuerier, fn func(q querier) error) error {
-	select {
-	case s.sqliteWriter <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("hooksql: %s: %w", op, ctx.Err())
-	}
-	defer func() { <-s.sqliteWriter }()
-	conn, err := s.db.Conn(ctx)
+	conn, done, err := s.sqliteWriterConn(ctx, op)
 	if err != nil {
-		return s.dbErr(op, err)
+		return err
 	}
-	defer conn.Close()
+	defer done()
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return s.dbErr(op+": begin", err)
@@ -148,6 +133,25 @@ func (s *Store) sqliteStmtTx(ctx context.Context, op string, q *stmtQuerier, fn 
 		return s.dbErr(op+": commit", err)
 	}
 	return nil
+}
+
+// sqliteWriterConn takes this Store's writer slot and a connection for a
+// SQLite write transaction; done gives both back. SQLite has one writer.
+// Queueing this Store's writers here, rather than in SQLite's busy handler
+// (which sleeps and retries), keeps throughput up under contention; other
+// processes still wait in the busy handler.
+func (s *Store) sqliteWriterConn(ctx context.Context, op string) (conn *sql.Conn, done func(), err error) {
+	select {
+	case s.sqliteWriter <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil, fmt.Errorf("hooksql: %s: %w", op, ctx.Err())
+	}
+	conn, err = s.db.Conn(ctx)
+	if err != nil {
+		<-s.sqliteWriter
+		return nil, nil, s.dbErr(op, err)
+	}
+	return conn, func() { _ = conn.Close(); <-s.sqliteWriter }, nil
 }
 
 // sqliteRollback ends the transaction; if that fails the connection is
