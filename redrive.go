@@ -436,7 +436,10 @@ func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, log Redr
 	}
 	slices.SortStableFunc(slots, func(x, y slot) int { return x.at.Compare(y.at) })
 	for i, s := range slots {
-		waited := s.at.After(c.clock.Now())
+		// A slot the rate put in the future is where a stop is looked for,
+		// whether or not the clock has passed it by the time it is reached
+		// (a slow process, or a busy store, must not skip the check).
+		waited := s.at.After(now)
 		if err := c.sleepUntil(ctx, s.at); err != nil {
 			for _, rest := range slots[i:] {
 				rest.r.CancelAt(c.clock.Now())

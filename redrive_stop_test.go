@@ -1,0 +1,103 @@
+package hookrelay_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/adapters/memory"
+)
+
+// firstMoveHeld is the memory store with its first RedriveDelivery held
+// until release is closed: a redrive that falls behind its schedule.
+type firstMoveHeld struct {
+	*memory.Store
+	once             sync.Once
+	entered, release chan struct{}
+}
+
+func (f *firstMoveHeld) RedriveDelivery(ctx context.Context, p hookrelay.RedriveDeliveryParams) (hookrelay.Delivery, bool, error) {
+	f.once.Do(func() {
+		close(f.entered)
+		<-f.release
+	})
+	return f.Store.RedriveDelivery(ctx, p)
+}
+
+// A stop requested while a rate-limited redrive is behind its schedule (its
+// next slot's time already passed when it gets there) is seen at that slot:
+// the stop is looked for at every slot the rate put in the future, not only
+// where the redrive actually had to sleep.
+func TestRedriveStopIsSeenAtASlotAlreadyDue(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC))
+	store := memory.NewStore()
+	ledger := &firstMoveHeld{Store: store, entered: make(chan struct{}), release: make(chan struct{})}
+	dests := memory.NewDestinations(hookrelay.Destination{ID: "accounting", TenantID: "tenant_a", URL: "https://accounting.example/"})
+	client, err := hookrelay.New(hookrelay.Config{
+		Queue: store, Ledger: ledger, Destinations: dests, Clock: clk,
+		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result {
+			return hookrelay.Permanent(hookrelay.ReasonAuthRejected).WithStatus(401)
+		}),
+	})
+	require.NoError(t, err)
+	for i := range 3 {
+		_, err := client.Enqueue(ctx, hookrelay.EnqueueParams{
+			EventID: fmt.Sprintf("pay_%d", i), TenantID: "tenant_a", DestinationID: "accounting",
+			EventType: "lease.payment_recorded", Payload: []byte(`{}`),
+		})
+		require.NoError(t, err)
+	}
+	claims, err := store.Claim(ctx, hookrelay.ClaimParams{Now: clk.Now(), Limit: 10, LeaseFor: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, claims, 3)
+	for _, c := range claims {
+		require.NoError(t, client.Process(ctx, c))
+	}
+
+	ids := make(chan string, 1)
+	done := make(chan hookrelay.RedriveAudit, 1)
+	go func() {
+		a, err := client.Redrive(ctx, hookrelay.RedriveParams{
+			Filter: hookrelay.DeadLetterFilter{DestinationIDs: []string{"accounting"}},
+			Actor:  "alice", Reason: "credentials fixed", RatePerSecond: 1,
+			Progress: func(a hookrelay.RedriveAudit) {
+				select {
+				case ids <- a.ID:
+				default:
+				}
+			},
+		})
+		assert.NoError(t, err)
+		done <- a
+	}()
+	<-ledger.entered // the first move, due at once, is under way
+	id := <-ids
+	_, err = client.StopRedrive(ctx, id, "bob")
+	require.NoError(t, err)
+	clk.Add(time.Second) // the second slot's time passes while the first move is held
+	close(ledger.release)
+
+	var a hookrelay.RedriveAudit
+	deadline := time.After(10 * time.Second)
+	for a.ID == "" {
+		select {
+		case a = <-done:
+		case <-deadline:
+			t.Fatal("the redrive did not end")
+		case <-time.After(time.Millisecond):
+			clk.Add(time.Second) // a redrive that missed the stop sleeps for its next slot
+		}
+	}
+	assert.Equal(t, hookrelay.RedriveStopped, a.State)
+	assert.EqualValues(t, 1, a.Redriven, "only the move under way when the stop came")
+	assert.Equal(t, "bob", a.StopRequestedBy)
+}
