@@ -360,6 +360,9 @@ func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log Redriv
 	for {
 		cur, err := log.RedriveAudit(ctx, a.ID)
 		if err != nil {
+			if ctx.Err() != nil {
+				return interrupted()
+			}
 			return fail(opErr("ledger.redrive_audit", "", err))
 		}
 		a = cur

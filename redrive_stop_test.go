@@ -101,3 +101,42 @@ func TestRedriveStopIsSeenAtASlotAlreadyDue(t *testing.T) {
 	assert.EqualValues(t, 1, a.Redriven, "only the move under way when the stop came")
 	assert.Equal(t, "bob", a.StopRequestedBy)
 }
+
+// A redrive whose context ends as it starts (a console closing, a process
+// shutting down) is stopped as interrupted, so it can be resumed — not
+// failed because the store refused the first read of its audit entry.
+func TestRedriveCancelledAsItStartsIsInterruptedNotFailed(t *testing.T) {
+	clk := clock.NewMock()
+	store := memory.NewStore()
+	dests := memory.NewDestinations(hookrelay.Destination{ID: "accounting", TenantID: "tenant_a", URL: "https://accounting.example/"})
+	client, err := hookrelay.New(hookrelay.Config{
+		Queue: store, Ledger: store, Destinations: dests, Clock: clk,
+		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result {
+			return hookrelay.Permanent(hookrelay.ReasonAuthRejected).WithStatus(401)
+		}),
+	})
+	require.NoError(t, err)
+	bg := context.Background()
+	_, err = client.Enqueue(bg, hookrelay.EnqueueParams{
+		EventID: "pay_1", TenantID: "tenant_a", DestinationID: "accounting", EventType: "lease.payment_recorded", Payload: []byte(`{}`),
+	})
+	require.NoError(t, err)
+	claims, err := store.Claim(bg, hookrelay.ClaimParams{Now: clk.Now(), Limit: 10, LeaseFor: time.Minute})
+	require.NoError(t, err)
+	require.NoError(t, client.Process(bg, claims[0]))
+
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	a, err := client.Redrive(ctx, hookrelay.RedriveParams{
+		Filter: hookrelay.DeadLetterFilter{DestinationIDs: []string{"accounting"}},
+		Actor:  "alice", Reason: "credentials fixed", RatePerSecond: 1,
+		Progress: func(hookrelay.RedriveAudit) { cancel() }, // the entry exists; the run has not begun
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, hookrelay.RedriveStopped, a.State)
+	assert.Contains(t, a.Error, "interrupted")
+	a, err = client.ResumeRedrive(bg, a.ID, nil)
+	require.NoError(t, err)
+	assert.Equal(t, hookrelay.RedriveFinished, a.State, "an interrupted redrive resumes")
+	assert.EqualValues(t, 1, a.Redriven)
+}
