@@ -202,7 +202,7 @@ func (s *Store) recordBatchPipeline(ctx context.Context, ops []*fencedOp, errs [
 	})
 	if errors.Is(err, errNotPgx) {
 		// Another PostgreSQL driver: one transaction of single statements.
-		return s.inTx(ctx, "record batch", func(q querier) error {
+		err = s.inTx(ctx, "record batch", func(q querier) error {
 			for i, o := range ops {
 				if o == nil {
 					continue
@@ -218,16 +218,25 @@ func (s *Store) recordBatchPipeline(ctx context.Context, ops []*fencedOp, errs [
 			return nil
 		})
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	for i, o := range ops { // after the commit: the refusing writes are visible
+		if o != nil {
+			errs[i] = s.rejudge(ctx, *o, errs[i])
+		}
+	}
+	return nil
 }
 
 // deliveredManyPostgres is MarkDelivered for many deliveries (distinct
-// IDs) in one statement: the values travel as arrays, cur locks the rows in
-// ID order and yields their values as they were, upd writes each row whose
-// own fence holds, ins stores the attempts of the rows upd wrote, and the
-// result is one row per write, in the order of idx, for
-// judgeDeliveredMany. It is fencedQueryPostgres for many rows: one
-// statement to plan and run instead of one per delivery.
+// IDs) in one statement: the values travel as arrays, upd writes each row
+// whose own fence holds (checked on the row it updates, so re-checked on the
+// newest version if a concurrent write changed it: no row lock beforehand),
+// ins stores the attempts of the rows upd wrote, and the result is one row
+// per write, in the order of idx, for judgeDeliveredMany: for a row not
+// written, its values in the statement's snapshot. It is fencedQueryPostgres
+// for many rows: one statement to plan and run instead of one per delivery.
 func (s *Store) deliveredManyPostgres(ops []*fencedOp, idx []int) (string, []any) {
 	// Typed slices: pgx encodes each as an array without reflection, and
 	// no value is boxed.
@@ -256,17 +265,15 @@ func (s *Store) deliveredManyPostgres(ops []*fencedOp, idx []int) (string, []any
 		" CAST(? AS TEXT[]), CAST(? AS INTEGER[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[]))" +
 		" WITH ORDINALITY AS i(id, token, fence_attempt, last_outcome, last_reason, updated_at," +
 		" a_number, a_started, a_finished, a_kind, a_outcome, a_reason, a_status, a_detail, a_next, ord))," +
-		" cur AS (SELECT id, state, lease_token, attempt, lease_expires_at FROM {d}" +
-		" WHERE id IN (SELECT id FROM input) ORDER BY id FOR UPDATE)," +
 		" upd AS (UPDATE {d} d SET state = 'delivered', last_outcome = i.last_outcome, last_reason = i.last_reason," +
-		" updated_at = i.updated_at, lease_expires_at = NULL FROM input i, cur c" +
-		" WHERE d.id = i.id AND c.id = i.id AND c.lease_token = i.token AND c.lease_token <> 0 AND c.state = 'pending'" +
-		" AND c.lease_expires_at IS NOT NULL AND (i.fence_attempt = 0 OR c.attempt = i.fence_attempt) RETURNING d.id)," +
+		" updated_at = i.updated_at, lease_expires_at = NULL FROM input i" +
+		" WHERE d.id = i.id AND d.lease_token = i.token AND d.lease_token <> 0 AND d.state = 'pending'" +
+		" AND d.lease_expires_at IS NOT NULL AND (i.fence_attempt = 0 OR d.attempt = i.fence_attempt) RETURNING d.id)," +
 		" ins AS (INSERT INTO {a} (" + insertAttemptCols + ") SELECT i.id, i.a_number, i.a_started, i.a_finished," +
 		" i.a_kind, i.a_outcome, i.a_reason, i.a_status, i.a_detail, NULLIF(i.a_next, " + strconv.FormatInt(zeroTime, 10) + ")" +
 		" FROM input i JOIN upd u ON u.id = i.id)" +
 		" SELECT c.state, c.lease_token, c.attempt, c.lease_expires_at IS NULL, u.id IS NOT NULL" +
-		" FROM input i LEFT JOIN cur c ON c.id = i.id LEFT JOIN upd u ON u.id = i.id ORDER BY i.ord"
+		" FROM input i LEFT JOIN upd u ON u.id = i.id LEFT JOIN {d} c ON c.id = i.id AND u.id IS NULL ORDER BY i.ord"
 	return s.q(query), args
 }
 
@@ -299,16 +306,15 @@ func (s *Store) judgeDeliveredMany(br pgx.BatchResults, ops []*fencedOp, idx []i
 		}
 		i := idx[n]
 		n++
+		if written {
+			errs[i] = nil
+			continue
+		}
 		if !token.Valid { // no such record
 			errs[i] = s.judgePostgres(*ops[i], fenceRead{}, sql.ErrNoRows)
 			continue
 		}
-		r := fenceRead{token: token.Int64, attempt: int(attempt.Int64), ended: ended}
-		if written {
-			r.written = 1
-		} else {
-			r.state = known(state)
-		}
+		r := fenceRead{state: known(state), token: token.Int64, attempt: int(attempt.Int64), ended: ended}
 		errs[i] = s.judgePostgres(*ops[i], r, nil)
 		if errs[i] != nil && !isFenceErr(errs[i]) {
 			return errs[i]

@@ -413,7 +413,7 @@ func (s *Store) fencedWrite(ctx context.Context, o fencedOp) error {
 		query, args := s.fencedQueryPostgres(o)
 		var r fenceRead
 		err := s.db.QueryRowContext(ctx, query, args...).Scan(&r.state, &r.token, &r.attempt, &r.ended, &r.written)
-		return s.judgePostgres(o, r, err)
+		return s.rejudge(ctx, o, s.judgePostgres(o, r, err))
 	}
 	return s.inTx(ctx, o.op, func(q querier) error { return s.applyFenced(ctx, q, o) })
 }
@@ -438,17 +438,18 @@ func (s *Store) applyFenced(ctx context.Context, q querier, o fencedOp) error {
 }
 
 // fencedQueryPostgres is a ledger write in one statement, so one round
-// trip instead of five: cur locks the row and yields its values as they
-// were, upd writes only if the fence holds, ins stores the attempt only if
-// upd wrote. The fence is then judged on cur's values (judgePostgres).
+// trip instead of five: upd writes only if the fence holds, checked on the
+// row it updates (under READ COMMITTED PostgreSQL checks it again on the
+// row's newest version when a concurrent write changed the row, so no row
+// lock is taken beforehand), ins stores the attempt only if upd wrote, and
+// the row's values in the statement's snapshot say why a write was refused
+// (judgePostgres).
 func (s *Store) fencedQueryPostgres(o fencedOp) (string, []any) {
 	f := o.f
-	args := append([]any{f.id}, o.setArgs()...)
-	args = append(args, f.lease.Token, f.attempt, f.attempt)
-	query := "WITH cur AS (SELECT id, state, lease_token, attempt, lease_expires_at FROM {d} WHERE id = ? FOR UPDATE)," +
-		" upd AS (UPDATE {d} SET " + o.set + " WHERE id = (SELECT id FROM cur WHERE lease_token = CAST(? AS BIGINT)" +
+	args := append(slices.Clone(o.setArgs()), f.id, f.lease.Token, f.attempt, f.attempt)
+	query := "WITH upd AS (UPDATE {d} SET " + o.set + " WHERE id = ? AND lease_token = CAST(? AS BIGINT)" +
 		" AND lease_token <> 0 AND state = 'pending' AND lease_expires_at IS NOT NULL" +
-		" AND (CAST(? AS INTEGER) = 0 OR attempt = CAST(? AS INTEGER))) RETURNING id)"
+		" AND (CAST(? AS INTEGER) = 0 OR attempt = CAST(? AS INTEGER)) RETURNING id)"
 	if o.hasAttempt {
 		// Parameters in a SELECT list have no type to infer: cast each.
 		query += ", ins AS (INSERT INTO {a} (" + insertAttemptCols + ") SELECT CAST(? AS TEXT), CAST(? AS INTEGER)," +
@@ -456,7 +457,8 @@ func (s *Store) fencedQueryPostgres(o fencedOp) (string, []any) {
 			" CAST(? AS TEXT), CAST(? AS BIGINT) FROM upd)"
 		args = append(args, o.attempt.args()...)
 	}
-	query += " SELECT state, lease_token, attempt, lease_expires_at IS NULL, (SELECT COUNT(*) FROM upd) FROM cur"
+	query += " SELECT state, lease_token, attempt, lease_expires_at IS NULL, (SELECT COUNT(*) FROM upd) FROM {d} WHERE id = ?"
+	args = append(args, f.id)
 	return s.q(query), args
 }
 
@@ -485,11 +487,51 @@ func (s *Store) judgePostgres(o fencedOp, r fenceRead, err error) error {
 	case errNoop:
 		return nil
 	case nil:
-		// The fence held on cur's values yet nothing was written: cannot
-		// happen while cur holds the row lock.
-		return fmt.Errorf("%w: %s %q: fenced update wrote nothing", ErrDatabase, o.op, o.f.id)
+		// The fence held in the statement's snapshot, yet the update,
+		// checking it again on the row's newest version, wrote nothing:
+		// a write committed meanwhile changed the row. Not written;
+		// rejudge reads the row again to say why.
+		return &changedErr{fmt.Errorf("hooksql: %s %q: the record changed concurrently: %w", o.op, o.f.id, hookrelay.ErrLeaseLost)}
 	default:
 		return err
+	}
+}
+
+// changedErr is judgePostgres's answer for a write refused by a concurrent
+// change its snapshot did not show. It wraps ErrLeaseLost: not written.
+type changedErr struct{ err error }
+
+func (e *changedErr) Error() string { return e.err.Error() }
+func (e *changedErr) Unwrap() error { return e.err }
+
+// rejudge turns a changedErr (any other err is returned as it is) into the
+// answer the fence gives on the row as it is now, read after the refusing
+// write committed: ErrInvalidState, nil for MarkDelivered on a record its
+// own lease delivered meanwhile, else ErrLeaseLost. If the read fails, or
+// the fence would hold again (it cannot: a token once replaced or ended
+// does not become current again), it stays ErrLeaseLost: the write was not
+// made.
+func (s *Store) rejudge(ctx context.Context, o fencedOp, err error) error {
+	var ce *changedErr
+	if !errors.As(err, &ce) {
+		return err
+	}
+	var r fenceRead
+	rerr := s.db.QueryRowContext(ctx, s.q("SELECT state, lease_token, attempt, lease_expires_at IS NULL FROM {d} WHERE id = ?"), o.f.id).
+		Scan(&r.state, &r.token, &r.attempt, &r.ended)
+	if errors.Is(rerr, sql.ErrNoRows) {
+		return fmt.Errorf("hooksql: %s %q: %w", o.op, o.f.id, hookrelay.ErrNotFound)
+	}
+	if rerr != nil {
+		return ce.err
+	}
+	switch cerr := o.f.check(o.op, r.state, r.token, r.attempt, r.ended); cerr {
+	case errNoop:
+		return nil
+	case nil:
+		return ce.err
+	default:
+		return cerr
 	}
 }
 
