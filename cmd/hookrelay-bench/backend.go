@@ -15,9 +15,9 @@ import (
 	"github.com/hookrelay/hookrelay/internal/benchenv"
 )
 
-// leaseFor is the worker's LeaseFor, hookrelay's default, set explicitly
-// because the NATS backend's consumer AckWait is derived from it.
-const leaseFor = 2 * time.Minute
+// leaseFor is the worker's LeaseFor: the library's default, named because
+// the NATS backend's consumer AckWait is derived from it.
+const leaseFor = hookrelay.DefaultLeaseFor
 
 func benchBackend(ctx context.Context, name string, o options, rcpt *recipient, payload []byte, out io.Writer) (res backendResult, err error) {
 	res = backendResult{name: name}
@@ -114,11 +114,8 @@ func newClient(_ context.Context, store *benchenv.Store, o options, rcpt *recipi
 	}
 	client, err := hookrelay.New(hookrelay.Config{
 		Queue: &countingQueue{Queue: store.Queue, watch: obs}, Ledger: store.Ledger, Destinations: store.Destinations, Sender: sender,
-		Concurrency: o.workers, LeaseFor: leaseFor,
-		// The library's default unless --per-destination says otherwise:
-		// what is measured is what a user gets.
-		PerDestinationConcurrency: o.perDest,
-		Observer:                  obs,
+		// Only Concurrency is set: what is measured is what a user gets.
+		Concurrency: o.workers, Observer: obs,
 	})
 	if err != nil {
 		return nil, nil, err

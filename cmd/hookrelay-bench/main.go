@@ -51,7 +51,6 @@ type options struct {
 	latencyRate  float64
 	latencyFor   time.Duration
 	rounds       int
-	perDest      int
 	sender       string
 	pending      int
 	postgresDSN  string
@@ -69,7 +68,6 @@ func main() {
 	flag.IntVar(&o.destinations, "destinations", 10, "destinations the deliveries are spread over (all on the one recipient)")
 	flag.IntVar(&o.payloadBytes, "payload", 512, "payload size in bytes")
 	flag.Float64Var(&o.latencyRate, "latency-rate", 0.5, "latency phase: offered enqueue rate as a fraction of the backend's drain throughput")
-	flag.IntVar(&o.perDest, "per-destination", 0, "worker PerDestinationConcurrency, for experiments (0: the library's default)")
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds of (ceiling, drain) per backend; the machine's other load makes single rounds noisy")
 	flag.StringVar(&o.sender, "sender", "hookhttp", "the worker's sender: hookhttp (the real one) or plain (a bare net/http POST, to separate the engine's cost from the sender's)")
 	flag.DurationVar(&o.latencyFor, "latency-for", 5*time.Second, "latency phase: how long the producer enqueues")
@@ -105,12 +103,8 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	defer rcpt.close()
 	payload := makePayload(o.payloadBytes)
 
-	perDest := "the library's default"
-	if o.perDest > 0 {
-		perDest = fmt.Sprint(o.perDest)
-	}
-	fmt.Fprintf(out, "hookrelay-bench: %s, GOMAXPROCS=%d, W=%d, PerDestinationConcurrency %s, N=%d, %d destinations, %d-byte payload, %s sender, recipient %s\n",
-		runtime.Version(), runtime.GOMAXPROCS(0), o.workers, perDest, o.n, o.destinations, len(payload), o.sender, rcpt.url)
+	fmt.Fprintf(out, "hookrelay-bench: %s, GOMAXPROCS=%d, W=%d (Concurrency; every other setting is the library's default), N=%d, %d destinations, %d-byte payload, %s sender, recipient %s\n",
+		runtime.Version(), runtime.GOMAXPROCS(0), o.workers, o.n, o.destinations, len(payload), o.sender, rcpt.url)
 	fmt.Fprintf(out, "SQL stores open as the README shows (the adapter's connection pool defaults)\n")
 
 	fmt.Fprintf(out, "load average at start: %s\n", loadAverage())
