@@ -158,3 +158,53 @@ func TestCompletionRacesReclaim(t *testing.T) {
 		}
 	})
 }
+
+// TestMarkDeliveredTwiceAtOnceIsOneWriteAndANoop sends the same
+// MarkDelivered (same lease, same attempt) twice at once for each of many
+// deliveries: marking a delivered record again is a no-op, so both calls
+// answer nil and one attempt is stored. On PostgreSQL the second call's
+// update waits for the first and is refused, while its snapshot still shows
+// the record pending under its lease: the refusal must be judged on the
+// row as the first call left it (delivered), not reported as a lost lease.
+func TestMarkDeliveredTwiceAtOnceIsOneWriteAndANoop(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := newStore(t, b, Options{})
+		const n = 60
+		var ds []hookrelay.Delivery
+		for i := range n {
+			ds = append(ds, newDelivery(fmt.Sprintf("evt_twice_%d", i), fmt.Sprintf("dst_%d", i%6), t0.Add(time.Duration(i))))
+		}
+		_, err := s.Create(ctx, ds)
+		require.NoError(t, err)
+		cs, err := s.Claim(ctx, hookrelay.ClaimParams{Now: t0.Add(time.Second), Limit: n, LeaseFor: time.Minute, Holder: "w", DefaultDestinationRoom: 1000})
+		require.NoError(t, err)
+		require.Len(t, cs, n)
+		at := t0.Add(2 * time.Second)
+		errs := make([][2]error, n)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i, c := range cs {
+			p := hookrelay.MarkDeliveredParams{ID: c.Delivery.ID, Lease: c.Lease, Now: at,
+				Attempt: hookrelay.Attempt{DeliveryID: c.Delivery.ID, Number: c.Delivery.Attempt, StartedAt: at,
+					FinishedAt: at, Kind: hookrelay.KindDelivered, Outcome: hookrelay.OutcomeAccepted, StatusCode: 200}}
+			for k := range 2 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					errs[i][k] = s.MarkDelivered(ctx, p)
+				}()
+			}
+		}
+		close(start)
+		wg.Wait()
+		for i, c := range cs {
+			assert.NoError(t, errs[i][0], "%s: first call", c.Delivery.ID)
+			assert.NoError(t, errs[i][1], "%s: second call", c.Delivery.ID)
+			as, err := s.Attempts(ctx, c.Delivery.ID)
+			require.NoError(t, err)
+			assert.Len(t, as, 1, "%s: one attempt stored", c.Delivery.ID)
+		}
+	})
+}

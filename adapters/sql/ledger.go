@@ -505,34 +505,24 @@ func (e *changedErr) Error() string { return e.err.Error() }
 func (e *changedErr) Unwrap() error { return e.err }
 
 // rejudge turns a changedErr (any other err is returned as it is) into the
-// answer the fence gives on the row as it is now, read after the refusing
-// write committed: ErrInvalidState, nil for MarkDelivered on a record its
-// own lease delivered meanwhile, else ErrLeaseLost. If the read fails, or
-// the fence would hold again (it cannot: a token once replaced or ended
-// does not become current again), it stays ErrLeaseLost: the write was not
-// made.
+// answer the fence gives on the row as it is now (checkFence, after the
+// refusing write committed): ErrNotFound, ErrInvalidState, nil for
+// MarkDelivered on a record its own lease delivered meanwhile, or
+// ErrLeaseLost. If the read fails, or the fence would hold again (it
+// cannot: a token once replaced or ended does not become current again),
+// it stays ErrLeaseLost: the write was not made.
 func (s *Store) rejudge(ctx context.Context, o fencedOp, err error) error {
 	var ce *changedErr
 	if !errors.As(err, &ce) {
 		return err
 	}
-	var r fenceRead
-	rerr := s.db.QueryRowContext(ctx, s.q("SELECT state, lease_token, attempt, lease_expires_at IS NULL FROM {d} WHERE id = ?"), o.f.id).
-		Scan(&r.state, &r.token, &r.attempt, &r.ended)
-	if errors.Is(rerr, sql.ErrNoRows) {
-		return fmt.Errorf("hooksql: %s %q: %w", o.op, o.f.id, hookrelay.ErrNotFound)
-	}
-	if rerr != nil {
-		return ce.err
-	}
-	switch cerr := o.f.check(o.op, r.state, r.token, r.attempt, r.ended); cerr {
-	case errNoop:
+	switch cerr := s.checkFence(ctx, s.db, o.op, o.f); {
+	case cerr == errNoop:
 		return nil
-	case nil:
-		return ce.err
-	default:
+	case errors.Is(cerr, hookrelay.ErrNotFound), errors.Is(cerr, hookrelay.ErrInvalidState), errors.Is(cerr, hookrelay.ErrLeaseLost):
 		return cerr
 	}
+	return ce.err
 }
 
 func encodeAttempt(id string, a hookrelay.Attempt) (attemptRow, error) {
