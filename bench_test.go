@@ -137,6 +137,11 @@ func benchmarkWorker(b *testing.B, perDest int, tweaks ...func(*hookrelay.Config
 			close(done)
 		}
 	})
+	claims := &claimCounter{}
+	tweaks = append(tweaks, func(cfg *hookrelay.Config, _ *hookrelay.Destination) {
+		claims.Queue = cfg.Queue
+		cfg.Queue = claims
+	})
 	c, _ := newBenchClientLimit(b, hookrelay.Delivered(204), obs, perDest, tweaks...)
 	enqueueBench(b, c, b.N)
 	atomic.StoreInt64(&target, int64(b.N))
@@ -154,4 +159,19 @@ func benchmarkWorker(b *testing.B, perDest int, tweaks ...func(*hookrelay.Config
 	if err := c.Stop(context.Background()); err != nil {
 		b.Fatal(err)
 	}
+	b.ReportMetric(float64(b.N)/float64(max(claims.calls.Load(), 1)), "deliveries/claim")
 }
+
+// claimCounter counts a Queue's Claim calls; it unwraps to the Queue, so
+// the client still finds the store's abilities.
+type claimCounter struct {
+	hookrelay.Queue
+	calls atomic.Int64
+}
+
+func (q *claimCounter) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay.Claim, error) {
+	q.calls.Add(1)
+	return q.Queue.Claim(ctx, p)
+}
+
+func (q *claimCounter) Unwrap() hookrelay.Queue { return q.Queue }
