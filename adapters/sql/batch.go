@@ -237,6 +237,16 @@ func (s *Store) recordBatchPipeline(ctx context.Context, ops []*fencedOp, errs [
 // per write, in the order of idx, for judgeDeliveredMany: for a row not
 // written, its values in the statement's snapshot. It is fencedQueryPostgres
 // for many rows: one statement to plan and run instead of one per delivery.
+//
+// Its plan must not depend on the table's statistics: pgx prepares it, and
+// PostgreSQL soon plans it once for any values, guessing ten rows. upd finds
+// its rows by primary key (id = ANY($1), the IDs again) and spells the state
+// check (state = 'pending') IS TRUE, which the planner cannot match to the
+// due index's predicate — with statistics that saw few pending rows it
+// otherwise read every pending row through that index, on every batch. The
+// refused writes' rows are read in a LATERAL subquery gated on the write
+// not being done, so a written row is not read again (a plain join read
+// every batch row's record once more, often by reading the whole table).
 func (s *Store) deliveredManyPostgres(ops []*fencedOp, idx []int) (string, []any) {
 	// Typed slices: pgx encodes each as an array without reflection, and
 	// no value is boxed.
@@ -267,13 +277,14 @@ func (s *Store) deliveredManyPostgres(ops []*fencedOp, idx []int) (string, []any
 		" a_number, a_started, a_finished, a_kind, a_outcome, a_reason, a_status, a_detail, a_next, ord))," +
 		" upd AS (UPDATE {d} d SET state = 'delivered', last_outcome = i.last_outcome, last_reason = i.last_reason," +
 		" updated_at = i.updated_at, lease_expires_at = NULL FROM input i" +
-		" WHERE d.id = i.id AND d.lease_token = i.token AND d.lease_token <> 0 AND d.state = 'pending'" +
+		" WHERE d.id = ANY($1) AND d.id = i.id AND d.lease_token = i.token AND d.lease_token <> 0 AND (d.state = 'pending') IS TRUE" +
 		" AND d.lease_expires_at IS NOT NULL AND (i.fence_attempt = 0 OR d.attempt = i.fence_attempt) RETURNING d.id)," +
 		" ins AS (INSERT INTO {a} (" + insertAttemptCols + ") SELECT i.id, i.a_number, i.a_started, i.a_finished," +
 		" i.a_kind, i.a_outcome, i.a_reason, i.a_status, i.a_detail, NULLIF(i.a_next, " + strconv.FormatInt(zeroTime, 10) + ")" +
 		" FROM input i JOIN upd u ON u.id = i.id)" +
 		" SELECT c.state, c.lease_token, c.attempt, c.lease_expires_at IS NULL, u.id IS NOT NULL" +
-		" FROM input i LEFT JOIN upd u ON u.id = i.id LEFT JOIN {d} c ON c.id = i.id AND u.id IS NULL ORDER BY i.ord"
+		" FROM input i LEFT JOIN upd u ON u.id = i.id LEFT JOIN LATERAL (SELECT state, lease_token, attempt, lease_expires_at" +
+		" FROM {d} WHERE id = i.id AND u.id IS NULL LIMIT 1) c ON true ORDER BY i.ord"
 	return s.q(query), args
 }
 
