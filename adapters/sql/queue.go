@@ -346,8 +346,11 @@ func (s *Store) claimInOneStatement(ctx context.Context, from string, args []any
 }
 
 // pgClaimSetting is the claim's plan setting on PostgreSQL
-// (claimPlanSettings).
-const pgClaimSetting = "SET LOCAL enable_bitmapscan = off"
+// (claimPlanSettings), for the current transaction only. It is set_config,
+// not SET LOCAL: in a pipeline's implicit transaction PostgreSQL applies
+// SET LOCAL too, but answers it with a warning ("SET LOCAL can only be used
+// in transaction blocks") in the server's log, on every claim.
+const pgClaimSetting = "SELECT set_config('enable_bitmapscan', 'off', true)"
 
 // claimPipelined runs a claim on PostgreSQL as one pipeline — the plan
 // setting (claimPlanSettings) and the claim statement in one implicit
