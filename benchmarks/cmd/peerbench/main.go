@@ -98,6 +98,7 @@ func main() {
 	flag.StringVar(&o.childNamespace, "child-namespace", "", "internal: the child's table prefix or schema")
 	flag.StringVar(&o.childReceiver, "child-receiver", "", "internal: the receiver's URL")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	memProfile := flag.String("memprofile", "", "write an allocation profile of the whole run to this file (every allocation sampled)")
 	flag.Parse()
 	o.systems = strings.Split(systems, ",")
 	if *cpuProfile != "" {
@@ -110,6 +111,18 @@ func main() {
 			os.Exit(1)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *memProfile != "" {
+		runtime.MemProfileRate = 1
+		defer func() {
+			f, err := os.Create(*memProfile)
+			if err == nil {
+				err = errors.Join(pprof.Lookup("allocs").WriteTo(f, 0), f.Close())
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "peerbench:", err)
+			}
+		}()
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
