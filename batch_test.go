@@ -236,10 +236,11 @@ func TestWorkerReusesWhatItReadOfADestination(t *testing.T) {
 	}
 	_, err = c.EnqueueMany(ctx, params)
 	require.NoError(t, err)
+	enqueueReads := dests.count()
 	require.NoError(t, c.Start(ctx))
 	defer func() { require.NoError(t, c.Stop(ctx)) }()
 	wait(20)
-	assert.LessOrEqual(t, dests.count(), 4, "at most one read per concurrent first use, not one per delivery")
+	assert.Equal(t, 1, dests.count()-enqueueReads, "the worker reads it once, not once per delivery")
 
 	// The operator fixes the URL and redrives: the redriven deliveries go
 	// to the new URL although the cached entry has not expired.
@@ -251,6 +252,57 @@ func TestWorkerReusesWhatItReadOfADestination(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, 20, urls["https://new.example/hook"], "every redriven delivery read the corrected destination")
+}
+
+// slowDestinations answers every lookup after a pause, counting them.
+type slowDestinations struct {
+	countingDestinations
+	pause time.Duration
+}
+
+func (d *slowDestinations) Destination(ctx context.Context, id string) (hookrelay.Destination, error) {
+	time.Sleep(d.pause)
+	return d.countingDestinations.Destination(ctx, id)
+}
+
+// Attempts that want a destination the worker has not read yet (or whose
+// entry ran out) while a read of it is under way wait for that read: a
+// destination is read once, not once per attempt in flight to it — on a
+// SQL store a burst of round trips every DestinationCacheTTL.
+func TestAttemptsShareOneReadOfADestination(t *testing.T) {
+	ctx := context.Background()
+	store := memory.NewStore()
+	dests := &slowDestinations{pause: 50 * time.Millisecond, countingDestinations: countingDestinations{
+		Destinations: memory.NewDestinations(hookrelay.Destination{ID: "acct", TenantID: "t", URL: "https://example.com/hook", MaxConcurrency: 20})}}
+	done := make(chan struct{}, 64)
+	c, err := hookrelay.New(hookrelay.Config{
+		Queue: store, Ledger: store, Destinations: dests, DestinationCacheTTL: time.Hour,
+		Concurrency: 20, PerDestinationConcurrency: 20,
+		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result { return hookrelay.Delivered(204) }),
+		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
+			if e.Name == hookrelay.EventDelivered {
+				done <- struct{}{}
+			}
+		}),
+	})
+	require.NoError(t, err)
+	var params []hookrelay.EnqueueParams
+	for i := range 20 {
+		params = append(params, hookrelay.EnqueueParams{EventID: fmt.Sprintf("e%d", i), TenantID: "t", DestinationID: "acct", EventType: "x", Payload: []byte("{}")})
+	}
+	_, err = c.EnqueueMany(ctx, params)
+	require.NoError(t, err)
+	enqueueReads := dests.count()
+	require.NoError(t, c.Start(ctx))
+	defer func() { require.NoError(t, c.Stop(ctx)) }()
+	for range 20 {
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second): // a hang, not a speed check
+			t.Fatal("deliveries did not finish")
+		}
+	}
+	assert.Equal(t, 1, dests.count()-enqueueReads, "20 attempts started together read the destination once")
 }
 
 // batchSizes records the size of every RecordBatch; embedding keeps the
