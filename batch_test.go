@@ -32,7 +32,7 @@ func TestWorkerRecordsTheBatchBeforeAcknowledging(t *testing.T) {
 	claim := hookrelay.Claim{
 		Delivery: hookrelay.Delivery{ID: hookrelay.DeliveryID("evt_1", "dest_1"), EventID: "evt_1", TenantID: "t",
 			DestinationID: "dest_1", Attempt: 1, PolicyVersion: "default", State: hookrelay.StatePending, FirstQueuedAt: now, NextAttemptAt: now},
-		Lease: hookrelay.Lease{Token: 7, ExpiresAt: now.Add(time.Minute)},
+		Lease: hookrelay.Lease{Token: 7, ExpiresAt: now.Add(hookrelay.DefaultLeaseFor)}, // as Claim promises: Now+LeaseFor
 	}
 	var (
 		mu    sync.Mutex

@@ -60,11 +60,14 @@ type Config struct {
 	// destination cannot take the whole pool. Defaults to
 	// DefaultPerDestinationConcurrency.
 	PerDestinationConcurrency int
-	// BatchSize caps deliveries claimed per poll. Defaults to Concurrency.
-	// A claim takes at most each destination's room (its limit less its
-	// attempts in flight); with a queue that cannot claim by room
-	// (ClaimsByDestinationRoom) it is held to the tightest room, so that it
-	// does not claim deliveries to one destination only to hand them back.
+	// BatchSize caps deliveries claimed per poll, times the worker's
+	// claim-ahead factor (4): the worker holds claims for the slots about
+	// to free. Defaults to Concurrency. A claim takes at most each
+	// destination's room (four times its limit, less its attempts in
+	// flight and held claims); a queue that cannot claim by room
+	// (ClaimsByDestinationRoom, such as a broker) gets claims sized by how
+	// its order mixed destinations last time, so that it seldom claims
+	// deliveries to one destination only to hand them back.
 	BatchSize int
 	// PollInterval is how often the worker looks for due work when it was
 	// not woken. Defaults to DefaultPollInterval.

@@ -31,6 +31,10 @@ type worker struct {
 	// instead of leaving the slot idle until the next claim returns.
 	held     heldClaims
 	draining bool // the loop has stopped: held claims are released, not started
+	// mixK and mixM are, for a queue that does not honour destination
+	// rooms, the last claim's size and its largest share to one
+	// destination (blindLimit); zero before the first claim.
+	mixK, mixM int
 }
 
 // heldClaims are claims taken ahead, kept per destination in claim order,
@@ -405,51 +409,48 @@ func (c *Client) waitFor(ctx context.Context, stopClaim <-chan struct{}, wake <-
 }
 
 // claimAhead is how many times its capacity (and each destination's limit)
-// a worker claims from a queue that claims by destination room, holding
-// what has no slot yet for the slots about to free. A claim's cost on the
-// SQL store is mostly fixed (a round trip, a plan, a commit), so the more
-// each claim takes the less a busy worker waits on its serial claim loop:
-// on PostgreSQL, 4 delivered about 40% more than 2 at W=50
+// a worker claims, holding what has no slot yet for the slots about to
+// free. A claim's cost is mostly fixed (on the SQL store a round trip, a
+// plan, a commit; on a broker a fetch round trip), so the more each claim
+// takes the less a busy worker waits on its serial claim loop: on
+// PostgreSQL, 4 delivered about 40% more than 2 at W=50
 // (docs/benchmarks.md). A held claim waits for at most claimAhead-1 sends
 // to its destination; one whose lease has run half down by then is handed
 // back instead of started (startHeld).
 const claimAhead = 4
 
-// claimOnce claims up to the free capacity — and, from a queue that claims
-// by destination room, up to claimAhead times it, holding the rest for the
-// slots about to free —
-// and launches an attempt per claim that has a slot. It reports whether
-// the claim was full, in which case more work may be due at once.
+// claimOnce claims up to claimAhead times the free capacity, holding what
+// has no slot yet for the slots about to free, and launches an attempt per
+// held claim that has a slot. It reports whether the claim was full, in
+// which case more work may be due at once.
+//
+// Each destination may take no more than its room: claimAhead times its
+// limit, less its attempts in flight and its held claims. A queue that
+// honours rooms (ClaimsByDestinationRoom) gets them all and fills every
+// free slot across destinations in one claim. A queue that does not (a
+// broker hands out messages in its own order) may return more for one
+// destination than its room; see blindLimit for how such a claim is sized
+// and keepOrHandBack for what becomes of the excess.
 func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error) {
 	w := &c.worker
 	now := c.clock.Now()
 	w.mu.Lock()
-	free := min(c.cfg.Concurrency-w.inflight, c.cfg.BatchSize)
+	free := min(claimAhead*c.cfg.Concurrency-w.inflight-w.held.n, claimAhead*c.cfg.BatchSize)
 	skip := skipping(w.paused, now, nil)
 	skip = skipping(w.blocked, now, skip)
-	// Each destination may take no more than its room: its limit less its
-	// attempts in flight (and, when claiming ahead, claimAhead times its limit
-	// less what is in flight and held). A queue that honours rooms gets them
-	// all and fills every free slot across destinations in one claim. For one
-	// that does not, a claim may return deliveries to a single destination, and
-	// those beyond its room would be handed back at once (a store write each)
-	// and claimed again, over and over while it has a backlog; so such a claim
-	// is held to the tightest room and nothing is claimed ahead.
-	ahead := 1
-	if c.roomClaims {
-		ahead = claimAhead
-		free = min(ahead*c.cfg.Concurrency-w.inflight-w.held.n, ahead*c.cfg.BatchSize)
-	}
 	rooms := make(map[string]int, len(w.limits)+len(w.perDest)+len(w.held.byDest))
 	for id, limit := range w.limits {
-		rooms[id] = ahead * limit
+		rooms[id] = claimAhead * limit
 	}
 	busy := maps.Clone(w.perDest)
 	for id, q := range w.held.byDest {
 		busy[id] += len(q)
 	}
 	for id, n := range busy {
-		if room := ahead*w.limitFor(id, c.cfg) - n; room <= 0 {
+		if room := claimAhead*w.limitFor(id, c.cfg) - n; room <= 0 {
+			// A destination at its room is skipped. A broker hands its
+			// messages back with its SkipDelay, before the ledger's lease:
+			// no ledger write.
 			skip = append(skip, id)
 			delete(rooms, id)
 		} else {
@@ -457,12 +458,7 @@ func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error
 		}
 	}
 	if !c.roomClaims {
-		free = min(free, c.cfg.PerDestinationConcurrency)
-		for id := range w.perDest {
-			if room, ok := rooms[id]; ok {
-				free = min(free, room)
-			}
-		}
+		free = c.blindLimit(free, busy, rooms)
 	}
 	w.mu.Unlock()
 	if free <= 0 {
@@ -479,7 +475,7 @@ func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error
 	claimCtx, cancelClaim := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.LeaseFor)
 	claims, err := c.queue.Claim(claimCtx, ClaimParams{
 		Now: now, Limit: free, LeaseFor: c.cfg.LeaseFor, Holder: c.cfg.Holder, SkipDestinations: skip,
-		DestinationRoom: rooms, DefaultDestinationRoom: ahead * c.cfg.PerDestinationConcurrency,
+		DestinationRoom: rooms, DefaultDestinationRoom: claimAhead * c.cfg.PerDestinationConcurrency,
 	})
 	cancelClaim()
 	if err != nil {
@@ -498,47 +494,100 @@ func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error
 	}
 	for _, cl := range claims {
 		c.observe(ctx, Event{Name: EventClaimed, Delivery: cl.Delivery})
-		if c.roomClaims {
-			w.mu.Lock()
-			w.held.add(cl)
-			w.mu.Unlock()
-			continue
-		}
-		destID := cl.Delivery.DestinationID
-		w.mu.Lock()
-		saturated := w.perDest[destID] >= w.limitFor(destID, c.cfg)
-		if !saturated {
-			w.inflight++
-			w.perDest[destID]++
-		}
-		w.mu.Unlock()
-		if saturated {
-			// Another delivery to the same destination fills its slots: hand
-			// this one back at once, without spending an attempt.
-			if err := c.release(ctx, cl.Delivery, cl.Lease, ReasonDestinationSaturated, now, now); err != nil {
-				c.observe(ctx, Event{Name: EventWorkerError, Delivery: cl.Delivery, Err: err})
-			}
-			continue
-		}
-		launch(cl)
 	}
+	excess := c.keepOrHandBack(claims)
 	c.startHeld(ctx, launch)
-	return len(claims) == free, nil
+	for _, cl := range excess {
+		if err := c.release(context.WithoutCancel(ctx), cl.Delivery, cl.Lease, ReasonDestinationSaturated, now, now); err != nil {
+			c.observe(ctx, Event{Name: EventWorkerError, Delivery: cl.Delivery, Err: err})
+		}
+	}
+	return len(claims) == free && len(excess) == 0, nil
+}
+
+// blindLimit sizes a claim from a queue that does not honour destination
+// rooms, with w.mu held. free is the worker's free capacity (claimAhead
+// times it), busy the destinations with attempts in flight or held claims,
+// rooms what each may still take.
+//
+// Such a queue hands out messages in its own order, so a claim may bring
+// more deliveries to one destination than that destination's room. They
+// cannot be held beyond the room (keepOrHandBack), so they would be leased
+// only to be handed back: two ledger writes and a redelivery each, and
+// while a destination has a backlog at the head of the broker, on every
+// claim. Holding every claim to the tightest room (what the worker once
+// did) avoids that but takes a few deliveries per broker round trip, about
+// half of what a worker does when no limit holds it back.
+//
+// So the claim is sized by how the queue's order mixed destinations last
+// time: a claim of k deliveries with at most m to one destination suggests
+// that one of L will bring about L·m/k to one destination, and
+// L = tightest·k/m keeps that within the tightest room. Deliveries spread
+// evenly over 16 destinations (m/k = 1/16) fill the whole free capacity in
+// one claim; a backlog to one destination at the head of the queue
+// (m/k = 1) gets claims of its room, and nothing claimed is handed back.
+// When the mix changes (a burst to one destination after an even spread),
+// one claim may overshoot; what exceeds a destination's room is handed back
+// at once, and the next claim is sized by the new mix. The first claim,
+// with no mix seen, is held to the tightest room.
+func (c *Client) blindLimit(free int, busy, rooms map[string]int) int {
+	w := &c.worker
+	tightest := claimAhead * c.cfg.PerDestinationConcurrency
+	for id := range busy {
+		if room, ok := rooms[id]; ok {
+			tightest = min(tightest, room)
+		}
+	}
+	k, m := max(w.mixK, 1), max(w.mixM, 1)
+	return min(free, tightest*k/m)
+}
+
+// keepOrHandBack holds each claim for a free slot (startHeld starts it) as
+// long as its destination is within its room: claimAhead times its limit,
+// attempts in flight and held claims together. This bound is what keeps a
+// destination with a long backlog from filling the worker's held capacity
+// while other destinations' due deliveries wait behind it: it holds at most
+// claimAhead rounds of its own slots. It returns the claims beyond a room
+// (only a queue that does not honour rooms returns them), to be handed back
+// at once without spending an attempt, and records the claim's mix for
+// blindLimit.
+func (c *Client) keepOrHandBack(claims []Claim) (excess []Claim) {
+	w := &c.worker
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if c.roomClaims {
+		for _, cl := range claims {
+			w.held.add(cl)
+		}
+		return nil
+	}
+	if len(claims) == 0 {
+		return nil
+	}
+	per := map[string]int{}
+	m := 0
+	for _, cl := range claims {
+		id := cl.Delivery.DestinationID
+		per[id]++
+		m = max(m, per[id])
+		if w.perDest[id]+len(w.held.byDest[id]) >= claimAhead*w.limitFor(id, c.cfg) {
+			excess = append(excess, cl)
+			continue
+		}
+		w.held.add(cl)
+	}
+	w.mixK, w.mixM = len(claims), m
+	return excess
 }
 
 // claimWanted reports whether a slot freed for destination destID should
-// wake the claim loop. From a queue that claims by destination room, only
-// when the claims held for destID are down to less than one round of its
-// slots: the claim loop then takes a batch of claims at once — one store
-// round trip for many deliveries — rather than one claim per freed slot,
-// each for the one or two deliveries that finished since the last. Work
-// for other destinations is claimed with that batch, or at the next
-// enqueue, announcement or poll. A queue that does not claim ahead is
-// woken at every freed slot.
+// wake the claim loop: only when the claims held for destID are down to
+// less than one round of its slots. The claim loop then takes a batch of
+// claims at once — one round trip for many deliveries — rather than one
+// claim per freed slot, each for the one or two deliveries that finished
+// since the last. Work for other destinations is claimed with that batch,
+// or at the next enqueue, announcement or poll.
 func (c *Client) claimWanted(destID string) bool {
-	if !c.roomClaims {
-		return true
-	}
 	w := &c.worker
 	w.mu.Lock()
 	defer w.mu.Unlock()

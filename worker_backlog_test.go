@@ -17,10 +17,26 @@ import (
 
 // A destination with a backlog larger than its concurrency limit is
 // delivered without the claim loop claiming its deliveries only to hand
-// them back (a store write each, over and over while the backlog lasts).
+// them back (a store write each, over and over while the backlog lasts),
+// from a store that honours destination rooms in a claim and from a queue
+// that does not (a broker, blindQueue).
 func TestBacklogToOneDestinationIsNotReleasedPerDelivery(t *testing.T) {
+	for _, blind := range []bool{false, true} {
+		name := "room-claims"
+		if blind {
+			name = "blind-claims"
+		}
+		t.Run(name, func(t *testing.T) { testBacklogToOneDestination(t, blind) })
+	}
+}
+
+func testBacklogToOneDestination(t *testing.T, blind bool) {
 	const n = 300
 	store := memory.NewStore()
+	var queue hookrelay.Queue = store
+	if blind {
+		queue = &blindQueue{Queue: store}
+	}
 	dests := memory.NewDestinations(hookrelay.Destination{ID: "acct", URL: "https://example.com/hook"})
 	var (
 		mu                  sync.Mutex
@@ -29,7 +45,7 @@ func TestBacklogToOneDestinationIsNotReleasedPerDelivery(t *testing.T) {
 	)
 	done := make(chan struct{})
 	c, err := hookrelay.New(hookrelay.Config{
-		Queue: store, Ledger: store, Destinations: dests, Clock: clock.NewMock(),
+		Queue: queue, Ledger: store, Destinations: dests, Clock: clock.NewMock(),
 		Concurrency: 16, PerDestinationConcurrency: 4,
 		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result {
 			mu.Lock()

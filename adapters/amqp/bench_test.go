@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/adapters/memory"
 	"github.com/hookrelay/hookrelay/internal/brokerbench"
 	"github.com/hookrelay/hookrelay/internal/brokertest"
 )
@@ -20,9 +21,33 @@ func BenchmarkDeliveries(b *testing.B) {
 				brokerbench.Run(b, func(b *testing.B) (hookrelay.Queue, hookrelay.Ledger) {
 					ledger := lc.New(b)
 					cfg := testConfig(b)
-					cfg.Prefetch = conc
+					cfg.Prefetch = 4 * conc
 					return newQueue(b, ledger, cfg), ledger
 				}, brokerbench.Concurrency(conc))
+			})
+		}
+	}
+}
+
+// BenchmarkDefaultsVsTuned compares, with the memory ledger, the library's
+// defaults (only Concurrency set, deliveries spread over 16 destinations,
+// the default per-destination limit) with the hand-tuned setting
+// (brokerbench.Tuned: one destination, PerDestinationConcurrency equal to
+// Concurrency). Run the two in turn, several times, on a quiet machine.
+func BenchmarkDefaultsVsTuned(b *testing.B) {
+	for _, conc := range []int{16, 64} {
+		for _, tuned := range []bool{false, true} {
+			name, opts := "defaults", []brokerbench.Option{brokerbench.Concurrency(conc)}
+			if tuned {
+				name, opts = "tuned", append(opts, brokerbench.Tuned())
+			}
+			b.Run(fmt.Sprintf("concurrency-%d/%s", conc, name), func(b *testing.B) {
+				brokerbench.Run(b, func(b *testing.B) (hookrelay.Queue, hookrelay.Ledger) {
+					ledger := memory.NewStore()
+					cfg := testConfig(b)
+					cfg.Prefetch = 4 * conc
+					return newQueue(b, ledger, cfg), ledger
+				}, opts...)
 			})
 		}
 	}

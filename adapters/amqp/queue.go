@@ -75,10 +75,13 @@ type Config struct {
 	// Defaults to DefaultDelayBuckets.
 	DelayBuckets []time.Duration
 	// Prefetch bounds the unacknowledged messages this process holds:
-	// claimed ones plus those pushed ahead. Set it to the worker's
-	// Concurrency (hookrelay.Config.Concurrency, default 16); a smaller
-	// value leaves worker slots idle, a larger one holds messages another
-	// worker could run. Defaults to 16.
+	// claimed ones (in flight, and held by the worker for the slots about
+	// to free) plus those pushed ahead. Set it to four times the worker's
+	// Concurrency (hookrelay.Config.Concurrency, default 16): the worker
+	// claims up to four times its capacity ahead, one broker round trip
+	// for many deliveries. A smaller value makes claims smaller (Concurrency
+	// or less leaves slots idle while it holds claims); a larger one holds
+	// messages another worker could run. Defaults to 64.
 	Prefetch int
 	// ClaimWait is how long one Claim lets the broker push messages that
 	// are on their way when fewer than it asked for are at hand. Defaults
@@ -180,7 +183,7 @@ func setDefaults(cfg *Config) error {
 		return bad("ReconnectDelay", "must not be negative")
 	}
 	if cfg.Prefetch == 0 {
-		cfg.Prefetch = 16
+		cfg.Prefetch = 64
 	}
 	if cfg.ClaimWait == 0 {
 		cfg.ClaimWait = 20 * time.Millisecond
@@ -225,6 +228,12 @@ type broker struct {
 	pub        *amqp.Channel
 	deliveries <-chan amqp.Delivery
 	gen        uint64 // increases with every connection
+	// handedOut counts the messages of this connection's consumer channel
+	// that Fetch handed out and nobody has acknowledged or given back
+	// yet. The broker pushes no more than Prefetch unacknowledged
+	// messages, so a fetch never waits for more than Prefetch less these:
+	// they cannot come until some are settled.
+	handedOut int
 	// broken receives when the connection or either channel closes: a
 	// channel closed by the broker (an exception) takes the connection
 	// down with it, so the queue always reconnects as a whole.
@@ -271,6 +280,7 @@ func (b *broker) connect(ctx context.Context) error {
 	b.pubClosed = pub.NotifyClose(make(chan *amqp.Error, 1))
 	b.consClosed = cons.NotifyClose(make(chan *amqp.Error, 1))
 	b.gen++
+	b.handedOut = 0 // the old channel's messages went back with it
 	b.mu.Unlock()
 	return nil
 }
@@ -407,11 +417,18 @@ func (b *broker) Publish(ctx context.Context, ds []hookrelay.Delivery) error {
 func (b *broker) Fetch(ctx context.Context, n int, wait time.Duration) ([]handle, error) {
 	b.mu.Lock()
 	deliveries, gen := b.deliveries, b.gen
+	// A worker that claims ahead asks for more than the prefetch window
+	// lets through while it holds claims: waiting for those would cost
+	// every claim the whole wait.
+	n = min(n, b.cfg.Prefetch-b.handedOut)
 	b.mu.Unlock()
 	if deliveries == nil {
 		return nil, ErrNotConnected
 	}
 	var out []handle
+	if n <= 0 {
+		return out, nil
+	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for len(out) < n {
@@ -421,6 +438,11 @@ func (b *broker) Fetch(ctx context.Context, n int, wait time.Duration) ([]handle
 				return out, nil // the channel closed; supervise reconnects
 			}
 			out = append(out, handle{d: d, gen: gen})
+			b.mu.Lock()
+			if gen == b.gen {
+				b.handedOut++
+			}
+			b.mu.Unlock()
 		case <-timer.C:
 			return out, nil
 		case <-ctx.Done():
@@ -450,7 +472,17 @@ func (b *broker) Ack(_ context.Context, h handle) error {
 	if err := h.d.Ack(false); err != nil {
 		return errChannelGone
 	}
+	b.settled(h)
 	return nil
+}
+
+// settled counts h as no longer handed out: acknowledged or given back.
+func (b *broker) settled(h handle) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if h.gen == b.gen && b.handedOut > 0 {
+		b.handedOut--
+	}
 }
 
 func (b *broker) Redeliver(ctx context.Context, h handle, delay time.Duration, next *hookrelay.Delivery) error {
@@ -461,6 +493,7 @@ func (b *broker) Redeliver(ctx context.Context, h handle, delay time.Duration, n
 		// An error means the channel just closed: the broker puts the
 		// message back all the same.
 		_ = h.d.Nack(false, true)
+		b.settled(h)
 		return nil
 	}
 	body := h.d.Body
@@ -477,12 +510,10 @@ func (b *broker) Redeliver(ctx context.Context, h handle, delay time.Duration, n
 		// Not delayed: hand it back now rather than hold it; the ledger
 		// refuses it until it is due.
 		_ = h.d.Nack(false, true)
+		b.settled(h)
 		return err
 	}
-	if err := h.d.Ack(false); err != nil {
-		return errChannelGone
-	}
-	return nil
+	return b.Ack(ctx, h)
 }
 
 func (b *broker) DeadLetter(ctx context.Context, h handle, d *hookrelay.Delivery, reason string) error {

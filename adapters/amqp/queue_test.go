@@ -303,3 +303,48 @@ func TestConfigIsValidatedAndDeclarationIdempotent(t *testing.T) {
 	assert.ErrorIs(t, err, hookamqp.ErrNotConnected)
 	assert.NotContains(t, err.Error(), "guest:guest", "no credentials in errors")
 }
+
+// A worker claims ahead: it asks for more than the prefetch window lets
+// through while it holds claims. Such a claim returns with what the window
+// holds instead of waiting its whole ClaimWait for messages the broker
+// will not push until some are settled, and a settled message makes room
+// for the next.
+func TestClaimBeyondThePrefetchWindowDoesNotWaitForIt(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	cfg.Prefetch = 2
+	cfg.ClaimWait = time.Hour // a claim that waited for the window would hang
+	ledger := memory.NewStore()
+	q := newQueue(t, ledger, cfg)
+	c := brokertest.NewClient(t, q, ledger, &hookrelaytest.Recipient{})
+	for i := range 4 {
+		brokertest.Enqueue(t, c, fmt.Sprintf("evt_%d", i))
+	}
+	claim := func(limit int) []hookrelay.Claim {
+		t.Helper()
+		type answer struct {
+			cs  []hookrelay.Claim
+			err error
+		}
+		done := make(chan answer, 1)
+		go func() {
+			cs, err := q.Claim(ctx, hookrelay.ClaimParams{Now: c.Clock().Now(), Limit: limit, LeaseFor: time.Minute, Holder: "w"})
+			done <- answer{cs, err}
+		}()
+		select {
+		case a := <-done:
+			require.NoError(t, a.err)
+			return a.cs
+		case <-time.After(20 * time.Second): // a hang, not a speed check
+			t.Fatal("the claim waited for messages the prefetch window holds back")
+			return nil
+		}
+	}
+	first := claim(10)
+	require.Len(t, first, 2, "the window lets two through")
+	assert.Empty(t, claim(10), "both are held: nothing can come")
+	require.NoError(t, q.Acknowledge(ctx, hookrelay.AckParams{ID: first[0].Delivery.ID, Lease: first[0].Lease, Now: c.Clock().Now()}))
+	assert.Len(t, claim(10), 1, "an acknowledgement makes room for one")
+	require.NoError(t, q.Release(ctx, hookrelay.ReleaseParams{ID: first[1].Delivery.ID, Lease: first[1].Lease, At: c.Clock().Now(), Now: c.Clock().Now()}))
+	assert.Len(t, claim(10), 1, "so does a message given back")
+}

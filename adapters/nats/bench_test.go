@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/adapters/memory"
 	"github.com/hookrelay/hookrelay/internal/brokerbench"
 	"github.com/hookrelay/hookrelay/internal/brokertest"
 )
@@ -25,6 +26,31 @@ func BenchmarkDeliveries(b *testing.B) {
 					cfg.MaxRedeliveryDelay = time.Second
 					return newQueue(b, js, ledger, cfg), ledger
 				}, brokerbench.Concurrency(conc))
+			})
+		}
+	}
+}
+
+// BenchmarkDefaultsVsTuned compares, with the memory ledger, the library's
+// defaults (only Concurrency set, deliveries spread over 16 destinations,
+// the default per-destination limit) with the hand-tuned setting
+// (brokerbench.Tuned: one destination, PerDestinationConcurrency equal to
+// Concurrency). Run the two in turn, several times, on a quiet machine.
+func BenchmarkDefaultsVsTuned(b *testing.B) {
+	for _, conc := range []int{16, 64} {
+		for _, tuned := range []bool{false, true} {
+			name, opts := "defaults", []brokerbench.Option{brokerbench.Concurrency(conc)}
+			if tuned {
+				name, opts = "tuned", append(opts, brokerbench.Tuned())
+			}
+			b.Run(fmt.Sprintf("concurrency-%d/%s", conc, name), func(b *testing.B) {
+				brokerbench.Run(b, func(b *testing.B) (hookrelay.Queue, hookrelay.Ledger) {
+					js := connect(b)
+					ledger := memory.NewStore()
+					cfg := testConfig(b, js)
+					cfg.MaxRedeliveryDelay = time.Second
+					return newQueue(b, js, ledger, cfg), ledger
+				}, opts...)
 			})
 		}
 	}

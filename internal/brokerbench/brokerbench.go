@@ -4,6 +4,7 @@
 package brokerbench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync/atomic"
@@ -14,14 +15,28 @@ import (
 	"github.com/hookrelay/hookrelay/adapters/memory"
 )
 
-// Option changes the worker's configuration.
-type Option func(*hookrelay.Config)
+// Option changes what Run measures.
+type Option func(*setting)
+
+type setting struct {
+	cfg   hookrelay.Config
+	tuned bool
+}
 
 // Concurrency sets the worker's Concurrency, and nothing else: the
 // per-destination limit stays the library's default, as users run it, and
 // Run spreads the deliveries over enough destinations to fill the worker.
 func Concurrency(n int) Option {
-	return func(c *hookrelay.Config) { c.Concurrency = n }
+	return func(s *setting) { s.cfg.Concurrency = n }
+}
+
+// Tuned is the hand-tuned setting the library's defaults are compared
+// with: every delivery to one destination and PerDestinationConcurrency
+// equal to Concurrency, so no per-destination limit ever holds a claim
+// back. Users do not run this; it is the best a worker of that
+// Concurrency does.
+func Tuned() Option {
+	return func(s *setting) { s.tuned = true }
 }
 
 // destinations is how many destinations Run spreads its deliveries over:
@@ -41,7 +56,7 @@ func Run(b *testing.B, ports func(b *testing.B) (hookrelay.Queue, hookrelay.Ledg
 		}
 	}
 	var delivered atomic.Int64
-	cfg := hookrelay.Config{
+	s := setting{cfg: hookrelay.Config{
 		Queue: q, Ledger: ledger, Destinations: dests,
 		Sender:       hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result { return hookrelay.Delivered(204) }),
 		PollInterval: 10 * time.Millisecond, LeaseFor: 30 * time.Second,
@@ -50,9 +65,14 @@ func Run(b *testing.B, ports func(b *testing.B) (hookrelay.Queue, hookrelay.Ledg
 				delivered.Add(1)
 			}
 		}),
-	}
+	}}
 	for _, o := range opts {
-		o(&cfg)
+		o(&s)
+	}
+	cfg, spread := s.cfg, destinations
+	if s.tuned {
+		cfg.PerDestinationConcurrency = cmp.Or(cfg.Concurrency, hookrelay.DefaultConcurrency)
+		spread = 1
 	}
 	c, err := hookrelay.New(cfg)
 	if err != nil {
@@ -65,7 +85,7 @@ func Run(b *testing.B, ports func(b *testing.B) (hookrelay.Queue, hookrelay.Ledg
 		ps := make([]hookrelay.EnqueueParams, 0, batch)
 		for j := i; j < min(i+batch, b.N); j++ {
 			ps = append(ps, hookrelay.EnqueueParams{
-				EventID: fmt.Sprintf("evt_%d", j), TenantID: "t", DestinationID: fmt.Sprintf("dest_%d", j%destinations),
+				EventID: fmt.Sprintf("evt_%d", j), TenantID: "t", DestinationID: fmt.Sprintf("dest_%d", j%spread),
 				EventType: "bench", Payload: []byte(`{"n":1}`),
 			})
 		}

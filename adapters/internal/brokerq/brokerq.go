@@ -58,8 +58,8 @@ type Config struct {
 	// so the broker never sleeps through a schedule the ledger changed.
 	MaxDelay time.Duration
 	// SkipDelay is how long a message for a skipped destination (paused,
-	// disabled or at its concurrency limit) waits before it is offered
-	// again. It spends no attempt.
+	// disabled, or at the most the worker holds for it) waits before it is
+	// offered again. It spends no attempt.
 	SkipDelay time.Duration
 	// ParkDelay is how long a message this library cannot read (a newer
 	// envelope version) waits before it is offered again, for a newer
