@@ -56,6 +56,8 @@ func (s *Store) RecordBatch(ctx context.Context, writes []hookrelay.LedgerWrite)
 	for range maxTxTries {
 		if s.dialect == Postgres {
 			err = s.recordBatchPipeline(ctx, ops, errs, due)
+		} else if s.dialect == SQLite {
+			err = s.inTx(ctx, "record batch", func(q querier) error { return s.recordBatchSQLite(ctx, q, ops, errs) })
 		} else {
 			err = s.inTx(ctx, "record batch", func(q querier) error {
 				for i, o := range ops {

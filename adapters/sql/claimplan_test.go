@@ -82,12 +82,68 @@ func TestClaimWalksTheDueIndexWhateverTheBacklog(t *testing.T) {
 				batch = batch[:0]
 			}
 		}
-		plan := explainClaim(t, s, hookrelay.ClaimParams{
-			Now: t0.Add(time.Hour), Limit: 50, LeaseFor: time.Minute, Holder: "test", DefaultDestinationRoom: 10,
-		})
-		assert.Contains(t, plan, s.prefix+"deliveries_due", "the claim must read the due index:\n%s", plan)
-		assert.NotContains(t, plan, "Bitmap", "a bitmap scan reads every pending row:\n%s", plan)
+		for _, p := range []hookrelay.ClaimParams{
+			{Now: t0.Add(time.Hour), Limit: 50, LeaseFor: time.Minute, Holder: "test", DefaultDestinationRoom: 10},
+			// As a worker claims: rooms, a destination without room, skips.
+			{Now: t0.Add(time.Hour), Limit: 50, LeaseFor: time.Minute, Holder: "test", DefaultDestinationRoom: 10,
+				DestinationRoom: map[string]int{"dest_1": 3, "dest_2": 0}, SkipDestinations: []string{"dest_3"}},
+		} {
+			plan := explainClaim(t, s, p)
+			assert.Contains(t, plan, s.prefix+"deliveries_due", "the claim must read the due index:\n%s", plan)
+			assert.NotContains(t, plan, "Bitmap", "a bitmap scan reads every pending row:\n%s", plan)
+		}
 	})
+}
+
+// On SQLite the claim statement's text does not vary with the rooms and
+// the skipped destinations (they are JSON values), so it is prepared once
+// and not parsed again at every claim; and a claim still honours them.
+func TestSQLiteClaimStatementIsPreparedOnce(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, backend{dialect: SQLite}, Options{})
+	var ds []hookrelay.Delivery
+	for i := range 12 {
+		ds = append(ds, newDelivery(fmt.Sprintf("evt_%d", i), fmt.Sprintf("dest_%d", i%4), t0.Add(time.Duration(i))))
+	}
+	_, err := s.Create(ctx, ds)
+	require.NoError(t, err)
+	now, err := encTime("Now", t0)
+	require.NoError(t, err)
+	texts := map[string]bool{}
+	for _, p := range []hookrelay.ClaimParams{
+		{Limit: 8, DefaultDestinationRoom: 2, DestinationRoom: map[string]int{"dest_0": 1}},
+		{Limit: 8, DefaultDestinationRoom: 2, DestinationRoom: map[string]int{"dest_0": 1, "dest_1": 0, "dest_9": 5}, SkipDestinations: []string{"dest_2"}},
+		{Limit: 3, DefaultDestinationRoom: 1, SkipDestinations: []string{"dest_0", "dest_1", "dest_2"}},
+	} {
+		p.Now, p.LeaseFor, p.Holder = t0, time.Minute, "test"
+		from, args := s.claimCandidates(p, now)
+		query, _ := s.claimStatement(from, args, p, now)
+		texts[query] = true
+	}
+	require.Len(t, texts, 1, "one claim statement whatever the rooms and skips")
+
+	claim := func(p hookrelay.ClaimParams) map[string]int {
+		p.Now, p.LeaseFor, p.Holder = t0.Add(time.Hour), time.Minute, "test"
+		cs, err := s.Claim(ctx, p)
+		require.NoError(t, err)
+		per := map[string]int{}
+		for _, c := range cs {
+			per[c.Delivery.DestinationID]++
+		}
+		return per
+	}
+	assert.Equal(t, map[string]int{"dest_0": 1, "dest_1": 2, "dest_2": 2, "dest_3": 2},
+		claim(hookrelay.ClaimParams{Limit: 8, DefaultDestinationRoom: 2, DestinationRoom: map[string]int{"dest_0": 1}}))
+	var query string
+	for q := range texts {
+		query = q
+	}
+	assert.NotNil(t, s.prepared(query), "prepared after the first claim")
+	st := s.prepared(query)
+	assert.Equal(t, map[string]int{"dest_0": 1, "dest_3": 1},
+		claim(hookrelay.ClaimParams{Limit: 8, DefaultDestinationRoom: 2, DestinationRoom: map[string]int{"dest_0": 1, "dest_1": 0, "dest_9": 5},
+			SkipDestinations: []string{"dest_2"}}))
+	assert.Same(t, st, s.prepared(query), "the next claim, with other rooms and skips, runs the same statement")
 }
 
 // On PostgreSQL the deliveries table leaves room on its pages, so a claim

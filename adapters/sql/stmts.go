@@ -30,13 +30,27 @@ import (
 
 // qp is q for a statement worth preparing: one whose text, once bound, is
 // fixed (no placeholder lists of varying length) and that runs through
-// ExecContext or QueryRowContext — never QueryContext, whose rows could
-// still be open when the same statement runs again in the transaction.
+// ExecContext or QueryRowContext. One run through QueryContext, whose rows
+// could still be open when the same statement runs again in the
+// transaction, is marked with qpRows instead.
 func (s *Store) qp(raw string) string {
 	out := s.q(raw)
 	if s.txStmts {
 		if _, ok := s.reusable.Load(out); !ok {
 			s.reusable.Store(out, struct{}{})
+		}
+	}
+	return out
+}
+
+// qpRows is qp for a statement run through QueryContext: its caller
+// closes the rows before the transaction runs it again (a prepared
+// statement has one cursor).
+func (s *Store) qpRows(raw string) string {
+	out := s.q(raw)
+	if s.txStmts {
+		if _, ok := s.reusableRows.Load(out); !ok {
+			s.reusableRows.Store(out, struct{}{})
 		}
 	}
 	return out
@@ -98,13 +112,17 @@ type stmtQuerier struct {
 
 // stmt returns the transaction's handle on query's prepared statement, or
 // nil to run query as it is.
-func (q *stmtQuerier) stmt(ctx context.Context, query string) *sql.Stmt {
+func (q *stmtQuerier) stmt(ctx context.Context, query string, rows bool) *sql.Stmt {
 	if st, ok := q.local[query]; ok {
 		return st
 	}
 	st := q.s.prepared(query)
 	if st == nil {
-		if _, ok := q.s.reusable.Load(query); ok {
+		marks := &q.s.reusable
+		if rows {
+			marks = &q.s.reusableRows
+		}
+		if _, ok := marks.Load(query); ok {
 			q.wanted = append(q.wanted, query)
 			if q.local == nil {
 				q.local = map[string]*sql.Stmt{}
@@ -122,18 +140,21 @@ func (q *stmtQuerier) stmt(ctx context.Context, query string) *sql.Stmt {
 }
 
 func (q *stmtQuerier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if st := q.stmt(ctx, query); st != nil {
+	if st := q.stmt(ctx, query, false); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
 	return q.tx.ExecContext(ctx, query, args...)
 }
 
 func (q *stmtQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := q.stmt(ctx, query, true); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
 	return q.tx.QueryContext(ctx, query, args...)
 }
 
 func (q *stmtQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if st := q.stmt(ctx, query); st != nil {
+	if st := q.stmt(ctx, query, false); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
 	return q.tx.QueryRowContext(ctx, query, args...)

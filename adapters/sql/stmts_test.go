@@ -84,7 +84,7 @@ func TestSQLiteStatementsArePreparedOncePerStoreAndClosedWithIt(t *testing.T) {
 		assert.Equal(t, 6, n)
 		assert.Len(t, sq.wanted, 1, "a reusable statement not prepared yet is wanted once")
 		for _, query := range prepared {
-			assert.NotNil(t, sq.stmt(ctx, query), "a prepared statement runs on the transaction: %s", query)
+			assert.NotNil(t, sq.stmt(ctx, query, false), "a prepared statement runs on the transaction: %s", query)
 		}
 		assert.Len(t, sq.wanted, 1)
 		return nil

@@ -115,11 +115,12 @@ type Store struct {
 
 	// txStmts: SQLite transactions are *sql.Tx and run prepared statements
 	// (stmts.go); set by OpenSQLite, whose DSN makes BeginTx immediate.
-	txStmts     bool
-	reusable    sync.Map // bound queries worth preparing (qp)
-	stmtMu      sync.RWMutex
-	stmts       map[string]*sql.Stmt // bound query → statement prepared on db
-	stmtsClosed bool
+	txStmts      bool
+	reusable     sync.Map // bound queries worth preparing (qp)
+	reusableRows sync.Map // those run through QueryContext (qpRows)
+	stmtMu       sync.RWMutex
+	stmts        map[string]*sql.Stmt // bound query → statement prepared on db
+	stmtsClosed  bool
 
 	// sqliteWriter is a one-slot semaphore held by this Store's SQLite write
 	// transactions.
