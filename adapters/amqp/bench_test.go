@@ -35,20 +35,10 @@ func BenchmarkDeliveries(b *testing.B) {
 // (brokerbench.Tuned: one destination, PerDestinationConcurrency equal to
 // Concurrency). Run the two in turn, several times, on a quiet machine.
 func BenchmarkDefaultsVsTuned(b *testing.B) {
-	for _, conc := range []int{16, 64} {
-		for _, tuned := range []bool{false, true} {
-			name, opts := "defaults", []brokerbench.Option{brokerbench.Concurrency(conc)}
-			if tuned {
-				name, opts = "tuned", append(opts, brokerbench.Tuned())
-			}
-			b.Run(fmt.Sprintf("concurrency-%d/%s", conc, name), func(b *testing.B) {
-				brokerbench.Run(b, func(b *testing.B) (hookrelay.Queue, hookrelay.Ledger) {
-					ledger := memory.NewStore()
-					cfg := testConfig(b)
-					cfg.Prefetch = 4 * conc
-					return newQueue(b, ledger, cfg), ledger
-				}, opts...)
-			})
-		}
-	}
+	brokerbench.DefaultsVsTuned(b, func(b *testing.B, conc int) (hookrelay.Queue, hookrelay.Ledger) {
+		ledger := memory.NewStore()
+		cfg := testConfig(b)
+		cfg.Prefetch = 4 * conc
+		return newQueue(b, ledger, cfg), ledger
+	})
 }

@@ -37,21 +37,11 @@ func BenchmarkDeliveries(b *testing.B) {
 // (brokerbench.Tuned: one destination, PerDestinationConcurrency equal to
 // Concurrency). Run the two in turn, several times, on a quiet machine.
 func BenchmarkDefaultsVsTuned(b *testing.B) {
-	for _, conc := range []int{16, 64} {
-		for _, tuned := range []bool{false, true} {
-			name, opts := "defaults", []brokerbench.Option{brokerbench.Concurrency(conc)}
-			if tuned {
-				name, opts = "tuned", append(opts, brokerbench.Tuned())
-			}
-			b.Run(fmt.Sprintf("concurrency-%d/%s", conc, name), func(b *testing.B) {
-				brokerbench.Run(b, func(b *testing.B) (hookrelay.Queue, hookrelay.Ledger) {
-					js := connect(b)
-					ledger := memory.NewStore()
-					cfg := testConfig(b, js)
-					cfg.MaxRedeliveryDelay = time.Second
-					return newQueue(b, js, ledger, cfg), ledger
-				}, opts...)
-			})
-		}
-	}
+	brokerbench.DefaultsVsTuned(b, func(b *testing.B, _ int) (hookrelay.Queue, hookrelay.Ledger) {
+		js := connect(b)
+		ledger := memory.NewStore()
+		cfg := testConfig(b, js)
+		cfg.MaxRedeliveryDelay = time.Second
+		return newQueue(b, js, ledger, cfg), ledger
+	})
 }

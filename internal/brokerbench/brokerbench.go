@@ -39,6 +39,24 @@ func Tuned() Option {
 	return func(s *setting) { s.tuned = true }
 }
 
+// DefaultsVsTuned runs Run with the library's defaults (only Concurrency
+// set) and with the hand-tuned setting (Tuned), at concurrency 16 and 64,
+// as sub-benchmarks concurrency-N/defaults and concurrency-N/tuned. ports
+// makes a fresh queue and ledger for one run at that concurrency.
+func DefaultsVsTuned(b *testing.B, ports func(b *testing.B, concurrency int) (hookrelay.Queue, hookrelay.Ledger)) {
+	for _, conc := range []int{16, 64} {
+		for _, tuned := range []bool{false, true} {
+			name, opts := "defaults", []Option{Concurrency(conc)}
+			if tuned {
+				name, opts = "tuned", append(opts, Tuned())
+			}
+			b.Run(fmt.Sprintf("concurrency-%d/%s", conc, name), func(b *testing.B) {
+				Run(b, func(b *testing.B) (hookrelay.Queue, hookrelay.Ledger) { return ports(b, conc) }, opts...)
+			})
+		}
+	}
+}
+
 // destinations is how many destinations Run spreads its deliveries over:
 // with the default PerDestinationConcurrency (4), 16 keep 64 attempts in
 // flight, the most the broker benchmarks ask for.
