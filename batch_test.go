@@ -230,12 +230,7 @@ func TestWorkerReusesWhatItReadOfADestination(t *testing.T) {
 			}
 		}
 	}
-	var params []hookrelay.EnqueueParams
-	for i := range 20 {
-		params = append(params, hookrelay.EnqueueParams{EventID: fmt.Sprintf("e%d", i), TenantID: "t", DestinationID: "acct", EventType: "x", Payload: []byte("{}")})
-	}
-	_, err = c.EnqueueMany(ctx, params)
-	require.NoError(t, err)
+	enqueueEvents(t, c, "acct", 20)
 	enqueueReads := dests.count()
 	require.NoError(t, c.Start(ctx))
 	defer func() { require.NoError(t, c.Stop(ctx)) }()
@@ -252,6 +247,17 @@ func TestWorkerReusesWhatItReadOfADestination(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, 20, urls["https://new.example/hook"], "every redriven delivery read the corrected destination")
+}
+
+// enqueueEvents enqueues n events (e0 … e<n-1>) to destination dest.
+func enqueueEvents(t *testing.T, c *hookrelay.Client, dest string, n int) {
+	t.Helper()
+	var params []hookrelay.EnqueueParams
+	for i := range n {
+		params = append(params, hookrelay.EnqueueParams{EventID: fmt.Sprintf("e%d", i), TenantID: "t", DestinationID: dest, EventType: "x", Payload: []byte("{}")})
+	}
+	_, err := c.EnqueueMany(context.Background(), params)
+	require.NoError(t, err)
 }
 
 // slowDestinations answers every lookup after a pause, counting them.
@@ -286,12 +292,7 @@ func TestAttemptsShareOneReadOfADestination(t *testing.T) {
 		}),
 	})
 	require.NoError(t, err)
-	var params []hookrelay.EnqueueParams
-	for i := range 20 {
-		params = append(params, hookrelay.EnqueueParams{EventID: fmt.Sprintf("e%d", i), TenantID: "t", DestinationID: "acct", EventType: "x", Payload: []byte("{}")})
-	}
-	_, err = c.EnqueueMany(ctx, params)
-	require.NoError(t, err)
+	enqueueEvents(t, c, "acct", 20)
 	enqueueReads := dests.count()
 	require.NoError(t, c.Start(ctx))
 	defer func() { require.NoError(t, c.Stop(ctx)) }()
