@@ -78,16 +78,7 @@ func TestDeliveredBatchReadsOnlyItsOwnRows(t *testing.T) {
 	for i, a := range args {
 		params[i] = arrayLiteral(t, a)
 	}
-	rows, err := tx.QueryContext(ctx, "EXPLAIN EXECUTE delivered_batch("+strings.Join(params, ", ")+")")
-	require.NoError(t, err)
-	var lines []string
-	for rows.Next() {
-		var l string
-		require.NoError(t, rows.Scan(&l))
-		lines = append(lines, l)
-	}
-	require.NoError(t, rows.Err())
-	plan := strings.Join(lines, "\n")
+	plan := strings.Join(queryColumnOn[string](t, tx, "EXPLAIN EXECUTE delivered_batch("+strings.Join(params, ", ")+")"), "\n")
 	assert.Contains(t, plan, s.prefix+"deliveries_pkey", plan)
 	assert.NotContains(t, plan, "Seq Scan on "+s.prefix+"deliveries", plan)
 	assert.NotContains(t, plan, s.prefix+"deliveries_due", plan)

@@ -464,7 +464,14 @@ func TestDropTablesLeavesNoTableOfThePrefix(t *testing.T) {
 // its one column.
 func queryColumn[T any](t *testing.T, s *Store, query string, args ...any) []T {
 	t.Helper()
-	rows, err := s.db.QueryContext(context.Background(), s.q(query), args...)
+	return queryColumnOn[T](t, s.db, s.q(query), args...)
+}
+
+// queryColumnOn runs query as it is on q (a pool, or a transaction) and
+// returns its one column.
+func queryColumnOn[T any](t *testing.T, q querier, query string, args ...any) []T {
+	t.Helper()
+	rows, err := q.QueryContext(context.Background(), query, args...)
 	require.NoError(t, err)
 	defer rows.Close()
 	var out []T
