@@ -326,6 +326,13 @@ func (c *Client) run(ctx context.Context, stopClaim <-chan struct{}, stopped cha
 			}
 		}
 		err := c.process(ctx, cl, attemptRun{fresh: true, batch: batch, freeSlot: freeSlot})
+		if !held && c.claimWanted(destID) {
+			// The slot freed when the attempt handed its ledger write over,
+			// and the claim that woke then may have found nothing: a broker
+			// hands out no more than its window of unsettled messages, and
+			// this one was settled (acknowledged) only now. Claim again.
+			w.wakeUp()
+		}
 		freeSlot()
 		if err != nil && ctx.Err() == nil {
 			c.observe(ctx, Event{Name: EventWorkerError, Delivery: cl.Delivery, Err: err})

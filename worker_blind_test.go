@@ -232,3 +232,88 @@ func TestBlindQueueBacklogToOneDestinationDoesNotStarveAnother(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, pending, len(got), "what was held when the worker stopped is claimable again at once")
 }
+
+// windowQueue is a blindQueue that hands out no more than window
+// deliveries not yet settled (acknowledged or released), as RabbitMQ's
+// prefetch window does: a claim while the window is full returns nothing.
+type windowQueue struct {
+	blindQueue
+	window    int
+	unsettled int
+}
+
+func (q *windowQueue) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay.Claim, error) {
+	q.mu.Lock()
+	p.Limit = min(p.Limit, q.window-q.unsettled)
+	q.mu.Unlock()
+	if p.Limit <= 0 {
+		return nil, nil
+	}
+	cs, err := q.blindQueue.Claim(ctx, p)
+	q.mu.Lock()
+	q.unsettled += len(cs)
+	q.mu.Unlock()
+	return cs, err
+}
+
+func (q *windowQueue) settle() {
+	q.mu.Lock()
+	q.unsettled--
+	q.mu.Unlock()
+}
+
+func (q *windowQueue) Acknowledge(ctx context.Context, p hookrelay.AckParams) error {
+	defer q.settle()
+	return q.Queue.Acknowledge(ctx, p)
+}
+
+func (q *windowQueue) Release(ctx context.Context, p hookrelay.ReleaseParams) error {
+	defer q.settle()
+	return q.Queue.Release(ctx, p)
+}
+
+// slowBatches is the memory store whose ledger batches take a while to
+// commit, so that slots free (at the hand-over to the batch) well before
+// their deliveries are acknowledged.
+type slowBatches struct{ *memory.Store }
+
+func (s slowBatches) RecordBatch(ctx context.Context, ws []hookrelay.LedgerWrite) ([]error, error) {
+	time.Sleep(20 * time.Millisecond)
+	return s.Store.RecordBatch(ctx, ws)
+}
+
+// A queue with a window of unsettled deliveries refuses claims while its
+// window is full; it opens when the worker acknowledges, after the ledger
+// batch commits — later than the slot frees. The worker claims again then,
+// instead of waiting for its next poll (an hour here): with the library's
+// default PollInterval (1s) RabbitMQ otherwise delivered a few hundred a
+// second.
+func TestWindowedQueueIsClaimedAgainWhenDeliveriesSettle(t *testing.T) {
+	ctx := context.Background()
+	store := memory.NewStore()
+	queue := &windowQueue{blindQueue: blindQueue{Queue: store}, window: 4}
+	dests := memory.NewDestinations(hookrelay.Destination{ID: "acct", URL: "https://example.com/hook"})
+	var delivered sync.WaitGroup
+	delivered.Add(40)
+	c, err := hookrelay.New(hookrelay.Config{
+		Queue: queue, Ledger: slowBatches{store}, Destinations: dests,
+		Concurrency: 4, PerDestinationConcurrency: 4, PollInterval: time.Hour,
+		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result { return hookrelay.Delivered(204) }),
+		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
+			if e.Name == hookrelay.EventDelivered {
+				delivered.Done()
+			}
+		}),
+	})
+	require.NoError(t, err)
+	enqueueEvents(t, c, "acct", 40)
+	require.NoError(t, c.Start(ctx))
+	defer func() { require.NoError(t, c.Stop(ctx)) }()
+	done := make(chan struct{})
+	go func() { delivered.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second): // a hang, not a speed check
+		t.Fatal("the worker waited for its poll while the queue's window had opened")
+	}
+}
