@@ -77,7 +77,6 @@ func Run(b *testing.B, ports func(b *testing.B) (hookrelay.Queue, hookrelay.Ledg
 	s := setting{cfg: hookrelay.Config{
 		Queue: q, Ledger: ledger, Destinations: dests,
 		Sender:       hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result { return hookrelay.Delivered(204) }),
-		PollInterval: 10 * time.Millisecond, LeaseFor: 30 * time.Second,
 		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
 			if e.Name == hookrelay.EventDelivered {
 				delivered.Add(1)
