@@ -76,7 +76,7 @@ func Run(b *testing.B, ports func(b *testing.B) (hookrelay.Queue, hookrelay.Ledg
 	var delivered atomic.Int64
 	s := setting{cfg: hookrelay.Config{
 		Queue: q, Ledger: ledger, Destinations: dests,
-		Sender:       hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result { return hookrelay.Delivered(204) }),
+		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result { return hookrelay.Delivered(204) }),
 		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
 			if e.Name == hookrelay.EventDelivered {
 				delivered.Add(1)
