@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/hookrelay/hookrelay"
 	hookhttp "github.com/hookrelay/hookrelay/adapters/http"
@@ -102,7 +101,7 @@ func enqueueParams(eventID string, dest int, payload []byte) hookrelay.EnqueuePa
 	}
 }
 
-func (s *hookrelaySystem) drain(ctx context.Context, n int) (time.Duration, error) {
+func (s *hookrelaySystem) drain(ctx context.Context, n int) (measured, error) {
 	const batch = 500
 	params := make([]hookrelay.EnqueueParams, 0, batch)
 	for i := range n {
@@ -110,7 +109,7 @@ func (s *hookrelaySystem) drain(ctx context.Context, n int) (time.Duration, erro
 		params = append(params, enqueueParams(fmt.Sprintf("evt_%d", s.seq), i%s.dests, s.payload))
 		if len(params) == batch || i == n-1 {
 			if _, err := s.client.EnqueueMany(ctx, params); err != nil {
-				return 0, err
+				return measured{}, err
 			}
 			params = params[:0]
 		}
@@ -119,16 +118,16 @@ func (s *hookrelaySystem) drain(ctx context.Context, n int) (time.Duration, erro
 	if s.probe != nil {
 		s.probe.begin()
 	}
-	start := time.Now()
+	sp := beginSpan()
 	if err := s.client.Start(ctx); err != nil {
-		return 0, err
+		return measured{}, err
 	}
 	err := s.progress.wait(ctx, reached)
-	elapsed := time.Since(start)
+	m := sp.end()
 	if s.probe != nil {
 		s.probe.report(os.Stderr, n)
 	}
-	return elapsed, errors.Join(err, s.client.Stop(context.Background()))
+	return m, errors.Join(err, s.client.Stop(context.Background()))
 }
 
 func (s *hookrelaySystem) close() error {

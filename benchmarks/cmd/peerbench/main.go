@@ -20,7 +20,13 @@
 // The systems take turns within each round, so a change in the machine's
 // other load reaches all of them; the summary is the median over rounds,
 // with the ratios to the ceiling and to River (FetchCooldown 1 ms) taken
-// within each round.
+// within each round. Each round also reports the CPU time per delivery:
+// this process's (workers and receiver) and, for the systems on
+// PostgreSQL, that of the PostgreSQL processes on this machine. On a
+// shared machine whose other tenants take CPU time (steal) the rates swing
+// from round to round; the CPU per delivery, and the ratios taken from it,
+// move far less, and are the throughput ratios an otherwise idle machine
+// with every system CPU-bound would show.
 //
 // Latency (--mode latency): a producer in this process enqueues one
 // delivery at a time at a fixed rate on PostgreSQL while a worker in

@@ -40,6 +40,15 @@ func TestRunWithoutPostgres(t *testing.T) {
 		assert.Contains(t, out.String(), want)
 	}
 	assert.NotContains(t, out.String(), "latency:", "no latency system was selected")
+	_, summary, ok := strings.Cut(out.String(), "summary:")
+	require.True(t, ok)
+	for _, name := range []string{"ceiling", "memory", "sqlite"} {
+		f := strings.Fields(strings.TrimPrefix(lineStarting(summary, labels[name]), labels[name]))
+		require.Len(t, f, 7, "deliveries/s, min–max, ×ceiling, ×River, CPU µs/delivery, CPU ×ceiling, CPU ×River: %q", f)
+		cpu, err := strconv.ParseFloat(f[4], 64)
+		require.NoError(t, err)
+		assert.Positive(t, cpu, "%s: CPU per delivery", name)
+	}
 }
 
 // TestRunEverySystem runs both modes small on every system, River and

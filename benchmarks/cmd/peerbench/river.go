@@ -114,7 +114,7 @@ func openRiver(ctx context.Context, system string, o options, url string, payloa
 	return s, err
 }
 
-func (s *riverSystem) drain(ctx context.Context, n int) (time.Duration, error) {
+func (s *riverSystem) drain(ctx context.Context, n int) (measured, error) {
 	const batch = 1000
 	params := make([]river.InsertManyParams, 0, batch)
 	for i := range n {
@@ -122,7 +122,7 @@ func (s *riverSystem) drain(ctx context.Context, n int) (time.Duration, error) {
 		params = append(params, river.InsertManyParams{Args: deliverArgs{ID: fmt.Sprintf("job_%d", s.seq), Dest: i % s.dests, Payload: s.payload}})
 		if len(params) == batch || i == n-1 {
 			if _, err := s.client.InsertManyFast(ctx, params); err != nil {
-				return 0, err
+				return measured{}, err
 			}
 			params = params[:0]
 		}
@@ -146,16 +146,16 @@ func (s *riverSystem) drain(ctx context.Context, n int) (time.Duration, error) {
 			}
 		}
 	}()
-	start := time.Now()
+	sp := beginSpan()
 	if err := s.client.Start(ctx); err != nil {
-		return 0, err
+		return measured{}, err
 	}
 	err := s.progress.wait(ctx, reached)
-	elapsed := time.Since(start)
+	m := sp.end()
 	err = errors.Join(err, s.client.Stop(context.Background()))
 	cancel()
 	<-counted
-	return elapsed, err
+	return m, err
 }
 
 func (s *riverSystem) close() error {

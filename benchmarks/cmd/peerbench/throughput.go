@@ -17,7 +17,8 @@ import (
 type system interface {
 	// drain queues n deliveries with the worker stopped, then starts it and
 	// returns the time from the start to the last delivery recorded.
-	drain(ctx context.Context, n int) (time.Duration, error)
+	// It also returns the CPU time spent meanwhile.
+	drain(ctx context.Context, n int) (measured, error)
 	close() error
 }
 
@@ -50,6 +51,7 @@ func runThroughput(ctx context.Context, o options, rcpt *receiver, payload []byt
 			}
 		}
 	}()
+	serverUnseen := false
 	warm := min(o.n, 200)
 	perRound := make(map[string]int, len(o.systems))
 	for _, name := range o.systems {
@@ -59,47 +61,61 @@ func runThroughput(ctx context.Context, o options, rcpt *receiver, payload []byt
 		}
 		systems[name] = s
 		// Warm up: connections open, code paths and caches hot.
-		elapsed, err := s.drain(ctx, warm)
+		m, err := s.drain(ctx, warm)
 		if err != nil {
 			return fmt.Errorf("%s: warm-up: %w", name, err)
 		}
-		perRound[name] = roundSize(o, float64(warm)/elapsed.Seconds())
+		perRound[name] = roundSize(o, float64(warm)/m.elapsed.Seconds())
 	}
 
 	fmt.Fprintf(out, "\nthroughput: N=%d deliveries per system per round (fewer where the warm-up rate says N would take over %s), queued before the worker starts; %d rounds, systems in turn\n",
 		o.n, o.roundLimit, o.rounds)
-	fmt.Fprintf(out, "%-5s %-28s %6s %12s %17s\n", "round", "system", "n", "deliveries/s", "connections opened")
+	fmt.Fprintf(out, "%-5s %-28s %6s %12s %17s %16s\n", "round", "system", "n", "deliveries/s", "connections opened", "CPU µs/delivery")
 	perSec := make(map[string][]float64)
 	toCeiling := make(map[string][]float64)
 	toRiver := make(map[string][]float64)
+	cpu := make(map[string][]float64)
+	cpuToCeiling := make(map[string][]float64)
+	cpuToRiver := make(map[string][]float64)
 	for r := range o.rounds {
 		round := make(map[string]float64)
+		roundCPU := make(map[string]float64)
 		for _, name := range o.systems {
 			n := perRound[name]
 			before, conns := rcpt.requests.Load(), rcpt.conns.Load()
-			elapsed, err := systems[name].drain(ctx, n)
+			m, err := systems[name].drain(ctx, n)
 			if err != nil {
 				return fmt.Errorf("%s: round %d: %w", name, r+1, err)
 			}
 			if got := rcpt.requests.Load() - before; got < int64(n) {
 				return fmt.Errorf("%s: round %d: %d deliveries reported but the receiver saw %d requests", name, r+1, n, got)
 			}
-			round[name] = float64(n) / elapsed.Seconds()
+			round[name] = float64(n) / m.elapsed.Seconds()
 			perSec[name] = append(perSec[name], round[name])
-			fmt.Fprintf(out, "%-5d %-28s %6d %12.0f %17d\n", r+1, labels[name], n, round[name], rcpt.conns.Load()-conns)
+			if !usesPostgres[name] {
+				m.server = 0 // the server's own housekeeping is not this system's
+			} else if !m.serverSeen {
+				serverUnseen = true
+			}
+			roundCPU[name] = m.cpuPer(n)
+			cpu[name] = append(cpu[name], roundCPU[name])
+			fmt.Fprintf(out, "%-5d %-28s %6d %12.0f %17d %16.1f\n", r+1, labels[name], n, round[name], rcpt.conns.Load()-conns, roundCPU[name])
 		}
 		for name, v := range round {
 			if c, ok := round["ceiling"]; ok {
 				toCeiling[name] = append(toCeiling[name], v/c)
+				cpuToCeiling[name] = append(cpuToCeiling[name], roundCPU["ceiling"]/roundCPU[name])
 			}
 			if c, ok := round["river-1ms"]; ok {
 				toRiver[name] = append(toRiver[name], v/c)
+				cpuToRiver[name] = append(cpuToRiver[name], roundCPU["river-1ms"]/roundCPU[name])
 			}
 		}
 	}
 
 	fmt.Fprintf(out, "\nsummary: median over %d rounds; each ratio is the median of the ratios within a round\n", o.rounds)
-	fmt.Fprintf(out, "%-28s %12s %17s %10s %14s\n", "system", "deliveries/s", "rounds min–max", "× ceiling", "× River 1 ms")
+	fmt.Fprintf(out, "%-28s %12s %17s %10s %14s %16s %14s %12s\n", "system", "deliveries/s", "rounds min–max", "× ceiling", "× River 1 ms",
+		"CPU µs/delivery", "CPU × ceiling", "CPU × River")
 	ratio := func(xs []float64) string {
 		if len(xs) == 0 {
 			return "-"
@@ -107,8 +123,15 @@ func runThroughput(ctx context.Context, o options, rcpt *receiver, payload []byt
 		return fmt.Sprintf("%.3f", median(xs))
 	}
 	for _, name := range o.systems {
-		fmt.Fprintf(out, "%-28s %12.0f %8.0f–%-8.0f %10s %14s\n", labels[name], median(perSec[name]),
-			slicesMin(perSec[name]), slicesMax(perSec[name]), ratio(toCeiling[name]), ratio(toRiver[name]))
+		fmt.Fprintf(out, "%-28s %12.0f %8.0f–%-8.0f %10s %14s %16.1f %14s %12s\n", labels[name], median(perSec[name]),
+			slicesMin(perSec[name]), slicesMax(perSec[name]), ratio(toCeiling[name]), ratio(toRiver[name]),
+			median(cpu[name]), ratio(cpuToCeiling[name]), ratio(cpuToRiver[name]))
+	}
+	fmt.Fprintf(out, "CPU µs/delivery: this process (workers and receiver) plus, for the systems on PostgreSQL, the local server's processes;\n"+
+		"CPU × ceiling / × River: the ceiling's (River's) CPU per delivery over the system's, within each round — the throughput ratio\n"+
+		"a machine with no other load and every system CPU-bound would show\n")
+	if serverUnseen {
+		fmt.Fprintf(out, "(no local PostgreSQL process could be read: the PostgreSQL systems' figures are this process only)\n")
 	}
 	return nil
 }
@@ -117,6 +140,10 @@ func runThroughput(ctx context.Context, o options, rcpt *receiver, payload []byt
 // says N would take longer than --round-limit, then what that rate
 // delivers in the limit, but at least 100. It keeps a run short when a
 // system is slow without shrinking the rounds of the fast ones.
+// usesPostgres are the systems whose figures include the PostgreSQL
+// server's CPU time.
+var usesPostgres = map[string]bool{"river": true, "river-1ms": true, "postgres": true}
+
 func roundSize(o options, warmRate float64) int {
 	if o.roundLimit <= 0 || float64(o.n)/warmRate <= o.roundLimit.Seconds() {
 		return o.n
@@ -163,11 +190,11 @@ func newTransport(w int) *http.Transport {
 	return &http.Transport{MaxIdleConns: w, MaxIdleConnsPerHost: w, IdleConnTimeout: time.Minute}
 }
 
-func (c *ceiling) drain(ctx context.Context, n int) (time.Duration, error) {
+func (c *ceiling) drain(ctx context.Context, n int) (measured, error) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, c.w)
-	start := time.Now()
+	sp := beginSpan()
 	for range c.w {
 		wg.Go(func() {
 			for {
@@ -183,9 +210,9 @@ func (c *ceiling) drain(ctx context.Context, n int) (time.Duration, error) {
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	m := sp.end()
 	close(errs)
-	return elapsed, <-errs
+	return m, <-errs
 }
 
 func (c *ceiling) close() error {
