@@ -17,7 +17,7 @@ import (
 // Defaults of Config's zero fields.
 const (
 	DefaultConcurrency               = 16
-	DefaultPerDestinationConcurrency = 4
+	DefaultPerDestinationConcurrency = 4 // the least; see Config.PerDestinationConcurrency
 	DefaultPollInterval              = time.Second
 	DefaultLeaseFor                  = 2 * time.Minute
 	DefaultPausedRecheck             = 5 * time.Second
@@ -57,8 +57,11 @@ type Config struct {
 	Concurrency int
 	// PerDestinationConcurrency caps attempts in flight to one destination
 	// in this worker, unless the destination sets MaxConcurrency, so a slow
-	// destination cannot take the whole pool. Defaults to
-	// DefaultPerDestinationConcurrency.
+	// destination cannot take the whole pool. Defaults to a quarter of
+	// Concurrency, at least DefaultPerDestinationConcurrency (so 4 with the
+	// default Concurrency of 16, 12 with 50): a slow or failing destination
+	// holds at most a quarter of the worker's slots, and a few busy
+	// destinations can still use all of them.
 	PerDestinationConcurrency int
 	// BatchSize caps deliveries claimed per poll, times the worker's
 	// claim-ahead factor (4): the worker holds claims for the slots about
@@ -281,7 +284,7 @@ func New(cfg Config) (*Client, error) {
 		c.observer = nopObserver{}
 	}
 	cfg.Concurrency = cmp.Or(cfg.Concurrency, DefaultConcurrency)
-	cfg.PerDestinationConcurrency = cmp.Or(cfg.PerDestinationConcurrency, DefaultPerDestinationConcurrency)
+	cfg.PerDestinationConcurrency = cmp.Or(cfg.PerDestinationConcurrency, max(DefaultPerDestinationConcurrency, cfg.Concurrency/4))
 	cfg.BatchSize = cmp.Or(cfg.BatchSize, cfg.Concurrency)
 	cfg.MaxPayloadBytes = cmp.Or(cfg.MaxPayloadBytes, DefaultMaxPayloadBytes)
 	cfg.PollInterval = cmp.Or(cfg.PollInterval, DefaultPollInterval)
