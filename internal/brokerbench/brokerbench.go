@@ -58,8 +58,9 @@ func DefaultsVsTuned(b *testing.B, ports func(b *testing.B, concurrency int) (ho
 }
 
 // destinations is how many destinations Run spreads its deliveries over:
-// with the default PerDestinationConcurrency (4), 16 keep 64 attempts in
-// flight, the most the broker benchmarks ask for.
+// with the default PerDestinationConcurrency (a quarter of Concurrency, at
+// least 4), 16 keep every slot busy at the concurrencies the broker
+// benchmarks ask for (16 and 64).
 const destinations = 16
 
 // Run enqueues b.N deliveries, then runs one worker until every one is
