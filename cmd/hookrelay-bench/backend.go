@@ -27,7 +27,7 @@ func benchBackend(ctx context.Context, name string, o options, rcpt *recipient, 
 	}
 	defer os.RemoveAll(dir)
 	store, err := benchenv.Open(ctx, name, benchenv.Options{
-		PostgresDSN: o.postgresDSN, Dir: dir, Drop: true,
+		PostgresDSN: o.postgresDSN, MySQLDSN: o.mysqlDSN, Dir: dir, Drop: true,
 		TablePrefix: fmt.Sprintf("bench_%d_%d_", os.Getpid(), time.Now().Unix()%1_000_000),
 		NATSURL:     o.natsURL, AMQPURL: o.amqpURL,
 		Concurrency: o.workers, LeaseFor: leaseFor,

@@ -54,6 +54,7 @@ type options struct {
 	sender       string
 	pending      int
 	postgresDSN  string
+	mysqlDSN     string
 	natsURL      string
 	amqpURL      string
 	cpuProfile   string
@@ -73,6 +74,7 @@ func main() {
 	flag.DurationVar(&o.latencyFor, "latency-for", 5*time.Second, "latency phase: how long the producer enqueues")
 	flag.IntVar(&o.pending, "pending", 100000, "memory footprint: pending deliveries held by the memory adapter (0 skips)")
 	flag.StringVar(&o.postgresDSN, "postgres-dsn", os.Getenv(benchenv.PostgresDSNEnv), "PostgreSQL DSN (default $"+benchenv.PostgresDSNEnv+")")
+	flag.StringVar(&o.mysqlDSN, "mysql-dsn", os.Getenv(benchenv.MySQLDSNEnv), "MySQL/MariaDB DSN (default $"+benchenv.MySQLDSNEnv+")")
 	flag.StringVar(&o.natsURL, "nats-url", benchenv.EnvOr(benchenv.NATSURLEnv, benchenv.DefaultNATSURL), "NATS server for the nats backend (default $"+benchenv.NATSURLEnv+" or "+benchenv.DefaultNATSURL+")")
 	flag.StringVar(&o.amqpURL, "amqp-url", benchenv.EnvOr(benchenv.AMQPURLEnv, benchenv.DefaultAMQPURL), "RabbitMQ server for the rabbitmq backend (default $"+benchenv.AMQPURLEnv+" or the local guest account)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of each backend's drain phase to PREFIX-<backend>.pprof")

@@ -24,6 +24,10 @@ import (
 // the same one the SQL adapter's tests read.
 const PostgresDSNEnv = "HOOKRELAY_TEST_POSTGRES_DSN"
 
+// MySQLDSNEnv names the environment variable holding the MySQL/MariaDB DSN
+// (go-sql-driver form), as the tests use it.
+const MySQLDSNEnv = "HOOKRELAY_TEST_MYSQL_DSN"
+
 // Store is one backend's Queue, Ledger and Destinations, with what a
 // harness needs around them.
 type Store struct {
@@ -64,6 +68,8 @@ func (s *Store) KeepTables() string {
 type Options struct {
 	// PostgresDSN is required for "postgres".
 	PostgresDSN string
+	// MySQLDSN is required for "mysql".
+	MySQLDSN string
 	// Dir holds SQLite database files.
 	Dir string
 	// TablePrefix names this run's tables in a shared database.
@@ -85,7 +91,7 @@ type Options struct {
 }
 
 // Backends lists the names Open accepts.
-var Backends = []string{"memory", "sqlite", "postgres", "nats", "rabbitmq"}
+var Backends = []string{"memory", "sqlite", "postgres", "mysql", "nats", "rabbitmq"}
 
 // Open returns a fresh, migrated store on the named backend.
 func Open(ctx context.Context, name string, o Options) (*Store, error) {
@@ -96,7 +102,7 @@ func Open(ctx context.Context, name string, o Options) (*Store, error) {
 			Name: name, Queue: store, Ledger: store, Destinations: dests,
 			Put: dests.Put, Close: func() error { return nil },
 		}, nil
-	case "sqlite", "postgres":
+	case "sqlite", "postgres", "mysql":
 		return openSQL(ctx, name, o)
 	case "nats":
 		return openNATS(ctx, name, o)

@@ -9,9 +9,10 @@ import (
 	hooksql "github.com/hookrelay/hookrelay/adapters/sql"
 )
 
-// openSQL opens and migrates a SQLite file in o.Dir or the PostgreSQL
-// database at o.PostgresDSN, with this run's table prefix, as the README
-// tells users to: the connection pool is the adapter's default.
+// openSQL opens and migrates a SQLite file in o.Dir, the PostgreSQL
+// database at o.PostgresDSN or the MySQL/MariaDB database at o.MySQLDSN,
+// with this run's table prefix, as the README tells users to: the
+// connection pool is the adapter's default.
 func openSQL(ctx context.Context, name string, o Options) (*Store, error) {
 	opts := hooksql.Options{TablePrefix: o.TablePrefix}
 	var s *hooksql.Store
@@ -24,6 +25,11 @@ func openSQL(ctx context.Context, name string, o Options) (*Store, error) {
 			return nil, fmt.Errorf("backend postgres needs a DSN: set %s or pass --postgres-dsn", PostgresDSNEnv)
 		}
 		s, err = hooksql.Open(ctx, hooksql.Postgres, o.PostgresDSN, opts)
+	case "mysql":
+		if o.MySQLDSN == "" {
+			return nil, fmt.Errorf("backend mysql needs a DSN: set %s or pass --mysql-dsn", MySQLDSNEnv)
+		}
+		s, err = hooksql.Open(ctx, hooksql.MySQL, o.MySQLDSN, opts)
 	}
 	if err != nil {
 		return nil, err

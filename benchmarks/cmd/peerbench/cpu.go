@@ -10,20 +10,22 @@ import (
 )
 
 // cpuTimes is CPU time used so far: by this process (the systems' Go code
-// and the receiver), and by the PostgreSQL server's processes on this
-// machine (backends of every connection, River's included, and the WAL
-// writer), as the kernel counts them; server is zero when no PostgreSQL
-// process can be read (a server elsewhere).
+// and the receiver), and by each database server's processes on this
+// machine (for PostgreSQL the backends of every connection, River's
+// included, and the WAL writer), as the kernel counts them; a server none
+// of whose processes can be read (one elsewhere) is missing from server.
 type cpuTimes struct {
-	self, server time.Duration
-	serverSeen   bool
+	self   time.Duration
+	server map[string]time.Duration // by serverOf's kind
 }
 
-// readCPU reads cpuTimes. PostgreSQL's processes are those whose command
-// is "postgres"; one that ends during a measurement takes its CPU time with
-// it, so the pools are kept open across rounds.
+// serverOf maps a process's command to the database server it belongs to.
+var serverOf = map[string]string{"postgres": "postgres", "mariadbd": "mysql", "mysqld": "mysql"}
+
+// readCPU reads cpuTimes. A server process that ends during a measurement
+// takes its CPU time with it, so the pools are kept open across rounds.
 func readCPU() cpuTimes {
-	var t cpuTimes
+	t := cpuTimes{server: map[string]time.Duration{}}
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		t.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
@@ -36,7 +38,11 @@ func readCPU() cpuTimes {
 		}
 		s := string(b)
 		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || end < open || s[open+1:end] != "postgres" {
+		if open < 0 || end < open {
+			continue
+		}
+		kind, ok := serverOf[s[open+1:end]]
+		if !ok {
 			continue
 		}
 		// Fields after the command name: utime and stime are the 12th and
@@ -47,8 +53,7 @@ func readCPU() cpuTimes {
 		}
 		u, _ := strconv.Atoi(f[11])
 		st, _ := strconv.Atoi(f[12])
-		t.server += time.Duration(u+st) * 10 * time.Millisecond
-		t.serverSeen = true
+		t.server[kind] += time.Duration(u+st) * 10 * time.Millisecond
 	}
 	return t
 }
@@ -63,20 +68,27 @@ func beginSpan() span { return span{cpu0: readCPU(), start: time.Now()} }
 
 // measured is what a span saw.
 type measured struct {
-	elapsed      time.Duration
-	self, server time.Duration
-	serverSeen   bool
+	elapsed time.Duration
+	self    time.Duration
+	server  map[string]time.Duration // by kind, for each server seen at both ends
 }
 
 func (s span) end() measured {
 	elapsed := time.Since(s.start)
 	c := readCPU()
-	return measured{elapsed: elapsed, self: c.self - s.cpu0.self, server: c.server - s.cpu0.server,
-		serverSeen: c.serverSeen && s.cpu0.serverSeen}
+	m := measured{elapsed: elapsed, self: c.self - s.cpu0.self, server: map[string]time.Duration{}}
+	for kind, t := range c.server {
+		if t0, ok := s.cpu0.server[kind]; ok {
+			m.server[kind] = t - t0
+		}
+	}
+	return m
 }
 
-// cpuPer is the CPU time per delivery, this process and the server
-// together, in microseconds.
-func (m measured) cpuPer(n int) float64 {
-	return float64(m.self+m.server) / float64(time.Microsecond) / float64(n)
+// cpuPer is the CPU time per delivery, this process and the given
+// server's (none: "") together, in microseconds, and whether that server's
+// processes were read.
+func (m measured) cpuPer(n int, server string) (float64, bool) {
+	t, seen := m.server[server]
+	return float64(m.self+t) / float64(time.Microsecond) / float64(n), seen || server == ""
 }

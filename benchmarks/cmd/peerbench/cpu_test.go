@@ -16,8 +16,7 @@ import (
 )
 
 // TestSpanCountsThisProcessCPU: work done inside a span shows up as this
-// process's CPU time, and a span over no PostgreSQL work on a machine with
-// no server to read counts no server time.
+// process's CPU time.
 func TestSpanCountsThisProcessCPU(t *testing.T) {
 	sp := beginSpan()
 	sum := sha256.Sum256(nil)
@@ -26,11 +25,10 @@ func TestSpanCountsThisProcessCPU(t *testing.T) {
 	}
 	m := sp.end()
 	assert.Positive(t, m.self, "hashing 200,000 times takes some CPU")
-	assert.Positive(t, m.cpuPer(1))
+	alone, seen := m.cpuPer(1, "")
+	assert.True(t, seen, "this process is always read")
+	assert.Positive(t, alone)
 	assert.Positive(t, m.elapsed)
-	if !m.serverSeen {
-		assert.Zero(t, m.server)
-	}
 }
 
 // TestSpanCountsTheLocalServersCPU: a query that keeps a PostgreSQL
@@ -49,13 +47,17 @@ func TestSpanCountsTheLocalServersCPU(t *testing.T) {
 	if ip := net.ParseIP(cfg.Host); cfg.Host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		t.Skipf("the server (%s) may run on another machine, where its CPU time cannot be read", cfg.Host)
 	}
-	require.True(t, readCPU().serverSeen, "the server is on this machine: its processes must be found")
+	_, found := readCPU().server["postgres"]
+	require.True(t, found, "the server is on this machine: its processes must be found")
 	sp := beginSpan()
 	var n int64
 	require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM generate_series(1, 5000000)").Scan(&n))
 	m := sp.end()
 	require.EqualValues(t, 5000000, n)
-	assert.True(t, m.serverSeen)
-	assert.GreaterOrEqual(t, m.server, m.self, "counting 5,000,000 rows is the server's work")
-	assert.Positive(t, m.server)
+	withServer, seen := m.cpuPer(1, "postgres")
+	assert.True(t, seen)
+	assert.GreaterOrEqual(t, m.server["postgres"], m.self, "counting 5,000,000 rows is the server's work")
+	assert.Positive(t, m.server["postgres"])
+	alone, _ := m.cpuPer(1, "")
+	assert.Greater(t, withServer, alone, "a system on PostgreSQL is charged the server's CPU")
 }

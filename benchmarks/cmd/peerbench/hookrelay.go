@@ -44,7 +44,7 @@ func openHookrelay(ctx context.Context, backend string, o options, url string, p
 		}
 	}
 	s.store, err = benchenv.Open(ctx, backend, benchenv.Options{
-		PostgresDSN: o.postgresDSN, Dir: s.dir, TablePrefix: tablePrefix(), Drop: true,
+		PostgresDSN: o.postgresDSN, MySQLDSN: o.mysqlDSN, Dir: s.dir, TablePrefix: tablePrefix(), Drop: true,
 	})
 	if err != nil {
 		return nil, err

@@ -12,8 +12,9 @@
 //   - river, river-1ms: River on PostgreSQL, MaxWorkers W, with its default
 //     config and with FetchCooldown 1 ms; the worker POSTs each job's
 //     payload with a plain net/http client; its tables in a fresh schema;
-//   - memory, sqlite, postgres: hookrelay on memory.NewStore,
-//     hooksql.OpenSQLite and hooksql.Open, with the real hookhttp sender
+//   - memory, sqlite, postgres, mysql: hookrelay on memory.NewStore,
+//     hooksql.OpenSQLite and hooksql.Open (mysql only when named in
+//     --systems, with --mysql-dsn), with the real hookhttp sender
 //     (its SSRF guard opened for loopback only) and the library's defaults
 //     for everything but Concurrency (W).
 //
@@ -67,6 +68,7 @@ type options struct {
 	roundLimit   time.Duration
 	payloadBytes int
 	postgresDSN  string
+	mysqlDSN     string
 	latencyRate  float64
 	latencyFor   time.Duration
 
@@ -79,7 +81,12 @@ type options struct {
 }
 
 // allSystems lists the systems in the order each round runs them.
-var allSystems = []string{"ceiling", "river", "river-1ms", "memory", "sqlite", "postgres"}
+var allSystems = []string{"ceiling", "river", "river-1ms", "memory", "sqlite", "postgres", "mysql"}
+
+// defaultSystems are the systems a run without --systems measures: all but
+// MySQL, which a run measures when asked to (it needs a MySQL or MariaDB
+// server).
+var defaultSystems = allSystems[:len(allSystems)-1]
 
 // latencySystems are the systems the latency mode runs: those on
 // PostgreSQL, where a producer and a worker can be separate processes.
@@ -88,7 +95,7 @@ var latencySystems = []string{"river", "river-1ms", "postgres"}
 func main() {
 	var o options
 	var systems string
-	flag.StringVar(&systems, "systems", strings.Join(allSystems, ","), "comma-separated systems: "+strings.Join(allSystems, ", "))
+	flag.StringVar(&systems, "systems", strings.Join(defaultSystems, ","), "comma-separated systems: "+strings.Join(allSystems, ", ")+" (mysql only when named)")
 	flag.StringVar(&o.mode, "mode", "all", "throughput, latency, or all (both)")
 	flag.IntVar(&o.workers, "workers", 50, "W: goroutines of the ceiling, River's MaxWorkers, hookrelay's Concurrency")
 	flag.IntVar(&o.destinations, "destinations", 10, "destinations (URL paths on the one receiver)")
@@ -97,6 +104,7 @@ func main() {
 	flag.DurationVar(&o.roundLimit, "round-limit", 20*time.Second, "throughput: a system whose warm-up rate says N would take longer gets fewer deliveries per round (at least 100); 0 keeps N for all")
 	flag.IntVar(&o.payloadBytes, "payload", 512, "payload size in bytes")
 	flag.StringVar(&o.postgresDSN, "postgres-dsn", os.Getenv(benchenv.PostgresDSNEnv), "PostgreSQL DSN (default $"+benchenv.PostgresDSNEnv+")")
+	flag.StringVar(&o.mysqlDSN, "mysql-dsn", os.Getenv(benchenv.MySQLDSNEnv), "MySQL/MariaDB DSN, go-sql-driver form (default $"+benchenv.MySQLDSNEnv+")")
 	flag.Float64Var(&o.latencyRate, "latency-rate", 200, "latency: deliveries enqueued per second, one at a time")
 	flag.DurationVar(&o.latencyFor, "latency-for", 5*time.Second, "latency: how long the producer enqueues")
 	flag.BoolVar(&o.probe, "probe", false, "throughput: time the SQL store's claims and batches and print them with the CPU per delivery (on PostgreSQL, of backends whose application_name is peerbench) after each hookrelay SQLite/PostgreSQL round, on stderr")
@@ -160,6 +168,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	needsPostgres := slices.ContainsFunc(o.systems, func(s string) bool { return slices.Contains(latencySystems, s) })
 	if needsPostgres && o.postgresDSN == "" {
 		return fmt.Errorf("river and postgres need PostgreSQL: set %s or pass --postgres-dsn (or leave them out of --systems)", benchenv.PostgresDSNEnv)
+	}
+	if slices.Contains(o.systems, "mysql") && o.mysqlDSN == "" {
+		return fmt.Errorf("mysql needs MySQL or MariaDB: set %s or pass --mysql-dsn (or leave it out of --systems)", benchenv.MySQLDSNEnv)
 	}
 	rcpt, err := startReceiver()
 	if err != nil {

@@ -59,14 +59,18 @@ func TestRunEverySystem(t *testing.T) {
 	if dsn == "" {
 		t.Skipf("set %s to run River and hookrelay on PostgreSQL", benchenv.PostgresDSNEnv)
 	}
+	systems, mysqlDSN := defaultSystems, os.Getenv(benchenv.MySQLDSNEnv)
+	if mysqlDSN != "" {
+		systems = allSystems
+	}
 	var out bytes.Buffer
 	err := run(context.Background(), options{
-		systems: allSystems, mode: "all", workers: 4, destinations: 3, postgresDSN: dsn,
+		systems: systems, mode: "all", workers: 4, destinations: 3, postgresDSN: dsn, mysqlDSN: mysqlDSN,
 		n: 50, rounds: 1, payloadBytes: 512, latencyRate: 50, latencyFor: 200 * time.Millisecond,
 	}, &out)
 	require.NoError(t, err, out.String())
-	for _, label := range labels {
-		assert.Contains(t, out.String(), label)
+	for _, name := range systems {
+		assert.Contains(t, out.String(), labels[name])
 	}
 	_, latency, ok := strings.Cut(out.String(), "latency:")
 	require.True(t, ok, out.String())
@@ -101,6 +105,7 @@ func TestRunRefusesBadOptions(t *testing.T) {
 		{systems: []string{"memory"}, mode: "sometimes", n: 1, workers: 1, destinations: 1, rounds: 1, latencyRate: 1},
 		{systems: []string{"memory"}, mode: "all", n: 0, workers: 1, destinations: 1, rounds: 1, latencyRate: 1},
 		{systems: []string{"river"}, mode: "all", n: 1, workers: 1, destinations: 1, rounds: 1, latencyRate: 1},
+		{systems: []string{"mysql"}, mode: "all", n: 1, workers: 1, destinations: 1, rounds: 1, latencyRate: 1},
 	} {
 		assert.Error(t, run(context.Background(), o, &bytes.Buffer{}), "%+v", o)
 	}

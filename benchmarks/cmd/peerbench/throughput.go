@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +31,7 @@ var labels = map[string]string{
 	"memory":    "hookrelay memory",
 	"sqlite":    "hookrelay SQLite",
 	"postgres":  "hookrelay PostgreSQL",
+	"mysql":     "hookrelay MySQL",
 }
 
 func openSystem(ctx context.Context, name string, o options, rcpt *receiver, payload []byte) (system, error) {
@@ -51,7 +54,7 @@ func runThroughput(ctx context.Context, o options, rcpt *receiver, payload []byt
 			}
 		}
 	}()
-	serverUnseen := false
+	unseen := map[string]bool{}
 	warm := min(o.n, 200)
 	perRound := make(map[string]int, len(o.systems))
 	for _, name := range o.systems {
@@ -92,12 +95,11 @@ func runThroughput(ctx context.Context, o options, rcpt *receiver, payload []byt
 			}
 			round[name] = float64(n) / m.elapsed.Seconds()
 			perSec[name] = append(perSec[name], round[name])
-			if !usesPostgres[name] {
-				m.server = 0 // the server's own housekeeping is not this system's
-			} else if !m.serverSeen {
-				serverUnseen = true
+			var seen bool
+			roundCPU[name], seen = m.cpuPer(n, serverUsed[name])
+			if !seen {
+				unseen[serverUsed[name]] = true
 			}
-			roundCPU[name] = m.cpuPer(n)
 			cpu[name] = append(cpu[name], roundCPU[name])
 			fmt.Fprintf(out, "%-5d %-28s %6d %12.0f %17d %16.1f\n", r+1, labels[name], n, round[name], rcpt.conns.Load()-conns, roundCPU[name])
 		}
@@ -127,11 +129,11 @@ func runThroughput(ctx context.Context, o options, rcpt *receiver, payload []byt
 			slicesMin(perSec[name]), slicesMax(perSec[name]), ratio(toCeiling[name]), ratio(toRiver[name]),
 			median(cpu[name]), ratio(cpuToCeiling[name]), ratio(cpuToRiver[name]))
 	}
-	fmt.Fprintf(out, "CPU µs/delivery: this process (workers and receiver) plus, for the systems on PostgreSQL, the local server's processes;\n"+
+	fmt.Fprintf(out, "CPU µs/delivery: this process (workers and receiver) plus, for the systems on PostgreSQL or MySQL, the local server's processes;\n"+
 		"CPU × ceiling / × River: the ceiling's (River's) CPU per delivery over the system's, within each round — the throughput ratio\n"+
 		"a machine with no other load and every system CPU-bound would show\n")
-	if serverUnseen {
-		fmt.Fprintf(out, "(no local PostgreSQL process could be read: the PostgreSQL systems' figures are this process only)\n")
+	for _, server := range slices.Sorted(maps.Keys(unseen)) {
+		fmt.Fprintf(out, "(no local %s process could be read: the figures of the systems on it are this process only)\n", server)
 	}
 	return nil
 }
@@ -140,9 +142,9 @@ func runThroughput(ctx context.Context, o options, rcpt *receiver, payload []byt
 // says N would take longer than --round-limit, then what that rate
 // delivers in the limit, but at least 100. It keeps a run short when a
 // system is slow without shrinking the rounds of the fast ones.
-// usesPostgres are the systems whose figures include the PostgreSQL
-// server's CPU time.
-var usesPostgres = map[string]bool{"river": true, "river-1ms": true, "postgres": true}
+// serverUsed is the database server (serverOf's kinds) whose CPU time
+// counts towards a system's; the others' own housekeeping is not theirs.
+var serverUsed = map[string]string{"river": "postgres", "river-1ms": "postgres", "postgres": "postgres", "mysql": "mysql"}
 
 func roundSize(o options, warmRate float64) int {
 	if o.roundLimit <= 0 || float64(o.n)/warmRate <= o.roundLimit.Seconds() {
