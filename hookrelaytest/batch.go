@@ -179,6 +179,52 @@ func RunBatchLedger(t *testing.T, newHarness NewHarness) {
 		assert.Len(t, atts, 1, "the repeated write stored no second attempt")
 	})
 
+	t.Run("TwoWritesToOneDeliveryAreJudgedInOrder", func(t *testing.T) {
+		// The second write sees the record as the first left it, as two
+		// single writes in that order would: the retry ends the lease, so
+		// the MarkDelivered after it under the same lease is refused.
+		h, bl := batchLedger(t)
+		a, b := newDelivery("evt_a", "dest_1", base), newDelivery("evt_b", "dest_2", base)
+		seed(t, h, a, b)
+		claims := claimDue(t, h, base, 2)
+		require.Len(t, claims, 2)
+		byID := map[string]hookrelay.Claim{}
+		for _, cl := range claims {
+			byID[cl.Delivery.ID] = cl
+		}
+		ca, cb := byID[a.ID], byID[b.ID]
+		at := base.Add(time.Second)
+		next := at.Add(time.Minute)
+		attA := attemptFor(ca, hookrelay.KindRetryable, at)
+		attA.NextAttemptAt = next
+		errs, err := bl.RecordBatch(ctx, []hookrelay.LedgerWrite{
+			{Retry: &hookrelay.RecordRetryParams{ID: a.ID, Lease: ca.Lease, Attempt: attA, NextAttempt: 2, NextAttemptAt: next, Now: at}},
+			{Delivered: &hookrelay.MarkDeliveredParams{ID: b.ID, Lease: cb.Lease, Attempt: attemptFor(cb, hookrelay.KindDelivered, at), Now: at}},
+			{Delivered: &hookrelay.MarkDeliveredParams{ID: a.ID, Lease: ca.Lease, Attempt: attemptFor(ca, hookrelay.KindDelivered, at), Now: at}},
+			{Delivered: &hookrelay.MarkDeliveredParams{ID: b.ID, Lease: cb.Lease, Attempt: attemptFor(cb, hookrelay.KindDelivered, at), Now: at}},
+		})
+		require.NoError(t, err, "the batch commits")
+		require.Len(t, errs, 4, "one result per write")
+		assert.NoError(t, errs[0])
+		assert.NoError(t, errs[1])
+		assert.ErrorIs(t, errs[2], hookrelay.ErrLeaseLost, "the retry ended the lease this write holds")
+		assert.NoError(t, errs[3], "marking a delivered record again is a no-op, as MarkDelivered is")
+
+		got, err := h.Ledger.Get(ctx, a.ID)
+		require.NoError(t, err)
+		assert.Equal(t, hookrelay.StatePending, got.State, "the retry stands")
+		assert.Equal(t, 2, got.Attempt)
+		atts, err := h.Ledger.Attempts(ctx, a.ID)
+		require.NoError(t, err)
+		assert.Len(t, atts, 1, "the refused write stored no attempt")
+		got, err = h.Ledger.Get(ctx, b.ID)
+		require.NoError(t, err)
+		assert.Equal(t, hookrelay.StateDelivered, got.State)
+		atts, err = h.Ledger.Attempts(ctx, b.ID)
+		require.NoError(t, err)
+		assert.Len(t, atts, 1, "the repeated write stored no second attempt")
+	})
+
 	t.Run("AFailedBatchWritesNothingAndEveryDeliveryComesBack", func(t *testing.T) {
 		h, bl := batchLedger(t)
 		a, b := newDelivery("evt_a", "dest_1", base), newDelivery("evt_b", "dest_1", base)

@@ -84,6 +84,48 @@ func (h *halfWrittenBatch) RecordBatch(ctx context.Context, ws []hookrelay.Ledge
 	return errs, err
 }
 
+// onceEachBatch writes each delivery once per batch and answers its later
+// writes as done, as a batch that judged every write on the rows as they
+// were before it, and took a second write to a row for a repeat, would.
+type onceEachBatch struct{ *memory.Store }
+
+func (o *onceEachBatch) RecordBatch(ctx context.Context, ws []hookrelay.LedgerWrite) ([]error, error) {
+	seen := map[string]bool{}
+	var keep []int
+	for i, w := range ws {
+		id := writeID(w)
+		if !seen[id] {
+			seen[id] = true
+			keep = append(keep, i)
+		}
+	}
+	some := make([]hookrelay.LedgerWrite, len(keep))
+	for k, i := range keep {
+		some[k] = ws[i]
+	}
+	errs, err := o.Store.RecordBatch(ctx, some)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]error, len(ws))
+	for k, i := range keep {
+		out[i] = errs[k]
+	}
+	return out, nil
+}
+
+func writeID(w hookrelay.LedgerWrite) string {
+	switch {
+	case w.Delivered != nil:
+		return w.Delivered.ID
+	case w.Retry != nil:
+		return w.Retry.ID
+	case w.DeadLetter != nil:
+		return w.DeadLetter.ID
+	}
+	return ""
+}
+
 // roomBlindQueue declares the room ability but claims oldest first
 // whatever the rooms.
 type roomBlindQueue struct{ *memory.Store }

@@ -60,6 +60,11 @@ var brokenStores = []brokenStore{
 		caughtBy: []string{"BatchLedger/AFailedBatchWritesNothingAndEveryDeliveryComesBack"},
 	},
 	{
+		name:     "BatchWritesEachDeliveryOnce",
+		harness:  func() hookrelaytest.Harness { return storeHarness(&onceEachBatch{Store: memory.NewStore()}) },
+		caughtBy: []string{"BatchLedger/TwoWritesToOneDeliveryAreJudgedInOrder"},
+	},
+	{
 		name:     "ClaimIgnoresDestinationRooms",
 		harness:  func() hookrelaytest.Harness { return storeHarness(&roomBlindQueue{Store: memory.NewStore()}) },
 		caughtBy: []string{"ClaimsByDestinationRoom/OneClaimFillsEveryDestinationsRoom"},

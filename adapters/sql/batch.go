@@ -21,7 +21,8 @@ var _ hookrelay.BatchLedger = (*Store)(nil)
 // one fsync on SQLite and one WAL flush on PostgreSQL for the whole batch,
 // each still fenced by its own lease. On PostgreSQL the batch is one round
 // trip: every write's fenced statement is pipelined in one implicit
-// transaction. Elsewhere it is one transaction of per-write statements. A
+// transaction. On SQLite it is one transaction of per-write statements, on
+// MySQL one of a few statements for the whole batch (recordBatchMySQL). A
 // write whose fence fails gets its error in the returned slice and the
 // others still commit; a failed commit returns the error and writes
 // nothing.
@@ -59,18 +60,7 @@ func (s *Store) RecordBatch(ctx context.Context, writes []hookrelay.LedgerWrite)
 		} else if s.dialect == SQLite {
 			err = s.inTx(ctx, "record batch", func(q querier) error { return s.recordBatchSQLite(ctx, q, ops, errs) })
 		} else {
-			err = s.inTx(ctx, "record batch", func(q querier) error {
-				for i, o := range ops {
-					if o == nil {
-						continue
-					}
-					errs[i] = s.applyFenced(ctx, q, *o)
-					if errs[i] != nil && !isFenceErr(errs[i]) {
-						return errs[i]
-					}
-				}
-				return nil
-			})
+			err = s.inTx(ctx, "record batch", func(q querier) error { return s.recordBatchMySQL(ctx, q, ops, errs) })
 		}
 		var re *retryable
 		if !errors.As(err, &re) {

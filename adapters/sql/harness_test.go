@@ -72,7 +72,13 @@ func serverDB(t testing.TB, b backend) *sql.DB {
 	if db, ok := serverDBs[b.dialect]; ok {
 		return db
 	}
-	db, err := sql.Open(b.dialect.driverName(), os.Getenv(b.envVar))
+	var db *sql.DB
+	var err error
+	if b.dialect == MySQL {
+		db, err = openMySQL(os.Getenv(b.envVar)) // the driver settings Open uses
+	} else {
+		db, err = sql.Open(b.dialect.driverName(), os.Getenv(b.envVar))
+	}
 	if err != nil {
 		t.Fatalf("open %s: %v", b.dialect, err)
 	}
