@@ -97,8 +97,9 @@ type LedgerWrite struct {
 	DeadLetter *RecordDeadLetterParams
 }
 
-// deliveryID returns the ID of the delivery the write is for.
-func (w LedgerWrite) deliveryID() string {
+// DeliveryID returns the ID of the delivery the write is for ("" when it
+// sets no field).
+func (w LedgerWrite) DeliveryID() string {
 	switch {
 	case w.Delivered != nil:
 		return w.Delivered.ID

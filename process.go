@@ -76,7 +76,7 @@ func (c *Client) record(ctx context.Context, run attemptRun, w LedgerWrite) erro
 	case w.Retry != nil:
 		op = "ledger.record_retry"
 	}
-	return opErr(op, w.deliveryID(), err)
+	return opErr(op, w.DeliveryID(), err)
 }
 
 // process is the state machine of Process, in three steps: resolve what

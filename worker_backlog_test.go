@@ -71,12 +71,7 @@ func testBacklogToOneDestination(t *testing.T, blind bool) {
 		}),
 	})
 	require.NoError(t, err)
-	params := make([]hookrelay.EnqueueParams, n)
-	for i := range params {
-		params[i] = hookrelay.EnqueueParams{EventID: fmt.Sprintf("evt_%d", i), TenantID: "t", DestinationID: "acct", EventType: "x", Payload: []byte("{}")}
-	}
-	_, err = c.EnqueueMany(context.Background(), params)
-	require.NoError(t, err)
+	enqueueEvents(t, c, "acct", n)
 	require.NoError(t, c.Start(context.Background()))
 	select {
 	case <-done:
@@ -138,12 +133,7 @@ func peakToOneDestination(t *testing.T, concurrency, want int) int {
 		}),
 	})
 	require.NoError(t, err)
-	params := make([]hookrelay.EnqueueParams, 3*concurrency)
-	for i := range params {
-		params[i] = hookrelay.EnqueueParams{EventID: fmt.Sprintf("evt_%d", i), TenantID: "t", DestinationID: "acct", EventType: "x", Payload: []byte("{}")}
-	}
-	_, err = c.EnqueueMany(context.Background(), params)
-	require.NoError(t, err)
+	enqueueEvents(t, c, "acct", 3*concurrency)
 	require.NoError(t, c.Start(context.Background()))
 	select {
 	case <-reached:

@@ -93,7 +93,7 @@ func (o *onceEachBatch) RecordBatch(ctx context.Context, ws []hookrelay.LedgerWr
 	seen := map[string]bool{}
 	var keep []int
 	for i, w := range ws {
-		id := writeID(w)
+		id := w.DeliveryID()
 		if !seen[id] {
 			seen[id] = true
 			keep = append(keep, i)
@@ -112,18 +112,6 @@ func (o *onceEachBatch) RecordBatch(ctx context.Context, ws []hookrelay.LedgerWr
 		out[i] = errs[k]
 	}
 	return out, nil
-}
-
-func writeID(w hookrelay.LedgerWrite) string {
-	switch {
-	case w.Delivered != nil:
-		return w.Delivered.ID
-	case w.Retry != nil:
-		return w.Retry.ID
-	case w.DeadLetter != nil:
-		return w.DeadLetter.ID
-	}
-	return ""
 }
 
 // roomBlindQueue declares the room ability but claims oldest first
