@@ -41,10 +41,7 @@ func RunBatchLedger(t *testing.T, newHarness NewHarness) {
 		later := base.Add(leaseFor)
 		claims := claimDue(t, h, later, 3)
 		require.Len(t, claims, 3)
-		byID := map[string]hookrelay.Claim{}
-		for _, cl := range claims {
-			byID[cl.Delivery.ID] = cl
-		}
+		byID := claimsByID(claims)
 		ca, cb, fresh := byID[a.ID], byID[b.ID], byID[c.ID]
 		require.Equal(t, c.ID, fresh.Delivery.ID, "the expired lease is claimed again")
 
@@ -100,10 +97,7 @@ func RunBatchLedger(t *testing.T, newHarness NewHarness) {
 		later := base.Add(leaseFor)
 		claims := claimDue(t, h, later, 5)
 		require.Len(t, claims, 5)
-		byID := map[string]hookrelay.Claim{}
-		for _, cl := range claims {
-			byID[cl.Delivery.ID] = cl
-		}
+		byID := claimsByID(claims)
 		at := later.Add(time.Second)
 		require.NoError(t, deliver(t, h, byID[ds[3].ID], at)) // already delivered: a repeat is a no-op
 		written := make([]hookrelay.Attempt, 3)
@@ -188,10 +182,7 @@ func RunBatchLedger(t *testing.T, newHarness NewHarness) {
 		seed(t, h, a, b)
 		claims := claimDue(t, h, base, 2)
 		require.Len(t, claims, 2)
-		byID := map[string]hookrelay.Claim{}
-		for _, cl := range claims {
-			byID[cl.Delivery.ID] = cl
-		}
+		byID := claimsByID(claims)
 		ca, cb := byID[a.ID], byID[b.ID]
 		at := base.Add(time.Second)
 		next := at.Add(time.Minute)
@@ -481,4 +472,13 @@ func waitFor(t *testing.T, ch <-chan struct{}, what string) {
 	case <-time.After(10 * time.Second): // a hang, not a speed check
 		t.Fatalf("timed out waiting until %s", what)
 	}
+}
+
+// claimsByID indexes claims by their delivery's ID.
+func claimsByID(claims []hookrelay.Claim) map[string]hookrelay.Claim {
+	byID := make(map[string]hookrelay.Claim, len(claims))
+	for _, cl := range claims {
+		byID[cl.Delivery.ID] = cl
+	}
+	return byID
 }
