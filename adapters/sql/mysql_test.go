@@ -60,3 +60,19 @@ func preparesOnTheServer(t *testing.T, db *sql.DB) bool {
 	require.Equal(t, 42, got)
 	return prepared() > before
 }
+
+// TestMySQLDSNSetsReadsOnlyTheParameters: a DSN's own setting is found
+// among its parameters, and a password that looks like one is not.
+func TestMySQLDSNSetsReadsOnlyTheParameters(t *testing.T) {
+	for dsn, want := range map[string]bool{
+		"root@tcp(127.0.0.1:3306)/test":                                         false,
+		"root@tcp(127.0.0.1:3306)/test?parseTime=true&interpolateParams=false":  true,
+		"root@tcp(127.0.0.1:3306)/test?interpolateParams=true":                  true,
+		"u:p?interpolateParams=false@tcp(127.0.0.1:3306)/test":                  false,
+		"u:a/b?interpolateParams=1@tcp(127.0.0.1:3306)/test?parseTime=true":     false,
+		"u:a/b@tcp(127.0.0.1:3306)/test?parseTime=true&interpolateParams=false": true,
+		"root@tcp(127.0.0.1:3306)/test?xinterpolateParams=false&parseTime=true": false,
+	} {
+		assert.Equal(t, want, mysqlDSNSets(dsn, "interpolateParams"), dsn)
+	}
+}

@@ -251,9 +251,7 @@ func openMySQL(dsn string) (*sql.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, params, _ := strings.Cut(dsn, "?"); !slices.ContainsFunc(strings.Split(params, "&"), func(p string) bool {
-		return strings.HasPrefix(p, "interpolateParams=")
-	}) {
+	if !mysqlDSNSets(dsn, "interpolateParams") {
 		cfg.InterpolateParams = true
 	}
 	conn, err := mysql.NewConnector(cfg)
@@ -261,6 +259,17 @@ func openMySQL(dsn string) (*sql.DB, error) {
 		return nil, err
 	}
 	return sql.OpenDB(conn), nil
+}
+
+// mysqlDSNSets reports whether a MySQL DSN sets the parameter name. The
+// parameters follow the '?' after the last '/' (the database name's
+// separator, as the driver parses it), so a '?' in the password is not
+// taken for their start.
+func mysqlDSNSets(dsn, name string) bool {
+	_, params, _ := strings.Cut(dsn[strings.LastIndexByte(dsn, '/')+1:], "?")
+	return slices.ContainsFunc(strings.Split(params, "&"), func(p string) bool {
+		return strings.HasPrefix(p, name+"=")
+	})
 }
 
 // OpenSQLite opens (creating if needed) the SQLite database file at path in
