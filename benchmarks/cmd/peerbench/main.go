@@ -107,7 +107,7 @@ func main() {
 	flag.StringVar(&o.mysqlDSN, "mysql-dsn", os.Getenv(benchenv.MySQLDSNEnv), "MySQL/MariaDB DSN, go-sql-driver form (default $"+benchenv.MySQLDSNEnv+")")
 	flag.Float64Var(&o.latencyRate, "latency-rate", 200, "latency: deliveries enqueued per second, one at a time")
 	flag.DurationVar(&o.latencyFor, "latency-for", 5*time.Second, "latency: how long the producer enqueues")
-	flag.BoolVar(&o.probe, "probe", false, "throughput: time the SQL store's claims and batches and print them with the CPU per delivery (on PostgreSQL, of backends whose application_name is peerbench) after each hookrelay SQLite/PostgreSQL round, on stderr")
+	flag.BoolVar(&o.probe, "probe", false, "throughput: time the SQL store's claims and batches and print them with the CPU per delivery (on PostgreSQL, of backends whose application_name is peerbench) after each hookrelay SQLite/PostgreSQL/MySQL round, on stderr")
 	flag.StringVar(&o.child, "child", "", "internal: run as the latency mode's worker process for this system")
 	flag.StringVar(&o.childNamespace, "child-namespace", "", "internal: the child's table prefix or schema")
 	flag.StringVar(&o.childReceiver, "child-receiver", "", "internal: the receiver's URL")

@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hookrelay/hookrelay"
@@ -58,10 +55,7 @@ func (p *probedStore) RecordBatch(ctx context.Context, ws []hookrelay.LedgerWrit
 // application_name is "peerbench" (set it in the DSN); zero when they
 // cannot be read.
 func (p *probedStore) cpu() (server, self time.Duration) {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
+	self = selfCPU()
 	if p.Dialect() != hooksql.Postgres {
 		return 0, self
 	}
@@ -75,19 +69,9 @@ func (p *probedStore) cpu() (server, self time.Duration) {
 		if rows.Scan(&pid) != nil {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			continue
+		if _, used, ok := procCPU("/proc/" + strconv.Itoa(pid) + "/stat"); ok {
+			server += used
 		}
-		// Fields after the command name: utime and stime are the 12th and
-		// 13th, in clock ticks (100 per second on Linux).
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-		if len(f) < 13 {
-			continue
-		}
-		u, _ := strconv.Atoi(f[11])
-		s, _ := strconv.Atoi(f[12])
-		server += time.Duration(u+s) * 10 * time.Millisecond
 	}
 	return server, self
 }

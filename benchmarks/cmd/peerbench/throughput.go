@@ -34,6 +34,10 @@ var labels = map[string]string{
 	"mysql":     "hookrelay MySQL",
 }
 
+// serverUsed is the database server (serverOf's kinds) whose CPU time
+// counts towards a system's; the others' own housekeeping is not theirs.
+var serverUsed = map[string]string{"river": "postgres", "river-1ms": "postgres", "postgres": "postgres", "mysql": "mysql"}
+
 func openSystem(ctx context.Context, name string, o options, rcpt *receiver, payload []byte) (system, error) {
 	switch name {
 	case "ceiling":
@@ -142,10 +146,6 @@ func runThroughput(ctx context.Context, o options, rcpt *receiver, payload []byt
 // says N would take longer than --round-limit, then what that rate
 // delivers in the limit, but at least 100. It keeps a run short when a
 // system is slow without shrinking the rounds of the fast ones.
-// serverUsed is the database server (serverOf's kinds) whose CPU time
-// counts towards a system's; the others' own housekeeping is not theirs.
-var serverUsed = map[string]string{"river": "postgres", "river-1ms": "postgres", "postgres": "postgres", "mysql": "mysql"}
-
 func roundSize(o options, warmRate float64) int {
 	if o.roundLimit <= 0 || float64(o.n)/warmRate <= o.roundLimit.Seconds() {
 		return o.n
