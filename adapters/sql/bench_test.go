@@ -252,6 +252,7 @@ func BenchmarkClaimAndRecordBatch(b *testing.B) {
 			}
 		}
 		claimAt := now.Add(time.Hour)
+		finished := claimAt
 		writes := make([]hookrelay.LedgerWrite, 0, per)
 		b.ReportAllocs()
 		b.ResetTimer()
@@ -268,10 +269,13 @@ func BenchmarkClaimAndRecordBatch(b *testing.B) {
 			}
 			writes = writes[:0]
 			for _, c := range cs {
+				// Each attempt finishes at its own time, later than the
+				// last, as a worker's do.
+				finished = finished.Add(time.Microsecond)
 				writes = append(writes, hookrelay.LedgerWrite{Delivered: &hookrelay.MarkDeliveredParams{
-					ID: c.Delivery.ID, Lease: c.Lease, Now: claimAt,
+					ID: c.Delivery.ID, Lease: c.Lease, Now: finished,
 					Attempt: hookrelay.Attempt{DeliveryID: c.Delivery.ID, Number: c.Delivery.Attempt, StartedAt: claimAt,
-						FinishedAt: claimAt, Kind: hookrelay.KindDelivered, Outcome: hookrelay.OutcomeAccepted, StatusCode: 204},
+						FinishedAt: finished, Kind: hookrelay.KindDelivered, Outcome: hookrelay.OutcomeAccepted, StatusCode: 204},
 				}})
 			}
 			errs, err := s.RecordBatch(ctx, writes)
