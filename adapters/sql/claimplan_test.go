@@ -23,7 +23,14 @@ func explainClaim(t *testing.T, s *Store, p hookrelay.ClaimParams) string {
 	expires, err := encTime("lease expiry", p.Now.Add(p.LeaseFor))
 	require.NoError(t, err)
 	from, args := s.claimCandidates(p, now)
-	query, args := s.claimStatement(from, args, p, expires)
+	var query string
+	if s.dialect == SQLite && (p.DefaultDestinationRoom > 0 || len(p.DestinationRoom) > 0) {
+		// The candidates' statement: the update then finds each picked ID
+		// by key (TestSQLiteClaimStatementIsPreparedOnce).
+		query, _ = s.claimStatementsSQLite(from)
+	} else {
+		query, args = s.claimStatement(from, args, p, expires)
+	}
 	explain := "EXPLAIN "
 	if s.dialect == SQLite {
 		explain = "EXPLAIN QUERY PLAN "
@@ -95,9 +102,11 @@ func TestClaimWalksTheDueIndexWhateverTheBacklog(t *testing.T) {
 	})
 }
 
-// On SQLite the claim statement's text does not vary with the rooms and
-// the skipped destinations (they are JSON values), so it is prepared once
-// and not parsed again at every claim; and a claim still honours them.
+// On SQLite a claim's two statements (the candidates, the update of the
+// picked IDs) do not vary with the rooms and the skipped destinations
+// (they are JSON values), so each is prepared once and not parsed again at
+// every claim; a claim still honours them; and the update finds each
+// picked ID by key.
 func TestSQLiteClaimStatementIsPreparedOnce(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, backend{dialect: SQLite}, Options{})
@@ -116,11 +125,28 @@ func TestSQLiteClaimStatementIsPreparedOnce(t *testing.T) {
 		{Limit: 3, DefaultDestinationRoom: 1, SkipDestinations: []string{"dest_0", "dest_1", "dest_2"}},
 	} {
 		p.Now, p.LeaseFor, p.Holder = t0, time.Minute, "test"
-		from, args := s.claimCandidates(p, now)
-		query, _ := s.claimStatement(from, args, p, now)
-		texts[query] = true
+		from, _ := s.claimCandidates(p, now)
+		candidates, update := s.claimStatementsSQLite(from)
+		texts[candidates+"\n"+update] = true
 	}
-	require.Len(t, texts, 1, "one claim statement whatever the rooms and skips")
+	require.Len(t, texts, 1, "the same two claim statements whatever the rooms and skips")
+	var candidates, update string
+	for q := range texts {
+		candidates, update, _ = strings.Cut(q, "\n")
+	}
+	var plan []string
+	rows, err := s.db.QueryContext(ctx, "EXPLAIN QUERY PLAN "+update, "test", now, `["a","b"]`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
+		plan = append(plan, detail)
+	}
+	require.NoError(t, rows.Err())
+	rows.Close()
+	assert.Contains(t, strings.Join(plan, "\n"), "INDEX sqlite_autoindex_"+s.prefix+"deliveries_1 (id=?)",
+		"the update finds each picked ID by key, not by reading the table")
 
 	claim := func(p hookrelay.ClaimParams) map[string]int {
 		p.Now, p.LeaseFor, p.Holder = t0.Add(time.Hour), time.Minute, "test"
@@ -134,16 +160,15 @@ func TestSQLiteClaimStatementIsPreparedOnce(t *testing.T) {
 	}
 	assert.Equal(t, map[string]int{"dest_0": 1, "dest_1": 2, "dest_2": 2, "dest_3": 2},
 		claim(hookrelay.ClaimParams{Limit: 8, DefaultDestinationRoom: 2, DestinationRoom: map[string]int{"dest_0": 1}}))
-	var query string
-	for q := range texts {
-		query = q
+	for _, query := range []string{candidates, update} {
+		assert.NotNil(t, s.prepared(query), "prepared after the first claim: %s", query)
 	}
-	assert.NotNil(t, s.prepared(query), "prepared after the first claim")
-	st := s.prepared(query)
+	stc, stu := s.prepared(candidates), s.prepared(update)
 	assert.Equal(t, map[string]int{"dest_0": 1, "dest_3": 1},
 		claim(hookrelay.ClaimParams{Limit: 8, DefaultDestinationRoom: 2, DestinationRoom: map[string]int{"dest_0": 1, "dest_1": 0, "dest_9": 5},
 			SkipDestinations: []string{"dest_2"}}))
-	assert.Same(t, st, s.prepared(query), "the next claim, with other rooms and skips, runs the same statement")
+	assert.Same(t, stc, s.prepared(candidates), "the next claim, with other rooms and skips, runs the same statements")
+	assert.Same(t, stu, s.prepared(update), "the next claim, with other rooms and skips, runs the same statements")
 }
 
 // On PostgreSQL the deliveries table leaves room on its pages, so a claim

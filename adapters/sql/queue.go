@@ -166,8 +166,9 @@ func (s *Store) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay
 	return claims, nil
 }
 
-// claimStatement is the UPDATE … RETURNING that claims on PostgreSQL and
-// SQLite, with its values.
+// claimStatement is the UPDATE … RETURNING that claims on PostgreSQL, and
+// on SQLite when the claim has no rooms (claimStatementsSQLite otherwise),
+// with its values.
 func (s *Store) claimStatement(from string, args []any, p hookrelay.ClaimParams, expires int64) (string, []any) {
 	if s.dialect == SQLite {
 		return s.claimStatementSQLite(from, args, p, expires)
@@ -247,45 +248,34 @@ func (s *Store) claimCandidates(p hookrelay.ClaimParams, now int64) (string, []a
 	return b.String(), args
 }
 
-// claimStatementSQLite is claimStatement on SQLite, in a text that does
-// not vary with the claim: the rooms are one JSON object (destination ID →
-// room) and the skipped destinations one JSON array (claimCandidates), read
-// with json_each, so the statement is compiled once per connection
-// (qpRows) instead of parsed and planned at every claim. The candidates
-// still come from the due index in claim order
-// (TestClaimWalksTheDueIndexWhateverTheBacklog).
+// claimStatementSQLite is claimStatement on SQLite for a claim without
+// rooms: every candidate is taken. A claim with rooms runs
+// claimStatementsSQLite's two statements instead.
 func (s *Store) claimStatementSQLite(from string, args []any, p hookrelay.ClaimParams, expires int64) (string, []any) {
-	var b strings.Builder
-	b.WriteString("WITH cand AS (SELECT id, destination_id, next_attempt_at, {seq} AS cseq" + from + ")")
-	if p.DefaultDestinationRoom > 0 || len(p.DestinationRoom) > 0 {
-		rooms := make(map[string]int, len(p.DestinationRoom))
-		for id, room := range p.DestinationRoom {
-			if room > 0 && utf8.ValidString(id) { // the others are skipped, or match no stored ID
-				rooms[id] = room
-			}
-		}
-		room := p.DefaultDestinationRoom
-		if room <= 0 {
-			room = math.MaxInt32
-		}
-		rj, _ := json.Marshal(rooms) // a map[string]int always encodes
-		b.WriteString(", rooms AS MATERIALIZED (SELECT key AS destination_id, value AS room FROM json_each(?))" +
-			", ranked AS (SELECT c.id, c.next_attempt_at, c.cseq, COALESCE(r.room, ?) AS room," +
-			" ROW_NUMBER() OVER (PARTITION BY c.destination_id ORDER BY c.next_attempt_at, c.cseq) AS rn" +
-			" FROM cand c LEFT JOIN rooms r ON r.destination_id = c.destination_id)" +
-			", pick AS (SELECT id FROM ranked WHERE rn <= room ORDER BY next_attempt_at, cseq LIMIT ?)")
-		args = append(args, string(rj), room, p.Limit)
-	} else {
-		b.WriteString(", pick AS (SELECT id FROM cand)")
-	}
-	// OR FAIL: a failing row fails the claim, whose transaction is rolled
-	// back, so the statement needs no journal of its own to undo its part:
-	// without it SQLite wrote every page the claim changed to a statement
-	// journal as well (a multi-row UPDATE inside a transaction).
-	b.WriteString(" UPDATE OR FAIL {d} SET lease_token = lease_token + 1, lease_holder = ?, lease_expires_at = ?" +
-		" WHERE id IN (SELECT id FROM pick) RETURNING " + selectDeliveryCols + ", {seq}")
-	args = append(args, p.Holder, expires)
-	return s.qpRows(b.String()), args
+	return s.qpRows("WITH cand AS (SELECT id" + from + ")" +
+		// OR FAIL: a failing row fails the claim, whose transaction is
+		// rolled back, so the statement needs no journal of its own to undo
+		// its part: without it SQLite wrote every page the claim changed to
+		// a statement journal as well (a multi-row UPDATE inside a
+		// transaction).
+		" UPDATE OR FAIL {d} SET lease_token = lease_token + 1, lease_holder = ?, lease_expires_at = ?" +
+		" WHERE id IN (SELECT id FROM cand) RETURNING " + selectDeliveryCols + ", {seq}"), append(args, p.Holder, expires)
+}
+
+// claimStatementsSQLite are a SQLite claim with rooms: the candidates (IDs
+// and destinations, oldest first), from which pickByRoom keeps each
+// destination's room, and the update of the picked IDs (one JSON array),
+// run in one write transaction (BEGIN IMMEDIATE: no other writer comes
+// between them). Their texts do not vary with the claim, so each is
+// compiled once per connection (qpRows). One statement that ranked the
+// candidates itself (ROW_NUMBER per destination over a JSON object of
+// rooms) spent more on the ranking than on the rest of the claim: 0.8 ms a
+// claim of 50 from 100 candidates, about 16 µs per claimed delivery, where
+// reading the candidates took 0.3 ms.
+func (s *Store) claimStatementsSQLite(from string) (candidates, update string) {
+	return s.qpRows("SELECT id, destination_id" + from),
+		s.qpRows("UPDATE OR FAIL {d} SET lease_token = lease_token + 1, lease_holder = ?, lease_expires_at = ?" +
+			" WHERE id IN (SELECT value FROM json_each(?)) RETURNING " + selectDeliveryCols + ", {seq}")
 }
 
 // jsonIDs is ids as a JSON array, leaving out those that are not valid
@@ -308,7 +298,14 @@ func jsonIDs(ids []string) string {
 // worker's only serial step. from is the candidates' FROM … LIMIT ? clause
 // and args its values.
 func (s *Store) claimInOneStatement(ctx context.Context, from string, args []any, p hookrelay.ClaimParams, now, expires int64) ([]hookrelay.Claim, error) {
-	query, args := s.claimStatement(from, args, p, expires)
+	// On SQLite a claim with rooms picks in Go between two statements
+	// (claimStatementsSQLite).
+	pickFirst := s.dialect == SQLite && (p.DefaultDestinationRoom > 0 || len(p.DestinationRoom) > 0)
+	candArgs := args
+	var query string
+	if !pickFirst {
+		query, args = s.claimStatement(from, args, p, expires)
+	}
 
 	type claimed struct {
 		c   hookrelay.Claim
@@ -374,6 +371,19 @@ func (s *Store) claimInOneStatement(ctx context.Context, from string, args []any
 		err = s.inTx(ctx, "claim", func(q querier) error {
 			if err := s.claimPlanSettings(ctx, q); err != nil {
 				return err
+			}
+			query, args := query, args
+			if pickFirst {
+				candidates, update := s.claimStatementsSQLite(from)
+				ids, err := s.pickByRoom(ctx, q, candidates, candArgs, p)
+				if err != nil {
+					return err
+				}
+				if len(ids) == 0 {
+					got, bad = got[:0], bad[:0]
+					return nil
+				}
+				query, args = update, []any{p.Holder, expires, jsonIDs(ids)}
 			}
 			rows, err := q.QueryContext(ctx, query, args...)
 			if err != nil {
