@@ -291,12 +291,15 @@ func jsonIDs(ids []string) string {
 	return string(j)
 }
 
-// claimInOneStatement is Claim on PostgreSQL and SQLite: one UPDATE …
-// RETURNING whose CTEs pick the due candidates (locked, skipping rows other
-// claimers hold, on PostgreSQL), rank them per destination and keep each
-// destination's room — one round trip and one commit, where a claim is the
-// worker's only serial step. from is the candidates' FROM … LIMIT ? clause
-// and args its values.
+// claimInOneStatement is Claim on PostgreSQL and SQLite. On PostgreSQL it
+// is one UPDATE … RETURNING whose CTEs pick the due candidates (locked,
+// skipping rows other claimers hold), rank them per destination and keep
+// each destination's room — one round trip and one commit, where a claim is
+// the worker's only serial step. On SQLite the UPDATE … RETURNING leases
+// the candidates themselves when the claim has no rooms, and the IDs
+// pickByRoom kept from them when it has (claimStatementsSQLite), in one
+// transaction either way. from is the candidates' FROM … LIMIT ? clause and
+// args its values.
 func (s *Store) claimInOneStatement(ctx context.Context, from string, args []any, p hookrelay.ClaimParams, now, expires int64) ([]hookrelay.Claim, error) {
 	// On SQLite a claim with rooms picks in Go between two statements
 	// (claimStatementsSQLite).
