@@ -72,13 +72,7 @@ func serverDB(t testing.TB, b backend) *sql.DB {
 	if db, ok := serverDBs[b.dialect]; ok {
 		return db
 	}
-	var db *sql.DB
-	var err error
-	if b.dialect == MySQL {
-		db, err = openMySQL(os.Getenv(b.envVar)) // the driver settings Open uses
-	} else {
-		db, err = sql.Open(b.dialect.driverName(), os.Getenv(b.envVar))
-	}
+	db, err := openDB(b.dialect, os.Getenv(b.envVar)) // the driver settings Open uses
 	if err != nil {
 		t.Fatalf("open %s: %v", b.dialect, err)
 	}

@@ -210,13 +210,7 @@ func Open(ctx context.Context, dialect Dialect, dsn string, opts Options) (*Stor
 	default:
 		return nil, fmt.Errorf("hooksql: dialect %q is unknown (want sqlite, postgres or mysql)", dialect)
 	}
-	var db *sql.DB
-	var err error
-	if dialect == MySQL {
-		db, err = openMySQL(dsn)
-	} else {
-		db, err = sql.Open(dialect.driverName(), dsn)
-	}
+	db, err := openDB(dialect, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("hooksql: open %s: %s", dialect, redact(err.Error(), secrets))
 	}
@@ -242,6 +236,15 @@ func Open(ctx context.Context, dialect Dialect, dsn string, opts Options) (*Stor
 		return nil, s.dbErr("open", err)
 	}
 	return s, nil
+}
+
+// openDB opens a pool on dsn with dialect's driver and the driver
+// settings Open uses (openMySQL on MySQL).
+func openDB(dialect Dialect, dsn string) (*sql.DB, error) {
+	if dialect == MySQL {
+		return openMySQL(dsn)
+	}
+	return sql.Open(dialect.driverName(), dsn)
 }
 
 // openMySQL opens a pool on dsn with interpolateParams on, unless dsn

@@ -23,7 +23,8 @@
 // with the ratios to the ceiling and to River (FetchCooldown 1 ms) taken
 // within each round. Each round also reports the CPU time per delivery:
 // this process's (workers and receiver) and, for the systems on
-// PostgreSQL, that of the PostgreSQL processes on this machine. On a
+// PostgreSQL or MySQL, that of the database server's processes on this
+// machine. On a
 // shared machine whose other tenants take CPU time (steal) the rates swing
 // from round to round; the CPU per delivery, and the ratios taken from it,
 // move far less, and are the throughput ratios an otherwise idle machine
