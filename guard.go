@@ -3,6 +3,7 @@ package hookrelay
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"slices"
 	"strings"
@@ -317,9 +318,34 @@ func (r guardRules) record(g GuardState, now time.Time, res Result, hold time.Du
 // Config.DestinationCacheTTL (and, for a state that holds the destination,
 // until the hold ends), so a send to a healthy destination needs no store
 // round trip. It is part of the worker's state.
+//
+// A store call for a destination and the put of what it returned happen
+// under that destination's stripe of ordered (inOrder), so the cache never
+// goes back to an older state: two attempts that failed at once each wrote
+// a failure, and the one whose write the store ran first could put its
+// answer (circuit still closed) after the other had put the newer one (the
+// circuit it opened), so the next attempt found the circuit closed and was
+// sent. UpdateGuard is atomic per destination in the store anyway, so
+// taking turns here costs no concurrency the store would have given.
 type guardCache struct {
 	mu      sync.Mutex
 	entries map[string]cachedGuard
+	ordered [guardStripes]sync.Mutex
+}
+
+// guardStripes is how many locks order the store calls of guardCache's
+// destinations: destinations that share one take turns too.
+const guardStripes = 64
+
+// guardSeed hashes destination IDs to guardCache's stripes.
+var guardSeed = maphash.MakeSeed()
+
+// inOrder locks the stripe of destination id for a store call and the put
+// of its result; the caller unlocks it.
+func (gc *guardCache) inOrder(id string) *sync.Mutex {
+	m := &gc.ordered[maphash.String(guardSeed, id)%guardStripes]
+	m.Lock()
+	return m
 }
 
 type cachedGuard struct {
@@ -380,6 +406,7 @@ func (c *Client) guardState(ctx context.Context, id string, cached bool, now tim
 	if cached && ok {
 		return g, nil
 	}
+	defer c.worker.guards.inOrder(id).Unlock()
 	gs, err := c.guard.GuardStates(ctx, GuardStatesParams{IDs: []string{id}})
 	if err != nil {
 		return g, opErr("destinations.guard_states", "", err)
@@ -412,6 +439,7 @@ func (c *Client) admitSend(ctx context.Context, d Delivery, rules guardRules, ca
 // a rule needs the store.
 func (c *Client) admitInStore(ctx context.Context, destID, deliveryID string, rules guardRules, now time.Time) (admission, error) {
 	var a admission
+	defer c.worker.guards.inOrder(destID).Unlock()
 	g, err := c.guard.UpdateGuard(ctx, UpdateGuardParams{DestinationID: destID, Update: func(g GuardState) GuardState {
 		g, a = rules.admit(g, now, deliveryID)
 		return g
@@ -445,15 +473,19 @@ func (c *Client) recordInStore(ctx context.Context, d Delivery, result Result, r
 		probeID = d.ID
 	}
 	var o guardOutcome
+	ordered := c.worker.guards.inOrder(d.DestinationID)
 	g, err := c.guard.UpdateGuard(ctx, UpdateGuardParams{DestinationID: d.DestinationID, Update: func(g GuardState) GuardState {
 		g, o = rules.record(g, now, *res, hold, probeID)
 		return g
 	}})
+	if err == nil {
+		c.worker.guards.put(g, now, c.cfg.DestinationCacheTTL)
+	}
+	ordered.Unlock()
 	if err != nil {
 		c.observe(ctx, Event{Name: EventWorkerError, Delivery: d, Err: opErr("destinations.update_guard", d.ID, err)})
 		return
 	}
-	c.worker.guards.put(g, now, c.cfg.DestinationCacheTTL)
 	if at := g.ClaimableAt(); at.After(now) {
 		c.worker.block(d.DestinationID, at)
 	}
