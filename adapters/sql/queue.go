@@ -269,9 +269,9 @@ func (s *Store) claimStatementSQLite(from string, args []any, p hookrelay.ClaimP
 // between them). Their texts do not vary with the claim, so each is
 // compiled once per connection (qpRows). One statement that ranked the
 // candidates itself (ROW_NUMBER per destination over a JSON object of
-// rooms) spent more on the ranking than on the rest of the claim: 0.8 ms a
-// claim of 50 from 100 candidates, about 16 µs per claimed delivery, where
-// reading the candidates took 0.3 ms.
+// rooms) took 1.24 ms to choose 50 of 100 candidates where reading them
+// took 0.3 ms; the claims' CPU per delivery in
+// BenchmarkClaimAndRecordBatch/sqlite went from 52.9 to 44.7 µs (medians).
 func (s *Store) claimStatementsSQLite(from string) (candidates, update string) {
 	return s.qpRows("SELECT id, destination_id" + from),
 		s.qpRows("UPDATE OR FAIL {d} SET lease_token = lease_token + 1, lease_holder = ?, lease_expires_at = ?" +
