@@ -239,7 +239,17 @@ func (s *Store) claimCandidates(p hookrelay.ClaimParams, now int64) (string, []a
 			args = append(args, id)
 		}
 	}
-	b.WriteString(" ORDER BY next_attempt_at, {seq} LIMIT ?" + s.lockSuffix(true))
+	if s.dialect == SQLite {
+		// Not a bare LIMIT ?: SQLite's planner reads a bare limit's bound
+		// value, so the statement is compiled again whenever the value
+		// changes, and a worker's claims ask for whatever it has free. With
+		// the limit's value hidden from the planner the statement is
+		// compiled once (TestSQLiteClaimIsNotRecompiledForItsLimit); its
+		// plan is the same (TestClaimWalksTheDueIndexWhateverTheBacklog).
+		b.WriteString(" ORDER BY next_attempt_at, {seq} LIMIT CAST(? AS INTEGER)")
+	} else {
+		b.WriteString(" ORDER BY next_attempt_at, {seq} LIMIT ?" + s.lockSuffix(true))
+	}
 	limit := p.Limit
 	if p.DefaultDestinationRoom > 0 || len(p.DestinationRoom) > 0 {
 		limit = min(p.Limit*candidatesPerClaim, p.Limit+maxClaimCandidates)
