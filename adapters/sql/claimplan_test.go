@@ -3,6 +3,8 @@ package hooksql
 import (
 	"context"
 	"fmt"
+	"os"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -67,6 +69,58 @@ func explainClaim(t *testing.T, s *Store, p hookrelay.ClaimParams) string {
 	return strings.Join(plan, "\n")
 }
 
+// explainGenericClaim returns PostgreSQL's generic plan for a claim with p
+// (the plan it uses for any values once it has run the prepared statement a
+// few times), under the claim's own settings.
+func explainGenericClaim(t *testing.T, s *Store, p hookrelay.ClaimParams) string {
+	t.Helper()
+	ctx := context.Background()
+	now, err := encTime("Now", p.Now)
+	require.NoError(t, err)
+	expires, err := encTime("lease expiry", p.Now.Add(p.LeaseFor))
+	require.NoError(t, err)
+	from, args := s.claimCandidates(p, now)
+	query, args := s.claimStatement(from, args, p, expires)
+	values := make([]string, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case string:
+			values[i] = "'" + strings.ReplaceAll(v, "'", "''") + "'"
+		default:
+			values[i] = fmt.Sprint(v)
+		}
+	}
+	var plan []string
+	require.NoError(t, s.inTx(ctx, "explain generic claim", func(q querier) error {
+		if err := s.claimPlanSettings(ctx, q); err != nil {
+			return err
+		}
+		for _, stmt := range []string{"SET LOCAL plan_cache_mode = force_generic_plan", "PREPARE generic_claim AS " + query} {
+			if _, err := q.ExecContext(ctx, stmt); err != nil {
+				return err
+			}
+		}
+		rows, err := q.QueryContext(ctx, "EXPLAIN EXECUTE generic_claim("+strings.Join(values, ", ")+")")
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				return err
+			}
+			plan = append(plan, line)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		_, err = q.ExecContext(ctx, "DEALLOCATE generic_claim")
+		return err
+	}))
+	return strings.Join(plan, "\n")
+}
+
 // A claim walks the due index in claim order and stops at its limit, even
 // on a table whose statistics predate its backlog (here: never analyzed).
 // A plan that reads every pending row and sorts them instead costs time
@@ -100,6 +154,15 @@ func TestClaimWalksTheDueIndexWhateverTheBacklog(t *testing.T) {
 			plan := explainClaim(t, s, p)
 			assert.Contains(t, plan, s.prefix+"deliveries_due", "the claim must read the due index:\n%s", plan)
 			assert.NotContains(t, plan, "Bitmap", "a bitmap scan reads every pending row:\n%s", plan)
+			if b.dialect == Postgres {
+				// The statement's text is the same for every claim, so the
+				// server soon plans it once for any values.
+				plan := explainGenericClaim(t, s, p)
+				// In claim order, stopping at the limit: no sort between.
+				walk := regexp.MustCompile(`CTE cand\n\s*->\s+Limit\b.*\n\s*->\s+LockRows\b.*\n\s*->\s+Index Scan using ` + s.prefix + `deliveries_due\b`)
+				assert.Regexp(t, walk, plan, "the generic plan must walk the due index in claim order")
+				assert.NotContains(t, plan, "Bitmap", "a bitmap scan reads every pending row:\n%s", plan)
+			}
 		}
 	})
 }
@@ -226,6 +289,69 @@ func TestSQLiteClaimIsNotRecompiledForItsLimit(t *testing.T) {
 	}
 	assert.Equal(t, 2*(2+3+4+5), claimed, "the claims took what they were asked for")
 	assert.Zero(t, compiles.Load(), "statements compiled while claims with other limits ran")
+}
+
+// A worker's claims spell different rooms and skips every time (and a map
+// has no order). On PostgreSQL pgx prepares each statement text it has not
+// seen on a connection, and keeps up to 512 of them, plans included, in the
+// server process: a claim statement whose text spelled its rooms was parsed
+// and planned on every claim and filled that cache. The test runs claims
+// with other rooms and skips on a pool of one connection and counts the
+// claim statements the server holds prepared for it.
+func TestPostgresClaimIsOneStatementWhateverTheRooms(t *testing.T) {
+	b := backends[1]
+	require.Equal(t, Postgres, b.dialect)
+	b.skipUnlessConfigured(t)
+	ctx := context.Background()
+	db, err := openDB(Postgres, os.Getenv(b.envVar))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	db.SetMaxOpenConns(1)
+	s, err := New(db, Options{Dialect: Postgres, TablePrefix: randomPrefix()})
+	require.NoError(t, err)
+	require.NoError(t, s.Migrate(ctx))
+	t.Cleanup(func() { dropTables(t, s) })
+	var ds []hookrelay.Delivery
+	for i := range 60 {
+		ds = append(ds, newDelivery(fmt.Sprintf("evt_%d", i), fmt.Sprintf("dest_%d", i%6), t0.Add(time.Duration(i))))
+	}
+	_, err = s.Create(ctx, ds)
+	require.NoError(t, err)
+
+	per := map[string]int{}
+	for i := range 8 {
+		rooms := map[string]int{}
+		for d := range 3 + i%4 { // the others take the default room
+			rooms[fmt.Sprintf("dest_%d", d)] = 1 + (i+d)%3
+		}
+		rooms[fmt.Sprintf("dest_%d", i%6)] = 0 // no room: not claimed
+		var skip []string
+		for d := range i % 3 {
+			skip = append(skip, fmt.Sprintf("dest_%d", (i+d+1)%6))
+		}
+		cs, err := s.Claim(ctx, hookrelay.ClaimParams{Now: t0.Add(time.Hour), Limit: 5 + i, LeaseFor: time.Hour, Holder: "test",
+			DefaultDestinationRoom: 2, DestinationRoom: rooms, SkipDestinations: skip})
+		require.NoError(t, err)
+		taken := map[string]int{}
+		for _, c := range cs {
+			dest := c.Delivery.DestinationID
+			taken[dest]++
+			assert.NotContains(t, skip, dest, "claim %d took a skipped destination", i)
+			room, ok := rooms[dest]
+			if !ok {
+				room = 2
+			}
+			assert.LessOrEqual(t, taken[dest], room, "claim %d took more than %s's room", i, dest)
+			per[dest]++
+		}
+		assert.NotEmpty(t, cs, "claim %d", i)
+	}
+	assert.Len(t, per, 6, "every destination was claimed from")
+
+	var prepared int
+	require.NoError(t, db.QueryRowContext(ctx, "SELECT count(*) FROM pg_prepared_statements WHERE position($1 in statement) > 0",
+		"UPDATE "+s.prefix+"deliveries SET lease_token").Scan(&prepared))
+	assert.Equal(t, 1, prepared, "claim statements prepared on the connection")
 }
 
 // On PostgreSQL the deliveries table leaves room on its pages, so a claim

@@ -169,6 +169,14 @@ func (s *Store) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay
 // claimStatement is the UPDATE … RETURNING that claims on PostgreSQL, and
 // on SQLite when the claim has no rooms (claimStatementsSQLite otherwise),
 // with its values.
+//
+// On PostgreSQL its text does not vary with the claim: the rooms travel as
+// two arrays (destinations, rooms) and the skipped destinations as one
+// (claimCandidates). pgx prepares every statement text it has not seen on a
+// connection and keeps up to 512 of them, plan and all, in the server
+// process; a text spelling each claim's rooms (a worker's rooms change with
+// every claim, and a map has no order) was parsed and planned anew on every
+// claim and filled that cache (TestPostgresClaimIsOneStatementWhateverTheRooms).
 func (s *Store) claimStatement(from string, args []any, p hookrelay.ClaimParams, expires int64) (string, []any) {
 	if s.dialect == SQLite {
 		return s.claimStatementSQLite(from, args, p, expires)
@@ -176,27 +184,16 @@ func (s *Store) claimStatement(from string, args []any, p hookrelay.ClaimParams,
 	var b strings.Builder
 	b.WriteString("WITH cand AS (SELECT id, destination_id, next_attempt_at, {seq} AS cseq" + from + ")")
 	if p.DefaultDestinationRoom > 0 || len(p.DestinationRoom) > 0 {
-		b.WriteString(", ranked AS (SELECT id, next_attempt_at, cseq, destination_id," +
-			" ROW_NUMBER() OVER (PARTITION BY destination_id ORDER BY next_attempt_at, cseq) AS rn FROM cand)" +
-			", pick AS (SELECT id FROM ranked WHERE rn <= ")
-		if len(p.DestinationRoom) > 0 {
-			b.WriteString("CASE")
-			for id, room := range p.DestinationRoom {
-				b.WriteString(" WHEN destination_id = ? THEN CAST(? AS BIGINT)")
-				args = append(args, id, room)
-			}
-			b.WriteString(" ELSE ")
-		}
 		room := p.DefaultDestinationRoom
 		if room <= 0 {
 			room = math.MaxInt32
 		}
-		b.WriteString("CAST(? AS BIGINT)")
-		if len(p.DestinationRoom) > 0 {
-			b.WriteString(" END")
-		}
-		b.WriteString(" ORDER BY next_attempt_at, cseq LIMIT ?)")
-		args = append(args, room, p.Limit)
+		b.WriteString(", ranked AS (SELECT id, next_attempt_at, cseq, destination_id," +
+			" ROW_NUMBER() OVER (PARTITION BY destination_id ORDER BY next_attempt_at, cseq) AS rn FROM cand)" +
+			", rooms AS (SELECT key AS destination_id, CAST(value AS BIGINT) AS room FROM json_each_text(CAST(CAST(? AS TEXT) AS JSON)))" +
+			", pick AS (SELECT ranked.id FROM ranked LEFT JOIN rooms ON rooms.destination_id = ranked.destination_id" +
+			" WHERE rn <= COALESCE(rooms.room, CAST(? AS BIGINT)) ORDER BY next_attempt_at, cseq LIMIT ?)")
+		args = append(args, jsonRooms(p.DestinationRoom), room, p.Limit)
 	} else {
 		b.WriteString(", pick AS (SELECT id FROM cand)")
 	}
@@ -232,6 +229,11 @@ func (s *Store) claimCandidates(p hookrelay.ClaimParams, now int64) (string, []a
 		// One value whatever the number skipped, so that the statement's
 		// text is fixed and prepared once (claimStatementSQLite).
 		b.WriteString(" AND destination_id NOT IN (SELECT value FROM json_each(?))")
+		args = append(args, jsonIDs(skip))
+	} else if s.dialect == Postgres {
+		// One value whatever the number skipped (claimStatement), in JSON
+		// as on SQLite: a text any PostgreSQL driver can send.
+		b.WriteString(" AND destination_id NOT IN (SELECT value FROM json_array_elements_text(CAST(CAST(? AS TEXT) AS JSON)))")
 		args = append(args, jsonIDs(skip))
 	} else if len(skip) > 0 {
 		b.WriteString(" AND destination_id NOT IN (" + placeholders(len(skip)) + ")")
@@ -286,6 +288,20 @@ func (s *Store) claimStatementsSQLite(from string) (candidates, update string) {
 	return s.qpRows("SELECT id, destination_id" + from),
 		s.qpRows("UPDATE OR FAIL {d} SET lease_token = lease_token + 1, lease_holder = ?, lease_expires_at = ?" +
 			" WHERE id IN (SELECT value FROM json_each(?)) RETURNING " + selectDeliveryCols + ", {seq}")
+}
+
+// jsonRooms is the rooms above zero (a destination without room is skipped
+// instead: claimCandidates) as one JSON object, leaving out the IDs that are
+// not valid UTF-8, as jsonIDs does.
+func jsonRooms(rooms map[string]int) string {
+	valid := make(map[string]int, len(rooms))
+	for id, room := range rooms {
+		if room > 0 && utf8.ValidString(id) {
+			valid[id] = room
+		}
+	}
+	j, _ := json.Marshal(valid) // string keys and ints always encode
+	return string(j)
 }
 
 // jsonIDs is ids as a JSON array, leaving out those that are not valid
