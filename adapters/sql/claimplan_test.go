@@ -121,6 +121,18 @@ func explainGenericClaim(t *testing.T, s *Store, p hookrelay.ClaimParams) string
 	return strings.Join(plan, "\n")
 }
 
+// queueSpread queues n deliveries for dests destinations in turn (dest_0,
+// dest_1, …), each due a nanosecond after the last from t0.
+func queueSpread(t *testing.T, s *Store, n, dests int) {
+	t.Helper()
+	ds := make([]hookrelay.Delivery, 0, n)
+	for i := range n {
+		ds = append(ds, newDelivery(fmt.Sprintf("evt_%d", i), fmt.Sprintf("dest_%d", i%dests), t0.Add(time.Duration(i))))
+	}
+	_, err := s.Create(context.Background(), ds)
+	require.NoError(t, err)
+}
+
 // A claim walks the due index in claim order and stops at its limit, even
 // on a table whose statistics predate its backlog (here: never analyzed).
 // A plan that reads every pending row and sorts them instead costs time
@@ -175,12 +187,7 @@ func TestClaimWalksTheDueIndexWhateverTheBacklog(t *testing.T) {
 func TestSQLiteClaimStatementIsPreparedOnce(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, backend{dialect: SQLite}, Options{})
-	var ds []hookrelay.Delivery
-	for i := range 12 {
-		ds = append(ds, newDelivery(fmt.Sprintf("evt_%d", i), fmt.Sprintf("dest_%d", i%4), t0.Add(time.Duration(i))))
-	}
-	_, err := s.Create(ctx, ds)
-	require.NoError(t, err)
+	queueSpread(t, s, 12, 4)
 	now, err := encTime("Now", t0)
 	require.NoError(t, err)
 	texts := map[string]bool{}
@@ -236,6 +243,68 @@ func TestSQLiteClaimStatementIsPreparedOnce(t *testing.T) {
 	assert.Same(t, stu, s.prepared(update), "the next claim, with other rooms and skips, runs the same statements")
 }
 
+// countSQLiteCompiles limits s's pool to one connection and counts the
+// statements compiled on it from here on (other than BEGIN and COMMIT,
+// which the driver compiles every time): every compilation, first or
+// again, passes through the connection's authorizer. Registering it
+// expires the connection's prepared statements, so the caller runs its
+// statements once before counting.
+func countSQLiteCompiles(t *testing.T, s *Store) *atomic.Int64 {
+	t.Helper()
+	s.DB().SetMaxOpenConns(1)
+	var compiles atomic.Int64
+	conn, err := s.DB().Conn(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, conn.Raw(func(dc any) error {
+		return dc.(sqlite.AuthorizerRegisterer).RegisterAuthorizer(func(a sqlite.AuthorizerActionCode, _, _, _, _ string) sqlite.AuthorizerReturnCode {
+			if a != sqlite.AuthTransaction {
+				compiles.Add(1)
+			}
+			return sqlite.AuthorizerOK
+		})
+	}))
+	require.NoError(t, conn.Close())
+	return &compiles
+}
+
+// An enqueue's size varies with the caller. SQLite compiled the multi-row
+// INSERT of every enqueue (its text has a row of placeholders per
+// delivery); the Store's own transaction now inserts row by row with one
+// prepared statement.
+func TestSQLiteEnqueueIsNotRecompiledForItsSize(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, backend{dialect: SQLite}, Options{})
+	compiles := countSQLiteCompiles(t, s)
+	seq := 0
+	enqueue := func(n int) []bool {
+		var ds []hookrelay.Delivery
+		for range n {
+			seq++
+			ds = append(ds, newDelivery(fmt.Sprintf("evt_%d", seq), "dest_1", t0.Add(time.Duration(seq))))
+		}
+		ds = append(ds, ds[0]) // a repeated enqueue creates nothing
+		created, err := s.Create(ctx, ds)
+		require.NoError(t, err)
+		return created
+	}
+	for range 2 {
+		enqueue(1)
+	}
+	compiles.Store(0)
+	for _, n := range []int{2, 7, 3, 20} {
+		created := enqueue(n)
+		want := make([]bool, n+1)
+		for i := range n {
+			want[i] = true
+		}
+		assert.Equal(t, want, created, "enqueue of %d", n)
+	}
+	assert.Zero(t, compiles.Load(), "statements compiled while enqueues of other sizes ran")
+	var stored int
+	require.NoError(t, s.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM "+s.prefix+"deliveries").Scan(&stored))
+	assert.Equal(t, 2+2+7+3+20, stored)
+}
+
 // A worker asks each claim for what it has free, so the limit changes from
 // one claim to the next. SQLite compiled a statement with a bare LIMIT ?
 // again whenever the bound limit changed (its planner had read the value):
@@ -246,25 +315,8 @@ func TestSQLiteClaimStatementIsPreparedOnce(t *testing.T) {
 func TestSQLiteClaimIsNotRecompiledForItsLimit(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, backend{dialect: SQLite}, Options{})
-	var ds []hookrelay.Delivery
-	for i := range 40 {
-		ds = append(ds, newDelivery(fmt.Sprintf("evt_%d", i), fmt.Sprintf("dest_%d", i%4), t0.Add(time.Duration(i))))
-	}
-	_, err := s.Create(ctx, ds)
-	require.NoError(t, err)
-	s.DB().SetMaxOpenConns(1)
-	var compiles atomic.Int64
-	conn, err := s.DB().Conn(ctx)
-	require.NoError(t, err)
-	require.NoError(t, conn.Raw(func(dc any) error {
-		return dc.(sqlite.AuthorizerRegisterer).RegisterAuthorizer(func(a sqlite.AuthorizerActionCode, _, _, _, _ string) sqlite.AuthorizerReturnCode {
-			if a != sqlite.AuthTransaction { // BEGIN and COMMIT are compiled every time
-				compiles.Add(1)
-			}
-			return sqlite.AuthorizerOK
-		})
-	}))
-	require.NoError(t, conn.Close())
+	queueSpread(t, s, 40, 4)
+	compiles := countSQLiteCompiles(t, s)
 
 	claim := func(limit int, rooms bool) int {
 		p := hookrelay.ClaimParams{Limit: limit, Now: t0.Add(time.Hour), LeaseFor: time.Hour, Holder: "test"}
@@ -311,12 +363,7 @@ func TestPostgresClaimIsOneStatementWhateverTheRooms(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.Migrate(ctx))
 	t.Cleanup(func() { dropTables(t, s) })
-	var ds []hookrelay.Delivery
-	for i := range 60 {
-		ds = append(ds, newDelivery(fmt.Sprintf("evt_%d", i), fmt.Sprintf("dest_%d", i%6), t0.Add(time.Duration(i))))
-	}
-	_, err = s.Create(ctx, ds)
-	require.NoError(t, err)
+	queueSpread(t, s, 60, 6)
 
 	per := map[string]int{}
 	for i := range 8 {

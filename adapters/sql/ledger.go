@@ -140,7 +140,7 @@ func (s *Store) insertChunk(ctx context.Context, q querier, idx []int, rows []de
 	if err != nil {
 		return nil, err
 	}
-	if !returning {
+	if _, prepared := q.(*stmtQuerier); !returning || prepared {
 		return s.insertOneByOne(ctx, q, idx, rows)
 	}
 	var b strings.Builder
@@ -183,10 +183,18 @@ func (s *Store) insertChunk(ctx context.Context, q querier, idx []int, rows []de
 	return ids, nil
 }
 
-// insertOneByOne is the path for MySQL, which has no INSERT … RETURNING:
-// one statement per row, and the affected-row count says whether it was new.
+// insertOneByOne is one statement per row, and the affected-row count says
+// whether it was new. It is the path for MySQL, which has no INSERT …
+// RETURNING, and for a Store made by OpenSQLite in its own transaction,
+// which runs it as a statement prepared once (stmts.go): SQLite compiles a
+// multi-row INSERT, whose text varies with the rows, on every enqueue.
 func (s *Store) insertOneByOne(ctx context.Context, q querier, idx []int, rows []deliveryRow) ([]string, error) {
-	query := s.q("INSERT IGNORE INTO {d} (" + insertDeliveryCols + ") VALUES (" + placeholders(deliveryColCount) + ")")
+	var query string
+	if s.dialect == MySQL {
+		query = s.q("INSERT IGNORE INTO {d} (" + insertDeliveryCols + ") VALUES (" + placeholders(deliveryColCount) + ")")
+	} else {
+		query = s.qp("INSERT INTO {d} (" + insertDeliveryCols + ") VALUES (" + placeholders(deliveryColCount) + ") ON CONFLICT (id) DO NOTHING")
+	}
 	var ids []string
 	for _, i := range idx {
 		res, err := q.ExecContext(ctx, query, rows[i]...)
