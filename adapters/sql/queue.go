@@ -171,12 +171,13 @@ func (s *Store) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay
 // with its values.
 //
 // On PostgreSQL its text does not vary with the claim: the rooms travel as
-// two arrays (destinations, rooms) and the skipped destinations as one
+// one JSON object and the skipped destinations as one JSON array
 // (claimCandidates). pgx prepares every statement text it has not seen on a
 // connection and keeps up to 512 of them, plan and all, in the server
-// process; a text spelling each claim's rooms (a worker's rooms change with
-// every claim, and a map has no order) was parsed and planned anew on every
-// claim and filled that cache (TestPostgresClaimIsOneStatementWhateverTheRooms).
+// process. A text with a placeholder per room and per skipped destination
+// was another statement for every number of them: with a few hundred
+// destinations, tens of statements of about 1 MB each on every connection
+// that claims (TestPostgresClaimIsOneStatementWhateverTheRooms).
 func (s *Store) claimStatement(from string, args []any, p hookrelay.ClaimParams, expires int64) (string, []any) {
 	if s.dialect == SQLite {
 		return s.claimStatementSQLite(from, args, p, expires)
