@@ -40,7 +40,13 @@ func newBenchClientLimit(b *testing.B, res hookrelay.Result, obs hookrelay.Obser
 	for _, t := range tweaks {
 		t(&cfg, &dest)
 	}
-	cfg.Destinations = memory.NewDestinations(dest)
+	dests := []hookrelay.Destination{dest}
+	for i := 1; i < benchDestinations; i++ {
+		d := dest
+		d.ID = fmt.Sprintf("%s_%d", dest.ID, i)
+		dests = append(dests, d)
+	}
+	cfg.Destinations = memory.NewDestinations(dests...)
 	c, err := hookrelay.New(cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -48,13 +54,22 @@ func newBenchClientLimit(b *testing.B, res hookrelay.Result, obs hookrelay.Obser
 	return c, store
 }
 
+// benchDestinations is how many destinations newBenchClientLimit sets up
+// (acct, acct_1, acct_2, …) and enqueueBench spreads deliveries over, in
+// turn; 1 unless a benchmark sets it.
+var benchDestinations = 1
+
 func enqueueBench(b *testing.B, c *hookrelay.Client, n int) {
 	b.Helper()
 	const batch = 1000
 	params := make([]hookrelay.EnqueueParams, 0, batch)
 	for i := 0; i < n; i++ {
+		dest := "acct"
+		if k := i % benchDestinations; k > 0 {
+			dest = fmt.Sprintf("acct_%d", k)
+		}
 		params = append(params, hookrelay.EnqueueParams{
-			EventID: fmt.Sprintf("evt_%d", i), TenantID: "tenant_1", DestinationID: "acct",
+			EventID: fmt.Sprintf("evt_%d", i), TenantID: "tenant_1", DestinationID: dest,
 			EventType: "lease.payment_recorded", Payload: benchPayload,
 		})
 		if len(params) == batch || i == n-1 {
@@ -111,6 +126,21 @@ func BenchmarkProcess(b *testing.B) {
 func BenchmarkWorker(b *testing.B) {
 	for _, perDest := range []int{16, 4} {
 		b.Run(fmt.Sprintf("per_destination=%d", perDest), func(b *testing.B) { benchmarkWorker(b, perDest) })
+	}
+}
+
+// BenchmarkWorkerManyDestinations is BenchmarkWorker with the deliveries
+// spread over many destinations in turn, each with the default
+// per-destination limit of 4 against the worker's 16 slots: the worker then
+// holds claims for many destinations at once, and its per-slot bookkeeping
+// (which held claim to start next) looks at each of them.
+func BenchmarkWorkerManyDestinations(b *testing.B) {
+	for _, n := range []int{10, 200} {
+		b.Run(fmt.Sprintf("destinations=%d", n), func(b *testing.B) {
+			benchDestinations = n
+			defer func() { benchDestinations = 1 }()
+			benchmarkWorker(b, 4)
+		})
 	}
 }
 
