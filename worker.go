@@ -449,7 +449,10 @@ func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error
 	for id, limit := range w.limits {
 		rooms[id] = claimAhead * limit
 	}
-	busy := maps.Clone(w.perDest)
+	// Sized for both at once: cloning perDest and then adding the held
+	// claims' destinations grew the map again on most claims.
+	busy := make(map[string]int, len(w.perDest)+len(w.held.byDest))
+	maps.Copy(busy, w.perDest)
 	for id, q := range w.held.byDest {
 		busy[id] += len(q)
 	}
