@@ -45,6 +45,10 @@ type heldClaims struct {
 	byDest map[string][]heldClaim
 	n      int
 	seq    uint64
+	// earliest is no later than the earliest lease expiry of the held
+	// claims: add lowers it, pop leaves it (so it may be earlier than the
+	// true one), startHeld sets it again when it looks at every queue.
+	earliest time.Time
 }
 
 type heldClaim struct {
@@ -57,6 +61,9 @@ func (h *heldClaims) add(cl Claim) {
 		h.byDest = map[string][]heldClaim{}
 	}
 	h.seq++
+	if h.n == 0 || cl.Lease.ExpiresAt.Before(h.earliest) {
+		h.earliest = cl.Lease.ExpiresAt
+	}
 	id := cl.Delivery.DestinationID
 	h.byDest[id] = append(h.byDest[id], heldClaim{Claim: cl, seq: h.seq})
 	h.n++
@@ -611,17 +618,28 @@ func (c *Client) claimWanted(destID string) bool {
 // outlast its lease; it is claimed again with a fresh one.
 func (c *Client) startHeld(ctx context.Context, launch func(Claim)) {
 	w := &c.worker
-	var start, stale []Claim
+	var start, stalePops []Claim
 	now := c.clock.Now()
 	w.mu.Lock()
 	if !w.draining {
 		// Leases run out in claim order, so a destination's stale claims
-		// are the oldest of its queue.
-		for id, q := range w.held.byDest {
-			for len(q) > 0 && !now.Before(q[0].Lease.ExpiresAt.Add(-c.cfg.LeaseFor/2)) {
-				stale = append(stale, w.held.pop(id))
-				q = w.held.byDest[id]
+		// are the oldest of its queue. The queues are looked at only when
+		// the earliest held lease may be stale: a slot frees on every
+		// delivery, and with many destinations held that look is most of
+		// the slot's cost (BenchmarkWorkerManyDestinations).
+		stale := func(exp time.Time) bool { return !now.Before(exp.Add(-c.cfg.LeaseFor / 2)) }
+		if w.held.n > 0 && stale(w.held.earliest) {
+			var earliest time.Time
+			for id, q := range w.held.byDest {
+				for len(q) > 0 && stale(q[0].Lease.ExpiresAt) {
+					stalePops = append(stalePops, w.held.pop(id))
+					q = w.held.byDest[id]
+				}
+				if len(q) > 0 && (earliest.IsZero() || q[0].Lease.ExpiresAt.Before(earliest)) {
+					earliest = q[0].Lease.ExpiresAt
+				}
 			}
+			w.held.earliest = earliest
 		}
 		for w.inflight < c.cfg.Concurrency {
 			next, oldest := "", uint64(0)
@@ -642,7 +660,7 @@ func (c *Client) startHeld(ctx context.Context, launch func(Claim)) {
 	for _, cl := range start {
 		launch(cl)
 	}
-	for _, cl := range stale {
+	for _, cl := range stalePops {
 		if err := c.release(context.WithoutCancel(ctx), cl.Delivery, cl.Lease, ReasonDestinationSaturated, now, now); err != nil {
 			c.observe(ctx, Event{Name: EventWorkerError, Delivery: cl.Delivery, Err: err})
 		}
