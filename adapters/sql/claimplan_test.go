@@ -173,6 +173,8 @@ func TestClaimWalksTheDueIndexWhateverTheBacklog(t *testing.T) {
 				// In claim order, stopping at the limit: no sort between.
 				walk := regexp.MustCompile(`CTE cand\n\s*->\s+Limit\b.*\n\s*->\s+LockRows\b.*\n\s*->\s+Index Scan using ` + s.prefix + `deliveries_due\b`)
 				assert.Regexp(t, walk, plan, "the generic plan must walk the due index in claim order")
+				assert.Regexp(t, `Index Scan using `+s.prefix+`deliveries_pkey .*\n\s*Index Cond: \(id = ANY`, plan,
+					"the update must look the picked IDs up by key, as one array")
 				assert.NotContains(t, plan, "Bitmap", "a bitmap scan reads every pending row:\n%s", plan)
 			}
 		}

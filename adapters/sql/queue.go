@@ -198,8 +198,14 @@ func (s *Store) claimStatement(from string, args []any, p hookrelay.ClaimParams,
 	} else {
 		b.WriteString(", pick AS (SELECT id FROM cand)")
 	}
+	// The picked IDs as one array the update looks up by key, rather than a
+	// join with pick (id IN (SELECT …)): the join de-duplicated pick and
+	// carried each pick row whole for a recheck it never needs (the rows
+	// are locked by cand). Timed on the server (EXPLAIN ANALYZE, 50 of
+	// 20,000 queued, rolled back, three alternated runs): 488–498 µs per
+	// claim with the join, 463–468 µs with the array.
 	b.WriteString(" UPDATE {d} SET lease_token = lease_token + 1, lease_holder = ?, lease_expires_at = ?" +
-		" WHERE id IN (SELECT id FROM pick) RETURNING " + selectDeliveryCols + ", {seq}")
+		" WHERE id = ANY(ARRAY(SELECT id FROM pick)) RETURNING " + selectDeliveryCols + ", {seq}")
 	args = append(args, p.Holder, expires)
 	return s.q(b.String()), args
 }
