@@ -17,16 +17,24 @@ import (
 	"github.com/hookrelay/hookrelay"
 )
 
+// claimClauses is what Claim works out for p before its statements: the
+// candidates' FROM … LIMIT clause with its values, and the lease expiry.
+func claimClauses(t *testing.T, s *Store, p hookrelay.ClaimParams) (from string, args []any, expires int64) {
+	t.Helper()
+	now, err := encTime("Now", p.Now)
+	require.NoError(t, err)
+	expires, err = encTime("lease expiry", p.Now.Add(p.LeaseFor))
+	require.NoError(t, err)
+	from, args = s.claimCandidates(p, now)
+	return from, args, expires
+}
+
 // explainClaim returns the plan the database would run for a claim with
 // p, under the claim's own settings.
 func explainClaim(t *testing.T, s *Store, p hookrelay.ClaimParams) string {
 	t.Helper()
 	ctx := context.Background()
-	now, err := encTime("Now", p.Now)
-	require.NoError(t, err)
-	expires, err := encTime("lease expiry", p.Now.Add(p.LeaseFor))
-	require.NoError(t, err)
-	from, args := s.claimCandidates(p, now)
+	from, args, expires := claimClauses(t, s, p)
 	var query string
 	if s.dialect == SQLite && (p.DefaultDestinationRoom > 0 || len(p.DestinationRoom) > 0) {
 		// The candidates' statement: the update then finds each picked ID
@@ -75,11 +83,7 @@ func explainClaim(t *testing.T, s *Store, p hookrelay.ClaimParams) string {
 func explainGenericClaim(t *testing.T, s *Store, p hookrelay.ClaimParams) string {
 	t.Helper()
 	ctx := context.Background()
-	now, err := encTime("Now", p.Now)
-	require.NoError(t, err)
-	expires, err := encTime("lease expiry", p.Now.Add(p.LeaseFor))
-	require.NoError(t, err)
-	from, args := s.claimCandidates(p, now)
+	from, args, expires := claimClauses(t, s, p)
 	query, args := s.claimStatement(from, args, p, expires)
 	values := make([]string, len(args))
 	for i, a := range args {
