@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/hookrelay/hookrelay"
 	hookhttp "github.com/hookrelay/hookrelay/adapters/http"
@@ -32,6 +33,11 @@ type hookrelaySystem struct {
 func tablePrefix() string { return fmt.Sprintf("peerbench_%d_", os.Getpid()) }
 
 func openHookrelay(ctx context.Context, backend string, o options, url string, payload []byte) (_ *hookrelaySystem, err error) {
+	backend, tuned := strings.CutSuffix(backend, "-tuned")
+	prefix := tablePrefix()
+	if tuned {
+		prefix += "tuned_" // its own tables beside the default system's
+	}
 	s := &hookrelaySystem{progress: &progress{}, payload: payload, dests: o.destinations}
 	defer func() {
 		if err != nil {
@@ -44,7 +50,7 @@ func openHookrelay(ctx context.Context, backend string, o options, url string, p
 		}
 	}
 	s.store, err = benchenv.Open(ctx, backend, benchenv.Options{
-		PostgresDSN: o.postgresDSN, MySQLDSN: o.mysqlDSN, Dir: s.dir, TablePrefix: tablePrefix(), Drop: true,
+		PostgresDSN: o.postgresDSN, MySQLDSN: o.mysqlDSN, Dir: s.dir, TablePrefix: prefix, Drop: true,
 	})
 	if err != nil {
 		return nil, err
@@ -57,15 +63,25 @@ func openHookrelay(ctx context.Context, backend string, o options, url string, p
 	}
 	var q hookrelay.Queue = s.store.Queue
 	var l hookrelay.Ledger = s.store.Ledger
-	if hs, ok := q.(*hooksql.Store); ok && o.probe {
-		s.probe = &probedStore{Store: hs}
-		q, l = s.probe, s.probe
-	}
-	s.client, err = hookrelay.New(hookrelay.Config{
-		Queue: q, Ledger: l, Destinations: s.store.Destinations, Sender: s.sender,
+	cfg := hookrelay.Config{
 		Concurrency: o.workers,
 		Observer:    hookrelay.ObserverFunc(s.observe),
-	})
+	}
+	if hs, ok := q.(*hooksql.Store); ok {
+		if tuned {
+			hs.DB().SetMaxOpenConns(4 * o.workers)
+			hs.DB().SetMaxIdleConns(4 * o.workers)
+		}
+		if o.probe {
+			s.probe = &probedStore{Store: hs}
+			q, l = s.probe, s.probe
+		}
+	}
+	if tuned {
+		cfg.PerDestinationConcurrency = o.workers
+	}
+	cfg.Queue, cfg.Ledger, cfg.Destinations, cfg.Sender = q, l, s.store.Destinations, s.sender
+	s.client, err = hookrelay.New(cfg)
 	return s, err
 }
 

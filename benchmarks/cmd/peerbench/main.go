@@ -16,7 +16,12 @@
 //     hooksql.OpenSQLite and hooksql.Open (mysql only when named in
 //     --systems, with --mysql-dsn), with the real hookhttp sender
 //     (its SSRF guard opened for loopback only) and the library's defaults
-//     for everything but Concurrency (W).
+//     for everything but Concurrency (W);
+//   - memory-tuned, sqlite-tuned, postgres-tuned (only when named): the
+//     same with the settings a user might tune by hand — every slot open to
+//     any destination (PerDestinationConcurrency W) and, on SQL, a pool of
+//     4W connections instead of the adapter's default — to check the
+//     defaults against them.
 //
 // The systems take turns within each round, so a change in the machine's
 // other load reaches all of them; the summary is the median over rounds,
@@ -82,12 +87,13 @@ type options struct {
 }
 
 // allSystems lists the systems in the order each round runs them.
-var allSystems = []string{"ceiling", "river", "river-1ms", "memory", "sqlite", "postgres", "mysql"}
+var allSystems = []string{"ceiling", "river", "river-1ms", "memory", "sqlite", "postgres", "mysql",
+	"memory-tuned", "sqlite-tuned", "postgres-tuned"}
 
 // defaultSystems are the systems a run without --systems measures: all but
 // MySQL, which a run measures when asked to (it needs a MySQL or MariaDB
-// server).
-var defaultSystems = allSystems[:len(allSystems)-1]
+// server), and the hand-tuned variants.
+var defaultSystems = allSystems[:6:6]
 
 // latencySystems are the systems the latency mode runs: those on
 // PostgreSQL, where a producer and a worker can be separate processes.
@@ -166,7 +172,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if o.n < 1 || o.workers < 1 || o.destinations < 1 || o.rounds < 1 || o.payloadBytes < 0 || o.latencyRate <= 0 {
 		return errors.New("--n, --workers, --destinations, --rounds and --latency-rate must be positive")
 	}
-	needsPostgres := slices.ContainsFunc(o.systems, func(s string) bool { return slices.Contains(latencySystems, s) })
+	needsPostgres := slices.ContainsFunc(o.systems, func(s string) bool {
+		return slices.Contains(latencySystems, s) || s == "postgres-tuned"
+	})
 	if needsPostgres && o.postgresDSN == "" {
 		return fmt.Errorf("river and postgres need PostgreSQL: set %s or pass --postgres-dsn (or leave them out of --systems)", benchenv.PostgresDSNEnv)
 	}

@@ -32,11 +32,16 @@ var labels = map[string]string{
 	"sqlite":    "hookrelay SQLite",
 	"postgres":  "hookrelay PostgreSQL",
 	"mysql":     "hookrelay MySQL",
+
+	"memory-tuned":   "hookrelay memory, tuned",
+	"sqlite-tuned":   "hookrelay SQLite, tuned",
+	"postgres-tuned": "hookrelay PostgreSQL, tuned",
 }
 
 // serverUsed is the database server (serverOf's kinds) whose CPU time
 // counts towards a system's; the others' own housekeeping is not theirs.
-var serverUsed = map[string]string{"river": "postgres", "river-1ms": "postgres", "postgres": "postgres", "mysql": "mysql"}
+var serverUsed = map[string]string{"river": "postgres", "river-1ms": "postgres", "postgres": "postgres", "mysql": "mysql",
+	"postgres-tuned": "postgres"}
 
 func openSystem(ctx context.Context, name string, o options, rcpt *receiver, payload []byte) (system, error) {
 	switch name {
