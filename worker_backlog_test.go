@@ -113,6 +113,7 @@ func peakToOneDestination(t *testing.T, concurrency, want int) int {
 	var (
 		mu             sync.Mutex
 		inflight, peak int
+		reachedOnce    sync.Once
 	)
 	reached, release := make(chan struct{}), make(chan struct{})
 	c, err := hookrelay.New(hookrelay.Config{
@@ -122,7 +123,9 @@ func peakToOneDestination(t *testing.T, concurrency, want int) int {
 			inflight++
 			peak = max(peak, inflight)
 			if inflight == want {
-				close(reached)
+				// Once: after the release the worker goes on through the
+				// backlog until Stop, and may have want in flight again.
+				reachedOnce.Do(func() { close(reached) })
 			}
 			mu.Unlock()
 			<-release
