@@ -315,3 +315,60 @@ func processCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkClaimVaryingRooms is PostgreSQL claims with rooms for about 300
+// destinations whose number changes from claim to claim (over 20 values),
+// as a worker serving many destinations makes them, on a pool of one
+// connection. ns/op is per claim (of 5); it also reports the claim
+// statements the server holds prepared for the connection afterwards and
+// how much the server process's memory grew (pg_backend_memory_contexts).
+// A claim text with a placeholder per room had left one statement per
+// number of rooms, each with its plan (TestPostgresClaimIsOneStatementWhateverTheRooms).
+func BenchmarkClaimVaryingRooms(b *testing.B) {
+	be := backends[1]
+	be.skipUnlessConfigured(b)
+	ctx := context.Background()
+	db, err := openDB(Postgres, os.Getenv(be.envVar))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	s, err := New(db, Options{Dialect: Postgres, TablePrefix: randomPrefix()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer dropTables(b, s)
+	const dests, per = 300, 5
+	queueSpread(b, s, b.N*per, dests)
+	memory := func() (kb int64) {
+		if err := db.QueryRowContext(ctx, "SELECT CAST(sum(total_bytes) / 1024 AS BIGINT) FROM pg_backend_memory_contexts").Scan(&kb); err != nil {
+			b.Fatal(err)
+		}
+		return kb
+	}
+	before := memory()
+	b.ResetTimer()
+	for i := range b.N {
+		rooms := make(map[string]int, dests)
+		for d := range dests - i%20 {
+			rooms[fmt.Sprintf("dest_%d", d)] = 1 + (i+d)%5
+		}
+		cs, err := s.Claim(ctx, hookrelay.ClaimParams{Now: t0.Add(time.Hour), Limit: per, LeaseFor: time.Hour, Holder: "bench",
+			DefaultDestinationRoom: 2, DestinationRoom: rooms})
+		if err != nil || len(cs) != per {
+			b.Fatalf("claim %d: %d claims, %v", i, len(cs), err)
+		}
+	}
+	b.StopTimer()
+	var prepared int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM pg_prepared_statements WHERE position($1 in statement) > 0",
+		"UPDATE "+s.prefix+"deliveries SET lease_token").Scan(&prepared); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(prepared), "prepared-claim-statements")
+	b.ReportMetric(float64(memory()-before), "server-memory-KB")
+}

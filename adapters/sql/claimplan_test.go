@@ -127,7 +127,7 @@ func explainGenericClaim(t *testing.T, s *Store, p hookrelay.ClaimParams) string
 
 // queueSpread queues n deliveries for dests destinations in turn (dest_0,
 // dest_1, …), each due a nanosecond after the last from t0.
-func queueSpread(t *testing.T, s *Store, n, dests int) {
+func queueSpread(t testing.TB, s *Store, n, dests int) {
 	t.Helper()
 	ds := make([]hookrelay.Delivery, 0, n)
 	for i := range n {
@@ -349,13 +349,13 @@ func TestSQLiteClaimIsNotRecompiledForItsLimit(t *testing.T) {
 	assert.Zero(t, compiles.Load(), "statements compiled while claims with other limits ran")
 }
 
-// A worker's claims spell different rooms and skips every time (and a map
-// has no order). On PostgreSQL pgx prepares each statement text it has not
+// A worker's claims carry different numbers of rooms and skipped
+// destinations. On PostgreSQL pgx prepares each statement text it has not
 // seen on a connection, and keeps up to 512 of them, plans included, in the
-// server process: a claim statement whose text spelled its rooms was parsed
-// and planned on every claim and filled that cache. The test runs claims
-// with other rooms and skips on a pool of one connection and counts the
-// claim statements the server holds prepared for it.
+// server process: a claim statement with a placeholder per room and per
+// skip was another prepared statement for every number of them. The test
+// runs claims with other rooms and skips on a pool of one connection and
+// counts the claim statements the server holds prepared for it.
 func TestPostgresClaimIsOneStatementWhateverTheRooms(t *testing.T) {
 	b := backends[1]
 	require.Equal(t, Postgres, b.dialect)
