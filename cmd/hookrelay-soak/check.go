@@ -160,7 +160,7 @@ func check(ctx context.Context, ledger hookrelay.Ledger, ids []string, reqs map[
 	return t, v
 }
 
-func (t tally) print(c chaosCounts, workerErrors int, logDir string) {
+func (t tally) print(c chaosCounts, logged loggedErrors, logDir string) {
 	fmt.Printf("\ndeliveries            %d: %d delivered, %d dead %v\n", t.deliveries, t.delivered, t.dead, t.deadReasons)
 	fmt.Printf("  dead but applied    %d (effect applied once; every later response lost)\n", t.deadApplied)
 	fmt.Printf("ledger attempts       %d (%d never reached the recipient)\n", t.ledgerAttempts, t.notReached)
@@ -172,6 +172,6 @@ func (t tally) print(c chaosCounts, workerErrors int, logDir string) {
 	fmt.Printf("  duplicates absorbed %d (replayed from the idempotency store, or 409 while in progress)\n", t.absorbed)
 	fmt.Printf("  not in the ledger   %d (worker killed or lease lost before the ledger write)\n", t.unrecorded)
 	fmt.Printf("  unknown, unseen     %d (outcome unknown to the sender; the recipient never saw the request)\n", t.unknownUnseen)
-	fmt.Printf("kills survived        %d SIGKILLs; %d database sessions terminated once; %d worker errors reported (logs: %s)\n",
-		c.kills, c.sessionsTerminated, workerErrors, logDir)
+	fmt.Printf("kills survived        %d SIGKILLs; %d database sessions terminated once; %d worker errors reported, %d startups tried again (logs: %s)\n",
+		c.kills, c.sessionsTerminated, logged.worker, logged.startup, logDir)
 }

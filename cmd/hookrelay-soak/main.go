@@ -131,7 +131,7 @@ func withAppName(dsn, name string) string {
 func runWorker(c config) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer cancel()
-	store, err := benchenv.Open(ctx, "postgres", benchenv.Options{
+	store, err := openRetrying(ctx, benchenv.Options{
 		PostgresDSN: withAppName(c.postgresDSN, workerAppName(c.runID)), TablePrefix: c.prefix(),
 	})
 	if err != nil {
@@ -167,6 +167,24 @@ func runWorker(c config) error {
 	stopCtx, stopCancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer stopCancel()
 	return client.Stop(stopCtx)
+}
+
+// openRetrying opens and migrates the store, and tries again while that
+// fails, for up to startupTries: a worker whose session is terminated while
+// it migrates (the soak's pg_terminate_backend can land there) would
+// otherwise exit before it delivers anything, which is what a process
+// supervisor restarts, not a fault of the running worker that the soak
+// looks for. Each failure is logged as a startup_error line.
+func openRetrying(ctx context.Context, o benchenv.Options) (*benchenv.Store, error) {
+	const startupTries = 10
+	for try := 1; ; try++ {
+		store, err := benchenv.Open(ctx, "postgres", o)
+		if err == nil || try == startupTries || ctx.Err() != nil {
+			return store, err
+		}
+		fmt.Fprintf(os.Stderr, "%s startup_error try=%d: %v\n", time.Now().Format(time.RFC3339Nano), try, err)
+		time.Sleep(time.Duration(try) * 100 * time.Millisecond)
+	}
 }
 
 // workerProc is one running worker process.
@@ -342,7 +360,8 @@ func runSoak(c config) error {
 		for i, p := range procs {
 			if p.exited() {
 				chaos.unexpectedExits++
-				fmt.Printf("worker %d exited by itself (log: %s)\n", i, p.log.Name())
+				fmt.Printf("worker %d exited by itself (%s; log: %s)\n", i, p.cmd.ProcessState, p.log.Name())
+				printTail(p.log.Name(), 20)
 				if procs[i], err = c.spawn(i, generation, logDir); err != nil {
 					return err
 				}
@@ -401,11 +420,11 @@ func runSoak(c config) error {
 	if chaos.sessionsTerminated == 0 {
 		violations = append(violations, "pg_terminate_backend found no worker session to terminate: the fault was not injected")
 	}
-	workerErrors, err := countWorkerErrors(logDir)
+	logged, err := countWorkerErrors(logDir)
 	if err != nil {
 		return err
 	}
-	t.print(chaos, workerErrors, logDir)
+	t.print(chaos, logged, logDir)
 	if len(violations) > 0 {
 		fmt.Printf("\n%d VIOLATIONS:\n", len(violations))
 		for i, v := range violations {
@@ -462,21 +481,62 @@ func waitNoPending(ctx context.Context, store *benchenv.Store, deadline time.Tim
 	}
 }
 
-// countWorkerErrors counts the worker_error lines the workers logged (the
-// store unreachable after pg_terminate_backend, leases lost to a re-claim
-// after a kill, …): reported, backed off and survived.
-func countWorkerErrors(dir string) (int, error) {
+// printTail prints how a worker's log ends (logEnding), so CI's output
+// shows why a worker exited even when the log directory is gone.
+func printTail(name string, n int) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		fmt.Printf("  (log unreadable: %v)\n", err)
+		return
+	}
+	for _, l := range logEnding(string(b), n) {
+		fmt.Println("  | " + l)
+	}
+}
+
+// logEnding returns a worker log from its panic or fatal error on (2n lines
+// at most), if it has one, else its last n lines other than worker_error
+// lines (those are survived; what ended the process is after them).
+func logEnding(log string, n int) []string {
+	all := strings.Split(strings.TrimSuffix(log, "\n"), "\n")
+	for i, l := range all {
+		if strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") {
+			return all[i:min(len(all), i+2*n)]
+		}
+	}
+	var show []string
+	for _, l := range all {
+		if !strings.Contains(l, " worker_error ") {
+			show = append(show, l)
+		}
+	}
+	if len(show) == 0 {
+		show = all
+	}
+	return show[max(0, len(show)-n):]
+}
+
+// loggedErrors are the errors the workers logged and survived.
+type loggedErrors struct {
+	worker  int // worker_error: the store unreachable after pg_terminate_backend, leases lost to a re-claim after a kill, …
+	startup int // startup_error: opening or migrating the store failed and was tried again
+}
+
+// countWorkerErrors counts the worker_error and startup_error lines in the
+// workers' logs.
+func countWorkerErrors(dir string) (loggedErrors, error) {
+	var n loggedErrors
 	files, err := filepath.Glob(filepath.Join(dir, "worker-*.log"))
 	if err != nil {
-		return 0, err
+		return n, err
 	}
-	n := 0
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			return 0, err
+			return n, err
 		}
-		n += strings.Count(string(b), " worker_error ")
+		n.worker += strings.Count(string(b), " worker_error ")
+		n.startup += strings.Count(string(b), " startup_error ")
 	}
 	return n, nil
 }
