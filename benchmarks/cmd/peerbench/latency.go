@@ -32,6 +32,10 @@ type latencyResult struct {
 	offered    float64 // enqueues per second achieved
 	p50, p99   time.Duration
 	max        time.Duration
+	// coldP99 and coldMax are the warm-up phase's: the first deliveries
+	// after the worker started, while its connections open and its
+	// statements are first prepared.
+	coldP99, coldMax time.Duration
 }
 
 func runLatency(ctx context.Context, o options, rcpt *receiver, payload []byte, out io.Writer) error {
@@ -44,16 +48,21 @@ func runLatency(ctx context.Context, o options, rcpt *receiver, payload []byte, 
 	if len(systems) == 0 {
 		return nil
 	}
-	fmt.Fprintf(out, "\nlatency: producer here, worker in another process, PostgreSQL; %.0f enqueues/s one at a time for %s;\n", o.latencyRate, o.latencyFor)
-	fmt.Fprintf(out, "enqueue call → first arrival at the receiver (both clocks in this process); missing: not arrived %s after the last enqueue\n", arrivalWait)
-	fmt.Fprintf(out, "%-28s %8s %10s %11s %11s %11s %8s\n", "system", "enqueued", "offered/s", "p50", "p99", "max", "missing")
+	fmt.Fprintf(out, "\nlatency: producer here, worker in another process, PostgreSQL; %.0f enqueues/s one at a time, %s of warm-up then %s measured;\n", o.latencyRate, o.latencyWarmup, o.latencyFor)
+	fmt.Fprintf(out, "enqueue call → first arrival at the receiver (both clocks in this process); missing: not arrived %s after the last enqueue;\n", arrivalWait)
+	fmt.Fprintf(out, "warm-up p99/max: the first deliveries after the worker started (its connections opening, statements first prepared)\n")
+	fmt.Fprintf(out, "%-28s %8s %10s %11s %11s %11s %8s %14s %14s\n", "system", "enqueued", "offered/s", "p50", "p99", "max", "missing", "warm-up p99", "warm-up max")
 	for _, name := range systems {
 		r, err := latencyOne(ctx, name, o, rcpt, payload)
 		if err != nil {
 			return fmt.Errorf("%s: latency: %w", name, err)
 		}
-		fmt.Fprintf(out, "%-28s %8d %10.0f %11s %11s %11s %8d\n", labels[name], r.n, r.offered,
-			formatLatency(r.p50), formatLatency(r.p99), formatLatency(r.max), r.missing)
+		coldP99, coldMax := "-", "-"
+		if o.latencyWarmup > 0 {
+			coldP99, coldMax = formatLatency(r.coldP99), formatLatency(r.coldMax)
+		}
+		fmt.Fprintf(out, "%-28s %8d %10.0f %11s %11s %11s %8d %14s %14s\n", labels[name], r.n, r.offered,
+			formatLatency(r.p50), formatLatency(r.p99), formatLatency(r.max), r.missing, coldP99, coldMax)
 	}
 	return nil
 }
@@ -79,9 +88,31 @@ func latencyOne(ctx context.Context, name string, o options, rcpt *receiver, pay
 	defer func() { err = errors.Join(err, stopChild()) }()
 	time.Sleep(settle)
 
+	// Warm-up, then the measured phase, at the same rate: a worker opens
+	// its database connections and prepares its statements as the first
+	// deliveries come, which is the start of a process, not its steady
+	// state. Both are reported.
+	cold, err := latencyPhase(ctx, o, rcpt, enqueue, 0, int(o.latencyRate*o.latencyWarmup.Seconds()))
+	if err != nil {
+		return res, err
+	}
+	n := max(int(o.latencyRate*o.latencyFor.Seconds()), 1)
+	res, err = latencyPhase(ctx, o, rcpt, enqueue, cold.n, n)
+	res.coldP99, res.coldMax = cold.p99, cold.max
+	res.missing += cold.missing
+	return res, err
+}
+
+// latencyPhase enqueues n deliveries (events first, first+1, …) at the
+// latency rate, waits for them to arrive, and returns their latencies'
+// percentiles. n 0 is a phase with nothing to report.
+func latencyPhase(ctx context.Context, o options, rcpt *receiver, enqueue func(context.Context, int) (string, error), first, n int) (res latencyResult, err error) {
+	res.n = n
+	if n == 0 {
+		return res, nil
+	}
 	rcpt.record()
 	defer rcpt.stopRecording()
-	res.n = max(int(o.latencyRate*o.latencyFor.Seconds()), 1)
 	enqueued := make(map[string]time.Time, res.n)
 	interval := time.Duration(float64(time.Second) / o.latencyRate)
 	start := time.Now()
@@ -90,7 +121,7 @@ func latencyOne(ctx context.Context, name string, o options, rcpt *receiver, pay
 			time.Sleep(d)
 		}
 		t0 := time.Now()
-		id, err := enqueue(ctx, i)
+		id, err := enqueue(ctx, first+i)
 		if err != nil {
 			return res, err
 		}

@@ -77,6 +77,9 @@ type options struct {
 	mysqlDSN     string
 	latencyRate  float64
 	latencyFor   time.Duration
+	// latencyWarmup is enqueued at the same rate before the measured
+	// phase and reported apart (warm-up p99 and max).
+	latencyWarmup time.Duration
 
 	probe bool
 
@@ -113,7 +116,8 @@ func main() {
 	flag.StringVar(&o.postgresDSN, "postgres-dsn", os.Getenv(benchenv.PostgresDSNEnv), "PostgreSQL DSN (default $"+benchenv.PostgresDSNEnv+")")
 	flag.StringVar(&o.mysqlDSN, "mysql-dsn", os.Getenv(benchenv.MySQLDSNEnv), "MySQL/MariaDB DSN, go-sql-driver form (default $"+benchenv.MySQLDSNEnv+")")
 	flag.Float64Var(&o.latencyRate, "latency-rate", 200, "latency: deliveries enqueued per second, one at a time")
-	flag.DurationVar(&o.latencyFor, "latency-for", 5*time.Second, "latency: how long the producer enqueues")
+	flag.DurationVar(&o.latencyFor, "latency-for", 5*time.Second, "latency: how long the producer enqueues in the measured phase")
+	flag.DurationVar(&o.latencyWarmup, "latency-warmup", time.Second, "latency: how long the producer enqueues before the measured phase (reported apart; 0: none)")
 	flag.BoolVar(&o.probe, "probe", false, "throughput: time the SQL store's claims and batches and print them with the CPU per delivery (on PostgreSQL, of backends whose application_name is peerbench) after each hookrelay SQLite/PostgreSQL/MySQL round, on stderr")
 	flag.StringVar(&o.child, "child", "", "internal: run as the latency mode's worker process for this system")
 	flag.StringVar(&o.childNamespace, "child-namespace", "", "internal: the child's table prefix or schema")
@@ -169,8 +173,8 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if o.mode != "all" && o.mode != "throughput" && o.mode != "latency" {
 		return fmt.Errorf("--mode must be throughput, latency or all, not %q", o.mode)
 	}
-	if o.n < 1 || o.workers < 1 || o.destinations < 1 || o.rounds < 1 || o.payloadBytes < 0 || o.latencyRate <= 0 {
-		return errors.New("--n, --workers, --destinations, --rounds and --latency-rate must be positive")
+	if o.n < 1 || o.workers < 1 || o.destinations < 1 || o.rounds < 1 || o.payloadBytes < 0 || o.latencyRate <= 0 || o.latencyWarmup < 0 {
+		return errors.New("--n, --workers, --destinations, --rounds and --latency-rate must be positive, --payload and --latency-warmup not negative")
 	}
 	needsPostgres := slices.ContainsFunc(o.systems, func(s string) bool {
 		return slices.Contains(latencySystems, s) || s == "postgres-tuned"

@@ -66,7 +66,7 @@ func TestRunEverySystem(t *testing.T) {
 	var out bytes.Buffer
 	err := run(context.Background(), options{
 		systems: systems, mode: "all", workers: 4, destinations: 3, postgresDSN: dsn, mysqlDSN: mysqlDSN,
-		n: 50, rounds: 1, payloadBytes: 512, latencyRate: 50, latencyFor: 200 * time.Millisecond,
+		n: 50, rounds: 1, payloadBytes: 512, latencyRate: 50, latencyFor: 200 * time.Millisecond, latencyWarmup: 100 * time.Millisecond,
 	}, &out)
 	require.NoError(t, err, out.String())
 	for _, name := range systems {
@@ -77,7 +77,12 @@ func TestRunEverySystem(t *testing.T) {
 	for _, name := range latencySystems {
 		line := lineStarting(latency, labels[name])
 		require.NotEmpty(t, line, "latency line for %s", name)
-		assert.True(t, strings.HasSuffix(line, " 0"), "nothing missing: %q", line)
+		// enqueued, offered/s, p50, p99, max, missing, warm-up p99 and max
+		fields := strings.Fields(strings.TrimPrefix(line, labels[name]))
+		require.Len(t, fields, 8, line)
+		assert.Equal(t, "10", fields[0], "the measured phase's 200 ms at 50/s: %q", line)
+		assert.Equal(t, "0", fields[5], "nothing missing: %q", line)
+		assert.NotEqual(t, "-", fields[6], "the warm-up phase ran and is reported: %q", line)
 	}
 
 	pool, err := pgxpool.New(context.Background(), dsn)
