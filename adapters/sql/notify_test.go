@@ -73,6 +73,55 @@ func TestWorkerInAnotherProcessIsWokenByTheCommit(t *testing.T) {
 	wait("evt_tx")
 }
 
+// A worker's first claim on a Store opened by Open opens several of the
+// pool's connections at once, so the worker's first deliveries do not each
+// wait for a new server connection; later claims open none. A caller's own
+// pool (New) and SQLite's are left alone.
+func TestFirstClaimWarmsThePool(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		tables := newStore(t, b, Options{})
+		s := tables
+		if b.dialect != SQLite {
+			var err error
+			s, err = Open(ctx, b.dialect, os.Getenv(b.envVar), Options{TablePrefix: tables.TablePrefix()})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = s.Close() })
+		}
+		claim := func() {
+			_, err := s.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 5, LeaseFor: time.Minute, Holder: "w"})
+			require.NoError(t, err)
+		}
+		claim()
+		open := s.DB().Stats().OpenConnections
+		if b.dialect == SQLite {
+			assert.LessOrEqual(t, open, 2, "SQLite's pool is not warmed")
+		} else {
+			assert.GreaterOrEqual(t, open, warmConns, "the first claim opened the connections a worker starts with")
+			assert.Equal(t, open, s.DB().Stats().Idle, "and left them idle in the pool")
+		}
+		for range 3 {
+			claim()
+		}
+		assert.Equal(t, open, s.DB().Stats().OpenConnections, "later claims open none")
+		if b.dialect != SQLite {
+			assert.Equal(t, warmConns, s.warmPool(ctx), "each warmed connection ran its read of the tables")
+		}
+
+		if b.dialect != SQLite {
+			// A pool of the caller's (New): one claim, one connection.
+			db, err := openDB(b.dialect, os.Getenv(b.envVar))
+			require.NoError(t, err)
+			defer db.Close()
+			own, err := New(db, Options{Dialect: b.dialect, TablePrefix: tables.TablePrefix()})
+			require.NoError(t, err)
+			_, err = own.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 5, LeaseFor: time.Minute, Holder: "w"})
+			require.NoError(t, err)
+			assert.Equal(t, 1, db.Stats().OpenConnections, "a caller's pool is not warmed")
+		}
+	})
+}
+
 // Open sizes the pool for a worker: every connection it may open is kept
 // idle between uses, so no query pays for a new connection.
 func TestOpenKeepsThePoolIdle(t *testing.T) {

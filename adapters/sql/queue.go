@@ -10,6 +10,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -70,6 +72,63 @@ const (
 	maxClaimCandidates = 1000
 )
 
+// warmConns is how many connections of its pool a Store opened by Open
+// opens at once on its first claim (at most half the pool): about what a
+// worker just started uses at once while its first deliveries arrive.
+const warmConns = 8
+
+// warmPool opens up to warmConns connections of the pool at once and puts
+// them back idle, before a worker's first claim. A worker just started
+// reaches for several connections within milliseconds (its claims, its
+// batched ledger writes, a destination read per destination), and on
+// PostgreSQL each new one is a server process to start: opened on demand,
+// one after another, they made the first deliveries after Start wait
+// 100–150 ms at 200 deliveries/s against about 7 ms once warm (peerbench
+// --mode latency, warm-up phase; docs/benchmarks.md). Only a pool the
+// Store owns is warmed (Open keeps every connection idle; a caller's pool
+// may not keep them), and not SQLite's, whose connections are local files.
+// A connection that fails to open is left for the queries to open. It
+// returns how many connections it opened and ran its read on.
+func (s *Store) warmPool(ctx context.Context) (touched int) {
+	if !s.ownDB || s.dialect == SQLite {
+		return 0
+	}
+	n := min(warmConns, s.db.Stats().MaxOpenConnections/2)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conns := make([]*sql.Conn, n)
+	ok := make([]bool, n)
+	query := s.q(warmQuery)
+	var wg sync.WaitGroup
+	for i := range conns {
+		wg.Go(func() {
+			c, err := s.db.Conn(ctx)
+			if err != nil {
+				return
+			}
+			conns[i] = c
+			var count int
+			ok[i] = c.QueryRowContext(ctx, query, "", "").Scan(&count) == nil
+		})
+	}
+	wg.Wait()
+	for i, c := range conns {
+		if c != nil {
+			_ = c.Close() // back to the pool, idle
+		}
+		if ok[i] {
+			touched++
+		}
+	}
+	return touched
+}
+
+// warmQuery is what each warmed connection runs: it reads nothing, but
+// the server loads the tables' and indexes' descriptions a worker's
+// statements need into the connection's caches, which each new PostgreSQL
+// connection otherwise does inside its first claim or destination read.
+const warmQuery = `SELECT count(*) FROM (SELECT 1 AS x FROM {d} WHERE id = ? UNION ALL SELECT 1 FROM {dst} WHERE id = ?) t`
+
 // Claim implements hookrelay.Queue. Due pending deliveries are chosen in
 // NextAttemptAt order (then enqueue order), at most each destination's room
 // (ClaimsByDestinationRoom), and leased in one transaction: with FOR UPDATE
@@ -92,6 +151,7 @@ func (s *Store) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay
 	if err != nil {
 		return nil, err
 	}
+	s.warmed.Do(func() { s.warmPool(ctx) })
 	from, args := s.claimCandidates(p, now)
 	byRoom := p.DefaultDestinationRoom > 0 || len(p.DestinationRoom) > 0
 	if s.dialect != MySQL {

@@ -73,8 +73,11 @@ type Options struct {
 	// more than the query). The worker needs few: its claims and batched
 	// ledger writes each take one connection at a time, and the PostgreSQL
 	// wake-up listener holds one; the rest serve your enqueues and operator
-	// reads. Defaults to DefaultMaxOpenConns. Ignored by New: a caller-owned
-	// pool keeps its own settings (see New).
+	// reads. On PostgreSQL and MySQL the Store's first claim (a worker
+	// starting) opens 8 of them at once, at most half, so its first
+	// deliveries do not each wait for a new connection. Defaults to
+	// DefaultMaxOpenConns. Ignored by New: a caller-owned pool keeps its own
+	// settings (see New).
 	MaxOpenConns int
 	// ConnMaxLifetime closes pooled connections after this age, so a
 	// failover or a load balancer's rebalancing is picked up. Defaults to
@@ -125,6 +128,10 @@ type Store struct {
 	// sqliteWriter is a one-slot semaphore held by this Store's SQLite write
 	// transactions.
 	sqliteWriter chan struct{}
+
+	// warmed: the pool was warmed for a worker (warmPool), on the first
+	// claim.
+	warmed sync.Once
 }
 
 var (
