@@ -328,7 +328,7 @@ func BenchmarkClaimVaryingRooms(b *testing.B) {
 	be := backends[1]
 	be.skipUnlessConfigured(b)
 	ctx := context.Background()
-	db, err := openDB(Postgres, os.Getenv(be.envVar))
+	db, err := openDB(Postgres, os.Getenv(be.envVar), 0)
 	if err != nil {
 		b.Fatal(err)
 	}

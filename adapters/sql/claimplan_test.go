@@ -361,7 +361,7 @@ func TestPostgresClaimIsOneStatementWhateverTheRooms(t *testing.T) {
 	require.Equal(t, Postgres, b.dialect)
 	b.skipUnlessConfigured(t)
 	ctx := context.Background()
-	db, err := openDB(Postgres, os.Getenv(b.envVar))
+	db, err := openDB(Postgres, os.Getenv(b.envVar), 0)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
 	db.SetMaxOpenConns(1)

@@ -72,7 +72,7 @@ func serverDB(t testing.TB, b backend) *sql.DB {
 	if db, ok := serverDBs[b.dialect]; ok {
 		return db
 	}
-	db, err := openDB(b.dialect, os.Getenv(b.envVar)) // the driver settings Open uses
+	db, err := openDB(b.dialect, os.Getenv(b.envVar), 0) // the driver settings Open uses
 	if err != nil {
 		t.Fatalf("open %s: %v", b.dialect, err)
 	}

@@ -2,10 +2,12 @@ package hooksql
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -110,7 +112,7 @@ func TestFirstClaimWarmsThePool(t *testing.T) {
 
 		if b.dialect != SQLite {
 			// A pool of the caller's (New): one claim, one connection.
-			db, err := openDB(b.dialect, os.Getenv(b.envVar))
+			db, err := openDB(b.dialect, os.Getenv(b.envVar), 0)
 			require.NoError(t, err)
 			defer db.Close()
 			own, err := New(db, Options{Dialect: b.dialect, TablePrefix: tables.TablePrefix()})
@@ -149,4 +151,65 @@ func TestOpenKeepsThePoolIdle(t *testing.T) {
 	assert.Equal(t, 3, s2.DB().Stats().MaxOpenConnections)
 	_, err = OpenSQLite(ctx, t.TempDir()+"/pool3.db", Options{MaxOpenConns: -1})
 	assert.ErrorContains(t, err, "MaxOpenConns")
+}
+
+// A PostgreSQL pool from Open retires each connection at an age of its own
+// between 3/4 of ConnMaxLifetime and ConnMaxLifetime, so the connections a
+// worker opened together are not all closed and opened again together.
+func TestOpenRetiresPostgresConnectionsOneByOne(t *testing.T) {
+	b := backend{dialect: Postgres, envVar: "HOOKRELAY_TEST_POSTGRES_DSN"}
+	b.skipUnlessConfigured(t)
+	ctx := context.Background()
+	tables := newStore(t, b, Options{})
+	lifetime := time.Hour
+	s, err := Open(ctx, Postgres, os.Getenv(b.envVar), Options{TablePrefix: tables.TablePrefix(), ConnMaxLifetime: lifetime})
+	require.NoError(t, err)
+	defer s.Close()
+
+	// The ages at which the warmed connections retire: spread, not one.
+	start := time.Now()
+	require.Equal(t, warmConns, s.warmPool(ctx))
+	conns := make([]*sql.Conn, warmConns)
+	retire := map[time.Duration]bool{}
+	for i := range conns {
+		conns[i], err = s.DB().Conn(ctx)
+		require.NoError(t, err)
+		require.NoError(t, conns[i].Raw(func(dc any) error {
+			at, ok := dc.(*stdlib.Conn).Conn().PgConn().CustomData()[retireAtKey].(time.Time)
+			require.True(t, ok, "every connection has its retirement time")
+			age := at.Sub(start)
+			assert.Greater(t, age, 3*lifetime/4-time.Minute)
+			assert.LessOrEqual(t, age, lifetime)
+			retire[age.Truncate(time.Second)] = true
+			return nil
+		}))
+	}
+	assert.Greater(t, len(retire), warmConns/2, "the connections retire at different ages")
+
+	// A connection past its time is closed when next taken, not reused.
+	pid := func(c *sql.Conn) (n int) {
+		require.NoError(t, c.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&n))
+		return n
+	}
+	first := pid(conns[0])
+	require.NoError(t, conns[0].Raw(func(dc any) error {
+		dc.(*stdlib.Conn).Conn().PgConn().CustomData()[retireAtKey] = time.Now().Add(-time.Second)
+		return nil
+	}))
+	for _, c := range conns[1:] {
+		require.NoError(t, c.Close())
+	}
+	require.NoError(t, conns[0].Close()) // the most recently returned: taken first
+	c, err := s.DB().Conn(ctx)
+	require.NoError(t, err)
+	defer c.Close()
+	assert.NotEqual(t, first, pid(c), "the retired connection was closed, another taken")
+	assert.Equal(t, warmConns-1, s.DB().Stats().OpenConnections, "and not kept")
+}
+
+// retirementAge spans (3/4 lifetime, lifetime].
+func TestRetirementAge(t *testing.T) {
+	assert.Equal(t, time.Hour, retirementAge(time.Hour, 0))
+	assert.Equal(t, 52*time.Minute+30*time.Second, retirementAge(time.Hour, 0.5))
+	assert.Greater(t, retirementAge(time.Hour, 0.999999), 45*time.Minute)
 }
