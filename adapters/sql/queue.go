@@ -82,9 +82,9 @@ const warmConns = 8
 // reaches for several connections within milliseconds (its claims, its
 // batched ledger writes, a destination read per destination), and on
 // PostgreSQL each new one is a server process to start: opened on demand,
-// one after another, they made the first deliveries after Start wait
-// 100–150 ms at 200 deliveries/s against about 7 ms once warm (peerbench
-// --mode latency, warm-up phase; docs/benchmarks.md). Only a pool the
+// one after another, they put the p99 of the first second's deliveries
+// after Start at 61–149 ms at 200 deliveries/s, against about 7 ms once
+// warm (peerbench --mode latency, warm-up phase; docs/benchmarks.md). Only a pool the
 // Store owns is warmed (Open keeps every connection idle; a caller's pool
 // may not keep them), and not SQLite's, whose connections are local files.
 // A connection that fails to open is left for the queries to open. It
