@@ -24,6 +24,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/url"
 	"os"
@@ -133,7 +134,7 @@ func runWorker(c config) error {
 	defer cancel()
 	store, err := openRetrying(ctx, benchenv.Options{
 		PostgresDSN: withAppName(c.postgresDSN, workerAppName(c.runID)), TablePrefix: c.prefix(),
-	})
+	}, 10, 100*time.Millisecond, os.Stderr)
 	if err != nil {
 		return err
 	}
@@ -170,20 +171,20 @@ func runWorker(c config) error {
 }
 
 // openRetrying opens and migrates the store, and tries again while that
-// fails, for up to startupTries: a worker whose session is terminated while
-// it migrates (the soak's pg_terminate_backend can land there) would
-// otherwise exit before it delivers anything, which is what a process
-// supervisor restarts, not a fault of the running worker that the soak
-// looks for. Each failure is logged as a startup_error line.
-func openRetrying(ctx context.Context, o benchenv.Options) (*benchenv.Store, error) {
-	const startupTries = 10
+// fails, up to tries times in all, pausing pause, 2·pause, … between them:
+// a worker whose session is terminated while it migrates (the soak's
+// pg_terminate_backend can land there) would otherwise exit before it
+// delivers anything, which is what a process supervisor restarts, not a
+// fault of the running worker that the soak looks for. Each failure but
+// the last is written to log as a startup_error line.
+func openRetrying(ctx context.Context, o benchenv.Options, tries int, pause time.Duration, log io.Writer) (*benchenv.Store, error) {
 	for try := 1; ; try++ {
 		store, err := benchenv.Open(ctx, "postgres", o)
-		if err == nil || try == startupTries || ctx.Err() != nil {
+		if err == nil || try >= tries || ctx.Err() != nil {
 			return store, err
 		}
-		fmt.Fprintf(os.Stderr, "%s startup_error try=%d: %v\n", time.Now().Format(time.RFC3339Nano), try, err)
-		time.Sleep(time.Duration(try) * 100 * time.Millisecond)
+		fmt.Fprintf(log, "%s startup_error try=%d: %v\n", time.Now().Format(time.RFC3339Nano), try, err)
+		time.Sleep(time.Duration(try) * pause)
 	}
 }
 

@@ -1,11 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/hookrelay/hookrelay/internal/benchenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -28,4 +35,26 @@ func TestLogEnding(t *testing.T) {
 		logEnding("fatal error: concurrent map writes\nx\n", 5))
 	assert.Equal(t, []string{strings.TrimSuffix(survived, "\n")}, logEnding(survived+survived, 1),
 		"a log of survived errors only still shows its last line")
+}
+
+// A worker that cannot open its store tries again, logging each failure,
+// and gives the error back after its last try; one that can opens at once.
+func TestOpenRetrying(t *testing.T) {
+	ctx := context.Background()
+	var log bytes.Buffer
+	// Port 1 on loopback: nothing listens, the connection is refused.
+	_, err := openRetrying(ctx, benchenv.Options{PostgresDSN: "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=5"}, 3, time.Millisecond, &log)
+	require.Error(t, err)
+	assert.Equal(t, 2, strings.Count(log.String(), " startup_error "), "the two failures before the last are logged: %s", log.String())
+	assert.Contains(t, log.String(), "try=2")
+
+	dsn := os.Getenv(benchenv.PostgresDSNEnv)
+	if dsn == "" {
+		t.Skipf("set %s to open a store that answers", benchenv.PostgresDSNEnv)
+	}
+	log.Reset()
+	store, err := openRetrying(ctx, benchenv.Options{PostgresDSN: dsn, TablePrefix: "soak_retry_test_", Drop: true}, 3, time.Millisecond, &log)
+	require.NoError(t, err)
+	require.NoError(t, store.Close())
+	assert.Empty(t, log.String())
 }
