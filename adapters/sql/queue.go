@@ -84,9 +84,10 @@ const warmConns = 8
 // PostgreSQL each new one is a server process to start: opened on demand,
 // one after another, they put the p99 of the first second's deliveries
 // after Start at 61–149 ms at 200 deliveries/s, against about 7 ms once
-// warm (peerbench --mode latency, warm-up phase; docs/benchmarks.md). Only a pool the
-// Store owns is warmed (Open keeps every connection idle; a caller's pool
-// may not keep them), and not SQLite's, whose connections are local files.
+// warm (peerbench --mode latency, warm-up phase; docs/benchmarks.md).
+// Only a pool the Store owns is warmed (Open keeps every connection idle;
+// a caller's pool may not keep them), and not SQLite's, whose connections
+// are local files.
 // A connection that fails to open is left for the queries to open. It
 // returns how many connections it opened and ran its read on.
 func (s *Store) warmPool(ctx context.Context) (touched int) {

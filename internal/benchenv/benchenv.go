@@ -88,6 +88,9 @@ type Options struct {
 	// the NATS consumer's AckWait is set to twice it, as the adapter
 	// refuses a lease that is not below AckWait.
 	LeaseFor time.Duration
+	// ConnMaxLifetime is the SQL stores' hooksql.Options.ConnMaxLifetime
+	// (zero: the adapter's default).
+	ConnMaxLifetime time.Duration
 }
 
 // Backends lists the names Open accepts.

@@ -14,7 +14,7 @@ import (
 // with this run's table prefix, as the README tells users to: the
 // connection pool is the adapter's default.
 func openSQL(ctx context.Context, name string, o Options) (*Store, error) {
-	opts := hooksql.Options{TablePrefix: o.TablePrefix}
+	opts := hooksql.Options{TablePrefix: o.TablePrefix, ConnMaxLifetime: o.ConnMaxLifetime}
 	var s *hooksql.Store
 	var err error
 	switch name {

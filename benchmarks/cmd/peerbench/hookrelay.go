@@ -51,6 +51,7 @@ func openHookrelay(ctx context.Context, backend string, o options, url string, p
 	}
 	s.store, err = benchenv.Open(ctx, backend, benchenv.Options{
 		PostgresDSN: o.postgresDSN, MySQLDSN: o.mysqlDSN, Dir: s.dir, TablePrefix: prefix, Drop: true,
+		ConnMaxLifetime: o.connLifetime,
 	})
 	if err != nil {
 		return nil, err
@@ -203,7 +204,7 @@ func hookrelayLatency(ctx context.Context, o options, url string, payload []byte
 // hookrelayWorker is the latency mode's worker process: hookrelay on the
 // producer's tables, set up as the README shows, Concurrency W.
 func hookrelayWorker(ctx context.Context, o options) (stop func() error, err error) {
-	store, err := benchenv.Open(ctx, "postgres", benchenv.Options{PostgresDSN: o.postgresDSN, TablePrefix: o.childNamespace})
+	store, err := benchenv.Open(ctx, "postgres", benchenv.Options{PostgresDSN: o.postgresDSN, TablePrefix: o.childNamespace, ConnMaxLifetime: o.connLifetime})
 	if err != nil {
 		return nil, err
 	}

@@ -81,7 +81,7 @@ func latencyOne(ctx context.Context, name string, o options, rcpt *receiver, pay
 	}
 	defer func() { err = errors.Join(err, closeAll()) }()
 
-	stopChild, err := startChild(ctx, append(childArgs, "--child-receiver", rcpt.url, "--workers", strconv.Itoa(o.workers)), o.postgresDSN)
+	stopChild, err := startChild(ctx, append(childArgs, "--child-receiver", rcpt.url, "--workers", strconv.Itoa(o.workers), "--conn-lifetime", o.connLifetime.String()), o.postgresDSN)
 	if err != nil {
 		return res, err
 	}

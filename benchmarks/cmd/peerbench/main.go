@@ -80,6 +80,10 @@ type options struct {
 	// latencyWarmup is enqueued at the same rate before the measured
 	// phase and reported apart (warm-up p99 and max).
 	latencyWarmup time.Duration
+	// connLifetime is hooksql's ConnMaxLifetime for hookrelay on SQL
+	// (zero: the library's default), for the connection-lifetime
+	// experiment in docs/benchmarks.md; a default run leaves it alone.
+	connLifetime time.Duration
 
 	probe bool
 
@@ -118,6 +122,7 @@ func main() {
 	flag.Float64Var(&o.latencyRate, "latency-rate", 200, "latency: deliveries enqueued per second, one at a time")
 	flag.DurationVar(&o.latencyFor, "latency-for", 5*time.Second, "latency: how long the producer enqueues in the measured phase")
 	flag.DurationVar(&o.latencyWarmup, "latency-warmup", time.Second, "latency: how long the producer enqueues before the measured phase (reported apart; 0: none)")
+	flag.DurationVar(&o.connLifetime, "conn-lifetime", 0, "hookrelay on SQL: the pool's ConnMaxLifetime (0: the library's default, 30m); an experiment's setting, not a tuning")
 	flag.BoolVar(&o.probe, "probe", false, "throughput: time the SQL store's claims and batches and print them with the CPU per delivery (on PostgreSQL, of backends whose application_name is peerbench) after each hookrelay SQLite/PostgreSQL/MySQL round, on stderr")
 	flag.StringVar(&o.child, "child", "", "internal: run as the latency mode's worker process for this system")
 	flag.StringVar(&o.childNamespace, "child-namespace", "", "internal: the child's table prefix or schema")
@@ -173,12 +178,10 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if o.mode != "all" && o.mode != "throughput" && o.mode != "latency" {
 		return fmt.Errorf("--mode must be throughput, latency or all, not %q", o.mode)
 	}
-	if o.n < 1 || o.workers < 1 || o.destinations < 1 || o.rounds < 1 || o.payloadBytes < 0 || o.latencyRate <= 0 || o.latencyWarmup < 0 {
-		return errors.New("--n, --workers, --destinations, --rounds and --latency-rate must be positive, --payload and --latency-warmup not negative")
+	if o.n < 1 || o.workers < 1 || o.destinations < 1 || o.rounds < 1 || o.payloadBytes < 0 || o.latencyRate <= 0 || o.latencyWarmup < 0 || o.connLifetime < 0 {
+		return errors.New("--n, --workers, --destinations, --rounds and --latency-rate must be positive, --payload, --latency-warmup and --conn-lifetime not negative")
 	}
-	needsPostgres := slices.ContainsFunc(o.systems, func(s string) bool {
-		return slices.Contains(latencySystems, s) || s == "postgres-tuned"
-	})
+	needsPostgres := slices.ContainsFunc(o.systems, func(s string) bool { return serverUsed[s] == "postgres" })
 	if needsPostgres && o.postgresDSN == "" {
 		return fmt.Errorf("river and postgres need PostgreSQL: set %s or pass --postgres-dsn (or leave them out of --systems)", benchenv.PostgresDSNEnv)
 	}

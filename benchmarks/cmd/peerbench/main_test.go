@@ -111,6 +111,9 @@ func TestRunRefusesBadOptions(t *testing.T) {
 		{systems: []string{"memory"}, mode: "all", n: 0, workers: 1, destinations: 1, rounds: 1, latencyRate: 1},
 		{systems: []string{"river"}, mode: "all", n: 1, workers: 1, destinations: 1, rounds: 1, latencyRate: 1},
 		{systems: []string{"mysql"}, mode: "all", n: 1, workers: 1, destinations: 1, rounds: 1, latencyRate: 1},
+		{systems: []string{"postgres-tuned"}, mode: "all", n: 1, workers: 1, destinations: 1, rounds: 1, latencyRate: 1},
+		{systems: []string{"memory"}, mode: "all", n: 1, workers: 1, destinations: 1, rounds: 1, latencyRate: 1, latencyWarmup: -time.Second},
+		{systems: []string{"memory"}, mode: "all", n: 1, workers: 1, destinations: 1, rounds: 1, latencyRate: 1, connLifetime: -time.Second},
 	} {
 		assert.Error(t, run(context.Background(), o, &bytes.Buffer{}), "%+v", o)
 	}
