@@ -515,12 +515,13 @@ func (s *Store) claimInOneStatement(ctx context.Context, from string, args []any
 	return claims, nil
 }
 
-// pgClaimSetting is the claim's plan setting on PostgreSQL
+// pgClaimSetting is the claim's plan settings on PostgreSQL
 // (claimPlanSettings), for the current transaction only. It is set_config,
 // not SET LOCAL: in a pipeline's implicit transaction PostgreSQL applies
 // SET LOCAL too, but answers it with a warning ("SET LOCAL can only be used
 // in transaction blocks") in the server's log, on every claim.
-const pgClaimSetting = "SELECT set_config('enable_bitmapscan', 'off', true)"
+const pgClaimSetting = "SELECT set_config('enable_bitmapscan', 'off', true)," +
+	" set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true)"
 
 // claimPipelined runs a claim on PostgreSQL as one pipeline — the plan
 // setting (claimPlanSettings) and the claim statement in one implicit
@@ -556,14 +557,29 @@ func (s *Store) claimPipelined(ctx context.Context, query string, args []any, re
 	})
 }
 
-// claimPlanSettings steers the claim's plan within its transaction. On
-// PostgreSQL it turns bitmap scans off: a table whose statistics predate
-// its backlog (a burst enqueued since the last ANALYZE, or a new table)
-// makes the planner think few rows are due, and it then picks a bitmap
-// scan that reads every pending row and sorts them — work that grows with
-// the backlog, on every claim. The due index already yields rows in claim
-// order, so the index scan stops after LIMIT rows whatever the backlog.
-// claimPipelined sends the same setting.
+// claimPlanSettings steers the claim's plan within its transaction, so
+// that it does not depend on the table's statistics. On PostgreSQL:
+//
+//   - Bitmap scans off: a table whose statistics predate its backlog (a
+//     burst enqueued since the last ANALYZE, or a new table) makes the
+//     planner think few rows are due, and it then picks a bitmap scan that
+//     reads every pending row and sorts them — work that grows with the
+//     backlog, on every claim. The due index already yields rows in claim
+//     order, so the index scan stops after LIMIT rows whatever the backlog.
+//   - Sequential scans off: pgx prepares the claim once per connection, and
+//     PostgreSQL soon plans it once for any values and keeps that plan until
+//     the table's statistics change. Planned while the table held a few
+//     rows, the update found its picked IDs by reading the whole table, on
+//     every claim as the table grew (in peerbench 15,000 rows a claim, and
+//     1 ms of server time became 18). With them off it looks them up by key
+//     (TestClaimPlannedOnAYoungTableStillUpdatesByKey). The small tables a
+//     claim reads (destinations, guards) are still read whole where no index
+//     serves, as before.
+//   - JIT off: a plan that still holds a sequential scan is costed past
+//     jit_above_cost once they are off, and PostgreSQL then compiles the
+//     claim with LLVM each time it runs it — about half a second a claim.
+//
+// claimPipelined sends the same settings.
 func (s *Store) claimPlanSettings(ctx context.Context, q querier) error {
 	if s.dialect != Postgres {
 		return nil
