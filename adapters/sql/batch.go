@@ -130,7 +130,7 @@ func (s *Store) withPgxConn(ctx context.Context, op string, fn func(*pgx.Conn) e
 
 // recordBatchPipeline sends the batch in one pipeline, which PostgreSQL
 // runs as one implicit transaction: one round trip and one commit. The
-// MarkDelivered writes (each delivery's first in the batch) go as one
+// plan settings come first (planSettings); the MarkDelivered writes (each delivery's first in the batch) go as one
 // statement for all of them (deliveredManyPostgres); every other write as
 // its own fenced statement; then the announcement of the earliest retry.
 // It fills errs for the writes their fence refused. The batch committed
@@ -155,6 +155,7 @@ func (s *Store) recordBatchPipeline(ctx context.Context, ops []*fencedOp, errs [
 	}
 	err := s.withPgxConn(ctx, "record batch", func(c *pgx.Conn) error {
 		b := &pgx.Batch{}
+		b.Queue(pgPlanSettings)
 		if len(many) > 0 {
 			query, args := s.deliveredManyPostgres(ops, many)
 			b.Queue(query, args...)
@@ -169,6 +170,10 @@ func (s *Store) recordBatchPipeline(ctx context.Context, ops []*fencedOp, errs [
 			b.Queue("SELECT pg_notify($1, $2)", s.dueChannel(), duePayload(due))
 		}
 		br := c.SendBatch(ctx, b)
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			return s.dbErr("record batch", err)
+		}
 		if len(many) > 0 {
 			if err := s.judgeDeliveredMany(br, ops, many, errs); err != nil {
 				_ = br.Close()
@@ -195,6 +200,9 @@ func (s *Store) recordBatchPipeline(ctx context.Context, ops []*fencedOp, errs [
 	if errors.Is(err, errNotPgx) {
 		// Another PostgreSQL driver: one transaction of single statements.
 		err = s.inTx(ctx, "record batch", func(q querier) error {
+			if err := s.planSettings(ctx, q, "record batch"); err != nil {
+				return err
+			}
 			for i, o := range ops {
 				if o == nil {
 					continue

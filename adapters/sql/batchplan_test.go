@@ -2,8 +2,11 @@ package hooksql
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -170,4 +173,190 @@ func arrayLiteral(t *testing.T, v any) string {
 	}
 	t.Fatalf("no literal for %T", v)
 	return ""
+}
+
+// A ledger write finds its record by key even when the server planned it
+// while the table was young, as a claim does
+// (TestClaimPlannedOnAYoungTableStillUpdatesByKey). Planned on three
+// records never analyzed, a retry's write (or a dead letter's, or any write
+// of a batch other than its MarkDelivered ones) found its row by reading
+// every pending record through the due index; planned after an ANALYZE of
+// those three, by reading the whole table, twice. Either way on every write
+// until the statistics change, in proportion to the backlog — the retries
+// of a burst to a failing destination.
+func TestLedgerWritePlannedOnAYoungTableFindsItsRowByKey(t *testing.T) {
+	b := backends[1]
+	require.Equal(t, Postgres, b.dialect)
+	b.skipUnlessConfigured(t)
+	attempt := hookrelay.Attempt{Number: 1, StartedAt: time.Unix(99, 0), FinishedAt: time.Unix(100, 0),
+		Kind: hookrelay.KindDelivered, Outcome: hookrelay.OutcomeRejected, StatusCode: 503}
+	retry, err := recordRetryOp(hookrelay.RecordRetryParams{ID: "whd_1", Lease: hookrelay.Lease{Token: 1, Holder: "w"},
+		Now: time.Unix(100, 0), NextAttemptAt: time.Unix(200, 0), NextAttempt: 2, Attempt: attempt})
+	require.NoError(t, err)
+	ops := make([]*fencedOp, 20)
+	idx := make([]int, len(ops))
+	for i := range ops {
+		o, err := markDeliveredOp(hookrelay.MarkDeliveredParams{ID: fmt.Sprintf("whd_%d", i), Lease: hookrelay.Lease{Token: 1, Holder: "w"},
+			Now: time.Unix(100, 0), Attempt: attempt})
+		require.NoError(t, err)
+		ops[i], idx[i] = &o, i
+	}
+	for _, analyzed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("analyzed=%v", analyzed), func(t *testing.T) {
+			t.Run("single write", func(t *testing.T) {
+				s := newStore(t, b, Options{})
+				query, args := s.fencedQueryPostgres(retry)
+				plan := planKeptFromAYoungTable(t, s, analyzed, query, args)
+				// The update, and the read of the record that says why a
+				// refused write was refused.
+				assert.Len(t, regexp.MustCompile(`Index Scan using `+s.prefix+`deliveries_pkey .*\n\s*Index Cond: \(id = \$\d+\)`).FindAllString(plan, -1), 2, plan)
+				assert.NotContains(t, plan, s.prefix+"deliveries_due", "reading every pending record on every write:\n%s", plan)
+				assert.NotContains(t, plan, "Seq Scan on "+s.prefix+"deliveries ", "reading the whole table on every write:\n%s", plan)
+				assert.NotContains(t, plan, "JIT", plan)
+			})
+			t.Run("delivered batch", func(t *testing.T) {
+				s := newStore(t, b, Options{})
+				query, args := s.deliveredManyPostgres(ops, idx)
+				plan := planKeptFromAYoungTable(t, s, analyzed, query, args)
+				assert.Contains(t, plan, s.prefix+"deliveries_pkey", plan)
+				assert.NotContains(t, plan, s.prefix+"deliveries_due", plan)
+				assert.NotContains(t, plan, "Seq Scan on "+s.prefix+"deliveries ", plan)
+				assert.NotContains(t, plan, "JIT", plan)
+			})
+		})
+	}
+}
+
+// statementLog records the statements a pgx connection sends, each with
+// the unit it was sent in: a pipeline (batch) or, outside one, the
+// connection's current transaction (BEGIN … COMMIT) or the statement alone.
+type statementLog struct {
+	mu    sync.Mutex
+	units [][]string
+	open  map[*pgx.Conn]int // the unit in progress on a connection, +1
+}
+
+func (l *statementLog) add(c *pgx.Conn, sql string, startUnit, endUnit bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.open == nil {
+		l.open = map[*pgx.Conn]int{}
+	}
+	if l.open[c] == 0 || startUnit {
+		l.units = append(l.units, nil)
+		l.open[c] = len(l.units)
+	}
+	u := l.open[c] - 1
+	if sql != "" {
+		l.units[u] = append(l.units[u], sql)
+	}
+	if endUnit {
+		l.open[c] = 0
+	}
+}
+
+func (l *statementLog) TraceQueryStart(ctx context.Context, c *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	word := strings.ToLower(strings.TrimSpace(d.SQL))
+	switch {
+	case strings.HasPrefix(word, "begin"):
+		l.add(c, d.SQL, true, false)
+	case strings.HasPrefix(word, "commit"), strings.HasPrefix(word, "rollback"):
+		l.add(c, d.SQL, false, true)
+	default:
+		l.mu.Lock()
+		inUnit := l.open[c] != 0
+		l.mu.Unlock()
+		l.add(c, d.SQL, false, !inUnit) // a statement alone is its own unit
+	}
+	return ctx
+}
+func (l *statementLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (l *statementLog) TraceBatchStart(ctx context.Context, c *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	l.add(c, "", true, false)
+	return ctx
+}
+func (l *statementLog) TraceBatchQuery(_ context.Context, c *pgx.Conn, d pgx.TraceBatchQueryData) {
+	l.add(c, d.SQL, false, false)
+}
+func (l *statementLog) TraceBatchEnd(_ context.Context, c *pgx.Conn, _ pgx.TraceBatchEndData) {
+	l.add(c, "", false, true)
+}
+
+// Every claim and every ledger write on PostgreSQL runs under the plan
+// settings (planSettings): sent first in its pipeline on pgx, first in its
+// transaction on another driver. The plan tests above check what the
+// settings do; this checks that the store sends them wherever it claims or
+// writes a record.
+func TestClaimsAndLedgerWritesRunUnderThePlanSettings(t *testing.T) {
+	b := backends[1]
+	require.Equal(t, Postgres, b.dialect)
+	b.skipUnlessConfigured(t)
+	for _, driverName := range []string{"pgx", "hookrelay-other-postgres"} {
+		t.Run(driverName, func(t *testing.T) {
+			ctx := context.Background()
+			cfg, err := pgx.ParseConfig(os.Getenv(b.envVar))
+			require.NoError(t, err)
+			log := &statementLog{}
+			cfg.Tracer = log
+			db, err := sql.Open(driverName, stdlib.RegisterConnConfig(cfg))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = db.Close() })
+			s, err := New(db, Options{Dialect: Postgres, TablePrefix: randomPrefix()})
+			require.NoError(t, err)
+			require.NoError(t, s.Migrate(ctx))
+			t.Cleanup(func() { dropTables(t, s) })
+			queueSpread(t, s, 6, 2)
+
+			claims, err := s.Claim(ctx, hookrelay.ClaimParams{Now: t0.Add(time.Hour), Limit: 6, LeaseFor: time.Minute, Holder: "w", DefaultDestinationRoom: 3})
+			require.NoError(t, err)
+			require.Len(t, claims, 6)
+			a := func(c hookrelay.Claim) hookrelay.Attempt {
+				return hookrelay.Attempt{Number: c.Delivery.Attempt, StartedAt: t0, FinishedAt: t0.Add(time.Second),
+					Kind: hookrelay.KindDelivered, Outcome: hookrelay.OutcomeAccepted, StatusCode: 204}
+			}
+			delivered := func(c hookrelay.Claim) *hookrelay.MarkDeliveredParams {
+				return &hookrelay.MarkDeliveredParams{ID: c.Delivery.ID, Lease: c.Lease, Now: t0.Add(time.Hour), Attempt: a(c)}
+			}
+			errs, err := s.RecordBatch(ctx, []hookrelay.LedgerWrite{
+				{Delivered: delivered(claims[0])}, {Delivered: delivered(claims[1])},
+				{DeadLetter: &hookrelay.RecordDeadLetterParams{ID: claims[2].Delivery.ID, Lease: claims[2].Lease, Reason: hookrelay.ReasonBadRequest, Now: t0.Add(time.Hour)}},
+			})
+			require.NoError(t, err)
+			require.Equal(t, []error{nil, nil, nil}, errs)
+			require.NoError(t, s.MarkDelivered(ctx, *delivered(claims[3])))
+			require.NoError(t, s.RecordRetry(ctx, hookrelay.RecordRetryParams{ID: claims[4].Delivery.ID, Lease: claims[4].Lease,
+				Now: t0.Add(time.Hour), NextAttemptAt: t0.Add(2 * time.Hour), NextAttempt: 2, Attempt: a(claims[4])}))
+			require.NoError(t, s.RecordDeadLetter(ctx, hookrelay.RecordDeadLetterParams{ID: claims[5].Delivery.ID, Lease: claims[5].Lease,
+				Reason: hookrelay.ReasonBadRequest, Now: t0.Add(time.Hour)}))
+
+			log.mu.Lock()
+			defer log.mu.Unlock()
+			kinds := map[string]int{}
+			for _, unit := range log.units {
+				for i, stmt := range unit {
+					kind := ""
+					switch {
+					case strings.HasPrefix(stmt, "WITH cand"):
+						kind = "claim"
+					case strings.HasPrefix(stmt, "WITH input"):
+						kind = "delivered batch"
+					case strings.HasPrefix(stmt, "WITH upd"):
+						kind = "single write"
+					default:
+						continue
+					}
+					kinds[kind]++
+					assert.True(t, slices.Contains(unit[:i], pgPlanSettings), "%s sent without the plan settings before it: %q", kind, unit)
+				}
+			}
+			// One claim; the batch's two MarkDelivered as one statement (on
+			// pgx; one each otherwise) and its dead letter; then three single
+			// writes.
+			want := map[string]int{"claim": 1, "delivered batch": 1, "single write": 4}
+			if driverName != "pgx" {
+				want = map[string]int{"claim": 1, "single write": 6}
+			}
+			assert.Equal(t, want, kinds)
+		})
+	}
 }

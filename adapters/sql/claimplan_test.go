@@ -49,7 +49,7 @@ func explainClaim(t *testing.T, s *Store, p hookrelay.ClaimParams) string {
 	}
 	var plan []string
 	require.NoError(t, s.inTx(ctx, "explain claim", func(q querier) error {
-		if err := s.claimPlanSettings(ctx, q); err != nil {
+		if err := s.planSettings(ctx, q, "explain claim"); err != nil {
 			return err
 		}
 		rows, err := q.QueryContext(ctx, explain+query, args...)
@@ -96,7 +96,7 @@ func explainGenericClaim(t *testing.T, s *Store, p hookrelay.ClaimParams) string
 	}
 	var plan []string
 	require.NoError(t, s.inTx(ctx, "explain generic claim", func(q querier) error {
-		if err := s.claimPlanSettings(ctx, q); err != nil {
+		if err := s.planSettings(ctx, q, "explain claim"); err != nil {
 			return err
 		}
 		for _, stmt := range []string{"SET LOCAL plan_cache_mode = force_generic_plan", "PREPARE generic_claim AS " + query} {
@@ -452,7 +452,7 @@ func TestClaimsUpdateRowsInPlace(t *testing.T) {
 	query, args := s.claimStatement(from, args, p, expires)
 	var claimed, updated, inPlace int
 	require.NoError(t, s.inTx(ctx, "claim", func(q querier) error {
-		if err := s.claimPlanSettings(ctx, q); err != nil {
+		if err := s.planSettings(ctx, q, "explain claim"); err != nil {
 			return err
 		}
 		rows, err := q.QueryContext(ctx, query, args...)
@@ -550,46 +550,79 @@ func TestClaimPlannedOnAYoungTableStillUpdatesByKey(t *testing.T) {
 	b := backends[1]
 	require.Equal(t, Postgres, b.dialect)
 	b.skipUnlessConfigured(t)
-	s := newStore(t, b, Options{})
-	ctx := context.Background()
-	queueSpread(t, s, 10, 10)
+	for _, analyzed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("analyzed=%v", analyzed), func(t *testing.T) {
+			s := newStore(t, b, Options{})
+			p := hookrelay.ClaimParams{Now: t0.Add(time.Hour), Limit: 50, LeaseFor: time.Minute, Holder: "test", DefaultDestinationRoom: 10}
+			from, args, expires := claimClauses(t, s, p)
+			query, args := s.claimStatement(from, args, p, expires)
+			plan := planKeptFromAYoungTable(t, s, analyzed, query, args)
+			assert.Regexp(t, `Index Scan using `+s.prefix+`deliveries_pkey .*\n\s*Index Cond: \(id = ANY`, plan,
+				"the update must look the picked IDs up by key")
+			assert.NotContains(t, plan, "Seq Scan on "+s.prefix+"deliveries ", "reading the whole table on every claim")
+			assert.NotContains(t, plan, "JIT", "compiling the claim with LLVM on every run")
+		})
+	}
+}
 
-	p := hookrelay.ClaimParams{Now: t0.Add(time.Hour), Limit: 50, LeaseFor: time.Minute, Holder: "test", DefaultDestinationRoom: 10}
-	from, args, expires := claimClauses(t, s, p)
-	query, args := s.claimStatement(from, args, p, expires)
+// planKeptFromAYoungTable returns the plan PostgreSQL runs for query on a
+// worker's connection that prepared it while the deliveries table held
+// three records (ANALYZEd then if analyzed, else never), after 3,000 more
+// arrived: the statement is prepared in one session, under the store's plan
+// settings, planned once for any values on the young table, and that plan
+// is kept (nothing tells the server the table grew) and explained again.
+func planKeptFromAYoungTable(t *testing.T, s *Store, analyzed bool, query string, args []any) string {
+	t.Helper()
+	ctx := context.Background()
+	queueSpread(t, s, 3, 3)
+	if analyzed {
+		_, err := s.db.ExecContext(ctx, s.q("ANALYZE {d}"))
+		require.NoError(t, err)
+	}
 	values := make([]string, len(args))
 	for i, a := range args {
-		switch v := a.(type) {
-		case string:
-			values[i] = "'" + strings.ReplaceAll(v, "'", "''") + "'"
-		default:
-			values[i] = fmt.Sprint(v)
-		}
+		values[i] = sqlLiteral(t, a)
 	}
-	// One session, as a worker's connection: the plan is made now, on ten
-	// rows, under the claim's settings, and kept.
 	conn, err := s.db.Conn(ctx)
 	require.NoError(t, err)
 	defer func() { _ = conn.Close() }()
+	// A prepared statement outlives the transaction: the session's own.
+	defer func() { _, _ = conn.ExecContext(ctx, "DEALLOCATE young_statement") }()
 	tx, err := conn.BeginTx(ctx, nil)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback() }()
-	require.NoError(t, s.claimPlanSettings(ctx, tx))
+	require.NoError(t, s.planSettings(ctx, tx, "test"))
 	_, err = tx.ExecContext(ctx, "SET LOCAL plan_cache_mode = force_generic_plan")
 	require.NoError(t, err)
-	_, err = tx.ExecContext(ctx, "PREPARE young_claim AS "+query)
+	_, err = tx.ExecContext(ctx, "PREPARE young_statement AS "+query)
 	require.NoError(t, err)
 	explain := func() string {
 		t.Helper()
-		return strings.Join(queryColumnOn[string](t, tx, "EXPLAIN EXECUTE young_claim("+strings.Join(values, ", ")+")"), "\n")
+		return strings.Join(queryColumnOn[string](t, tx, "EXPLAIN EXECUTE young_statement("+strings.Join(values, ", ")+")"), "\n")
 	}
-	explain() // planned here, on the young table
-
+	young := explain()
 	// The burst arrives (another connection); the kept plan is used again.
-	queueSpread(t, s, 3000, 10)
-	plan := explain()
-	assert.Regexp(t, `Index Scan using `+s.prefix+`deliveries_pkey .*\n\s*Index Cond: \(id = ANY`, plan,
-		"the update must look the picked IDs up by key")
-	assert.NotContains(t, plan, "Seq Scan on "+s.prefix+"deliveries ", "reading the whole table on every claim")
-	assert.NotContains(t, plan, "JIT", "compiling the claim with LLVM on every run")
+	ds := make([]hookrelay.Delivery, 0, 3000)
+	for i := range 3000 {
+		ds = append(ds, newDelivery(fmt.Sprintf("evt_burst_%d", i), fmt.Sprintf("dest_%d", i%10), t0.Add(time.Duration(i))))
+	}
+	_, err = s.Create(ctx, ds)
+	require.NoError(t, err)
+	grown := explain()
+	require.Equal(t, young, grown, "the plan made on the young table is the one kept")
+	return grown
+}
+
+// sqlLiteral is v as a PostgreSQL literal, for EXPLAIN EXECUTE.
+func sqlLiteral(t *testing.T, v any) string {
+	t.Helper()
+	switch v := v.(type) {
+	case nil:
+		return "NULL"
+	case string:
+		return "'" + strings.ReplaceAll(v, "'", "''") + "'"
+	case int, int64, int32:
+		return fmt.Sprint(v)
+	}
+	return arrayLiteral(t, v)
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/hookrelay/hookrelay"
 )
 
@@ -418,9 +420,46 @@ func (a *attemptRow) args() []any {
 // fencedWrite runs one ledger write in a transaction of its own.
 func (s *Store) fencedWrite(ctx context.Context, o fencedOp) error {
 	if s.dialect == Postgres {
+		// The plan settings and the write as one pipeline (one round trip,
+		// one implicit transaction), or one transaction on another driver.
 		query, args := s.fencedQueryPostgres(o)
 		var r fenceRead
-		err := s.db.QueryRowContext(ctx, query, args...).Scan(&r.state, &r.token, &r.attempt, &r.ended, &r.written)
+		var err error
+		pipeErr := s.withPgxConn(ctx, o.op, func(c *pgx.Conn) error {
+			b := &pgx.Batch{}
+			b.Queue(pgPlanSettings)
+			b.Queue(query, args...)
+			br := c.SendBatch(ctx, b)
+			if _, err := br.Exec(); err != nil {
+				_ = br.Close()
+				return s.dbErr(o.op, err)
+			}
+			err = br.QueryRow().Scan(&r.state, &r.token, &r.attempt, &r.ended, &r.written)
+			cerr := br.Close()
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return s.dbErr(o.op+" "+o.f.id, err)
+			}
+			if cerr != nil {
+				return s.dbErr(o.op+": commit", cerr)
+			}
+			return nil
+		})
+		if errors.Is(pipeErr, errNotPgx) {
+			pipeErr = s.inTx(ctx, o.op, func(q querier) error {
+				if err := s.planSettings(ctx, q, o.op); err != nil {
+					return err
+				}
+				err = q.QueryRowContext(ctx, query, args...).Scan(&r.state, &r.token, &r.attempt, &r.ended, &r.written)
+				if err != nil && !errors.Is(err, sql.ErrNoRows) {
+					return s.dbErr(o.op+" "+o.f.id, err)
+				}
+				return nil
+			})
+		}
+		if pipeErr != nil {
+			return pipeErr
+		}
+		// err is nil or no such record here.
 		return s.rejudge(ctx, o, s.judgePostgres(o, r, err))
 	}
 	return s.inTx(ctx, o.op, func(q querier) error { return s.applyFenced(ctx, q, o) })
@@ -456,7 +495,7 @@ func (s *Store) fencedQueryPostgres(o fencedOp) (string, []any) {
 	f := o.f
 	args := append(slices.Clone(o.setArgs()), f.id, f.lease.Token, f.attempt, f.attempt)
 	query := "WITH upd AS (UPDATE {d} SET " + o.set + " WHERE id = ? AND lease_token = CAST(? AS BIGINT)" +
-		" AND lease_token <> 0 AND state = 'pending' AND lease_expires_at IS NOT NULL" +
+		" AND lease_token <> 0 AND (state = 'pending') IS TRUE AND lease_expires_at IS NOT NULL" +
 		" AND (CAST(? AS INTEGER) = 0 OR attempt = CAST(? AS INTEGER)) RETURNING id)"
 	if o.hasAttempt {
 		// Parameters in a SELECT list have no type to infer: cast each.

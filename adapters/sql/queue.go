@@ -465,7 +465,7 @@ func (s *Store) claimInOneStatement(ctx context.Context, from string, args []any
 	}
 	if errors.Is(err, errNotPgx) {
 		err = s.inTx(ctx, "claim", func(q querier) error {
-			if err := s.claimPlanSettings(ctx, q); err != nil {
+			if err := s.planSettings(ctx, q, "claim"); err != nil {
 				return err
 			}
 			query, args := query, args
@@ -515,16 +515,17 @@ func (s *Store) claimInOneStatement(ctx context.Context, from string, args []any
 	return claims, nil
 }
 
-// pgClaimSetting is the claim's plan settings on PostgreSQL
-// (claimPlanSettings), for the current transaction only. It is set_config,
-// not SET LOCAL: in a pipeline's implicit transaction PostgreSQL applies
-// SET LOCAL too, but answers it with a warning ("SET LOCAL can only be used
-// in transaction blocks") in the server's log, on every claim.
-const pgClaimSetting = "SELECT set_config('enable_bitmapscan', 'off', true)," +
+// pgPlanSettings are the plan settings of a claim's or a ledger write's
+// transaction on PostgreSQL (planSettings), for that transaction only. It
+// is set_config, not SET LOCAL: in a pipeline's implicit transaction
+// PostgreSQL applies SET LOCAL too, but answers it with a warning ("SET
+// LOCAL can only be used in transaction blocks") in the server's log, on
+// every claim.
+const pgPlanSettings = "SELECT set_config('enable_bitmapscan', 'off', true)," +
 	" set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true)"
 
 // claimPipelined runs a claim on PostgreSQL as one pipeline — the plan
-// setting (claimPlanSettings) and the claim statement in one implicit
+// setting (planSettings) and the claim statement in one implicit
 // transaction — so a claim costs one round trip instead of four (begin,
 // setting, statement, commit). On a busy machine each round trip is also a
 // wait for the scheduler, and the claim is the worker's one serial step.
@@ -533,7 +534,7 @@ const pgClaimSetting = "SELECT set_config('enable_bitmapscan', 'off', true)," +
 func (s *Store) claimPipelined(ctx context.Context, query string, args []any, read func(pgx.Rows) error) error {
 	return s.withPgxConn(ctx, "claim", func(c *pgx.Conn) error {
 		b := &pgx.Batch{}
-		b.Queue(pgClaimSetting)
+		b.Queue(pgPlanSettings)
 		b.Queue(query, args...)
 		br := c.SendBatch(ctx, b)
 		if _, err := br.Exec(); err != nil {
@@ -557,8 +558,9 @@ func (s *Store) claimPipelined(ctx context.Context, query string, args []any, re
 	})
 }
 
-// claimPlanSettings steers the claim's plan within its transaction, so
-// that it does not depend on the table's statistics. On PostgreSQL:
+// planSettings steers the plans of a claim's or a ledger write's
+// transaction, so that they do not depend on the table's statistics. On
+// PostgreSQL:
 //
 //   - Bitmap scans off: a table whose statistics predate its backlog (a
 //     burst enqueued since the last ANALYZE, or a new table) makes the
@@ -566,26 +568,29 @@ func (s *Store) claimPipelined(ctx context.Context, query string, args []any, re
 //     reads every pending row and sorts them — work that grows with the
 //     backlog, on every claim. The due index already yields rows in claim
 //     order, so the index scan stops after LIMIT rows whatever the backlog.
-//   - Sequential scans off: pgx prepares the claim once per connection, and
-//     PostgreSQL soon plans it once for any values and keeps that plan until
-//     the table's statistics change. Planned while the table held a few
-//     rows, the update found its picked IDs by reading the whole table, on
-//     every claim as the table grew (in peerbench 15,000 rows a claim, and
-//     1 ms of server time became 18). With them off it looks them up by key
-//     (TestClaimPlannedOnAYoungTableStillUpdatesByKey). The small tables a
-//     claim reads (destinations, guards) are still read whole where no index
-//     serves, as before.
+//   - Sequential scans off: pgx prepares each statement once per
+//     connection, and PostgreSQL soon plans it once for any values and keeps
+//     that plan until the table's statistics change. Planned while the table
+//     held a few rows, the claim's update found its picked IDs by reading
+//     the whole table, and a ledger write its one row, every time, as the
+//     table grew (in peerbench 15,000 rows a claim, and 1 ms of server time
+//     became 18). With them off both look their rows up by key
+//     (TestClaimPlannedOnAYoungTableStillUpdatesByKey,
+//     TestLedgerWritePlannedOnAYoungTableFindsItsRowByKey). The small tables
+//     a claim reads (destinations, guards) are still read whole where no
+//     index serves, as before.
 //   - JIT off: a plan that still holds a sequential scan is costed past
 //     jit_above_cost once they are off, and PostgreSQL then compiles the
-//     claim with LLVM each time it runs it — about half a second a claim.
+//     statement with LLVM each time it runs it — about half a second a
+//     claim.
 //
-// claimPipelined sends the same settings.
-func (s *Store) claimPlanSettings(ctx context.Context, q querier) error {
+// claimPipelined and the ledger writes' pipelines send the same settings.
+func (s *Store) planSettings(ctx context.Context, q querier, op string) error {
 	if s.dialect != Postgres {
 		return nil
 	}
-	if _, err := q.ExecContext(ctx, pgClaimSetting); err != nil {
-		return s.dbErr("claim", err)
+	if _, err := q.ExecContext(ctx, pgPlanSettings); err != nil {
+		return s.dbErr(op, err)
 	}
 	return nil
 }
