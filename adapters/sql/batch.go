@@ -155,7 +155,7 @@ func (s *Store) recordBatchPipeline(ctx context.Context, ops []*fencedOp, errs [
 	}
 	err := s.withPgxConn(ctx, "record batch", func(c *pgx.Conn) error {
 		b := &pgx.Batch{}
-		b.Queue(pgPlanSettings)
+		b.Queue(pgWriteSettings)
 		if len(many) > 0 {
 			query, args := s.deliveredManyPostgres(ops, many)
 			b.Queue(query, args...)
@@ -200,7 +200,7 @@ func (s *Store) recordBatchPipeline(ctx context.Context, ops []*fencedOp, errs [
 	if errors.Is(err, errNotPgx) {
 		// Another PostgreSQL driver: one transaction of single statements.
 		err = s.inTx(ctx, "record batch", func(q querier) error {
-			if err := s.planSettings(ctx, q, "record batch"); err != nil {
+			if err := s.planSettings(ctx, q, pgWriteSettings, "record batch"); err != nil {
 				return err
 			}
 			for i, o := range ops {

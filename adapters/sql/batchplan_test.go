@@ -206,7 +206,7 @@ func TestLedgerWritePlannedOnAYoungTableFindsItsRowByKey(t *testing.T) {
 			t.Run("single write", func(t *testing.T) {
 				s := newStore(t, b, Options{})
 				query, args := s.fencedQueryPostgres(retry)
-				plan := planKeptFromAYoungTable(t, s, analyzed, query, args)
+				plan := planKeptFromAYoungTable(t, s, analyzed, pgWriteSettings, query, args)
 				// The update, and the read of the record that says why a
 				// refused write was refused.
 				assert.Len(t, regexp.MustCompile(`Index Scan using `+s.prefix+`deliveries_pkey .*\n\s*Index Cond: \(id = \$\d+\)`).FindAllString(plan, -1), 2, plan)
@@ -217,7 +217,7 @@ func TestLedgerWritePlannedOnAYoungTableFindsItsRowByKey(t *testing.T) {
 			t.Run("delivered batch", func(t *testing.T) {
 				s := newStore(t, b, Options{})
 				query, args := s.deliveredManyPostgres(ops, idx)
-				plan := planKeptFromAYoungTable(t, s, analyzed, query, args)
+				plan := planKeptFromAYoungTable(t, s, analyzed, pgWriteSettings, query, args)
 				assert.Contains(t, plan, s.prefix+"deliveries_pkey", plan)
 				assert.NotContains(t, plan, s.prefix+"deliveries_due", plan)
 				assert.NotContains(t, plan, "Seq Scan on "+s.prefix+"deliveries ", plan)
@@ -334,10 +334,10 @@ func TestClaimsAndLedgerWritesRunUnderThePlanSettings(t *testing.T) {
 			kinds := map[string]int{}
 			for _, unit := range log.units {
 				for i, stmt := range unit {
-					kind := ""
+					kind, settings := "", pgWriteSettings
 					switch {
 					case strings.HasPrefix(stmt, "WITH cand"):
-						kind = "claim"
+						kind, settings = "claim", pgClaimSettings
 					case strings.HasPrefix(stmt, "WITH input"):
 						kind = "delivered batch"
 					case strings.HasPrefix(stmt, "WITH upd"):
@@ -346,7 +346,7 @@ func TestClaimsAndLedgerWritesRunUnderThePlanSettings(t *testing.T) {
 						continue
 					}
 					kinds[kind]++
-					assert.True(t, slices.Contains(unit[:i], pgPlanSettings), "%s sent without the plan settings before it: %q", kind, unit)
+					assert.True(t, slices.Contains(unit[:i], settings), "%s sent without its plan settings before it: %q", kind, unit)
 				}
 			}
 			// One claim; the batch's two MarkDelivered as one statement (on

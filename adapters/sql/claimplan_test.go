@@ -49,7 +49,7 @@ func explainClaim(t *testing.T, s *Store, p hookrelay.ClaimParams) string {
 	}
 	var plan []string
 	require.NoError(t, s.inTx(ctx, "explain claim", func(q querier) error {
-		if err := s.planSettings(ctx, q, "explain claim"); err != nil {
+		if err := s.planSettings(ctx, q, pgClaimSettings, "explain claim"); err != nil {
 			return err
 		}
 		rows, err := q.QueryContext(ctx, explain+query, args...)
@@ -96,7 +96,7 @@ func explainGenericClaim(t *testing.T, s *Store, p hookrelay.ClaimParams) string
 	}
 	var plan []string
 	require.NoError(t, s.inTx(ctx, "explain generic claim", func(q querier) error {
-		if err := s.planSettings(ctx, q, "explain claim"); err != nil {
+		if err := s.planSettings(ctx, q, pgClaimSettings, "explain claim"); err != nil {
 			return err
 		}
 		for _, stmt := range []string{"SET LOCAL plan_cache_mode = force_generic_plan", "PREPARE generic_claim AS " + query} {
@@ -452,7 +452,7 @@ func TestClaimsUpdateRowsInPlace(t *testing.T) {
 	query, args := s.claimStatement(from, args, p, expires)
 	var claimed, updated, inPlace int
 	require.NoError(t, s.inTx(ctx, "claim", func(q querier) error {
-		if err := s.planSettings(ctx, q, "explain claim"); err != nil {
+		if err := s.planSettings(ctx, q, pgClaimSettings, "explain claim"); err != nil {
 			return err
 		}
 		rows, err := q.QueryContext(ctx, query, args...)
@@ -556,7 +556,7 @@ func TestClaimPlannedOnAYoungTableStillUpdatesByKey(t *testing.T) {
 			p := hookrelay.ClaimParams{Now: t0.Add(time.Hour), Limit: 50, LeaseFor: time.Minute, Holder: "test", DefaultDestinationRoom: 10}
 			from, args, expires := claimClauses(t, s, p)
 			query, args := s.claimStatement(from, args, p, expires)
-			plan := planKeptFromAYoungTable(t, s, analyzed, query, args)
+			plan := planKeptFromAYoungTable(t, s, analyzed, pgClaimSettings, query, args)
 			assert.Regexp(t, `Index Scan using `+s.prefix+`deliveries_pkey .*\n\s*Index Cond: \(id = ANY`, plan,
 				"the update must look the picked IDs up by key")
 			assert.NotContains(t, plan, "Seq Scan on "+s.prefix+"deliveries ", "reading the whole table on every claim")
@@ -568,10 +568,10 @@ func TestClaimPlannedOnAYoungTableStillUpdatesByKey(t *testing.T) {
 // planKeptFromAYoungTable returns the plan PostgreSQL runs for query on a
 // worker's connection that prepared it while the deliveries table held
 // three records (ANALYZEd then if analyzed, else never), after 3,000 more
-// arrived: the statement is prepared in one session, under the store's plan
-// settings, planned once for any values on the young table, and that plan
+// arrived: the statement is prepared in one session, under the plan
+// settings given, planned once for any values on the young table, and that plan
 // is kept (nothing tells the server the table grew) and explained again.
-func planKeptFromAYoungTable(t *testing.T, s *Store, analyzed bool, query string, args []any) string {
+func planKeptFromAYoungTable(t *testing.T, s *Store, analyzed bool, settings, query string, args []any) string {
 	t.Helper()
 	ctx := context.Background()
 	queueSpread(t, s, 3, 3)
@@ -591,7 +591,7 @@ func planKeptFromAYoungTable(t *testing.T, s *Store, analyzed bool, query string
 	tx, err := conn.BeginTx(ctx, nil)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback() }()
-	require.NoError(t, s.planSettings(ctx, tx, "test"))
+	require.NoError(t, s.planSettings(ctx, tx, settings, "test"))
 	_, err = tx.ExecContext(ctx, "SET LOCAL plan_cache_mode = force_generic_plan")
 	require.NoError(t, err)
 	_, err = tx.ExecContext(ctx, "PREPARE young_statement AS "+query)

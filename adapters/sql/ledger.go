@@ -427,7 +427,7 @@ func (s *Store) fencedWrite(ctx context.Context, o fencedOp) error {
 		var err error
 		pipeErr := s.withPgxConn(ctx, o.op, func(c *pgx.Conn) error {
 			b := &pgx.Batch{}
-			b.Queue(pgPlanSettings)
+			b.Queue(pgWriteSettings)
 			b.Queue(query, args...)
 			br := c.SendBatch(ctx, b)
 			if _, err := br.Exec(); err != nil {
@@ -446,7 +446,7 @@ func (s *Store) fencedWrite(ctx context.Context, o fencedOp) error {
 		})
 		if errors.Is(pipeErr, errNotPgx) {
 			pipeErr = s.inTx(ctx, o.op, func(q querier) error {
-				if err := s.planSettings(ctx, q, o.op); err != nil {
+				if err := s.planSettings(ctx, q, pgWriteSettings, o.op); err != nil {
 					return err
 				}
 				err = q.QueryRowContext(ctx, query, args...).Scan(&r.state, &r.token, &r.attempt, &r.ended, &r.written)
