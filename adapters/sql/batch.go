@@ -154,25 +154,23 @@ func (s *Store) recordBatchPipeline(ctx context.Context, ops []*fencedOp, errs [
 		inMany[i] = true
 	}
 	err := s.withPgxConn(ctx, "record batch", func(c *pgx.Conn) error {
-		b := &pgx.Batch{}
-		b.Queue(pgWriteSettings)
-		if len(many) > 0 {
-			query, args := s.deliveredManyPostgres(ops, many)
-			b.Queue(query, args...)
-		}
-		for i, o := range ops {
-			if o != nil && !inMany[i] {
-				query, args := s.fencedQueryPostgres(*o)
+		br, err := s.sendWithSettings(ctx, c, pgWriteSettings, "record batch", func(b *pgx.Batch) {
+			if len(many) > 0 {
+				query, args := s.deliveredManyPostgres(ops, many)
 				b.Queue(query, args...)
 			}
-		}
-		if !due.IsZero() {
-			b.Queue("SELECT pg_notify($1, $2)", s.dueChannel(), duePayload(due))
-		}
-		br := c.SendBatch(ctx, b)
-		if _, err := br.Exec(); err != nil {
-			_ = br.Close()
-			return s.dbErr("record batch", err)
+			for i, o := range ops {
+				if o != nil && !inMany[i] {
+					query, args := s.fencedQueryPostgres(*o)
+					b.Queue(query, args...)
+				}
+			}
+			if !due.IsZero() {
+				b.Queue("SELECT pg_notify($1, $2)", s.dueChannel(), duePayload(due))
+			}
+		})
+		if err != nil {
+			return err
 		}
 		if len(many) > 0 {
 			if err := s.judgeDeliveredMany(br, ops, many, errs); err != nil {

@@ -426,13 +426,9 @@ func (s *Store) fencedWrite(ctx context.Context, o fencedOp) error {
 		var r fenceRead
 		var err error
 		pipeErr := s.withPgxConn(ctx, o.op, func(c *pgx.Conn) error {
-			b := &pgx.Batch{}
-			b.Queue(pgWriteSettings)
-			b.Queue(query, args...)
-			br := c.SendBatch(ctx, b)
-			if _, err := br.Exec(); err != nil {
-				_ = br.Close()
-				return s.dbErr(o.op, err)
+			br, perr := s.sendWithSettings(ctx, c, pgWriteSettings, o.op, func(b *pgx.Batch) { b.Queue(query, args...) })
+			if perr != nil {
+				return perr
 			}
 			err = br.QueryRow().Scan(&r.state, &r.token, &r.attempt, &r.ended, &r.written)
 			cerr := br.Close()

@@ -536,13 +536,9 @@ const (
 // the claim has committed anyway and its leases run out unused.
 func (s *Store) claimPipelined(ctx context.Context, query string, args []any, read func(pgx.Rows) error) error {
 	return s.withPgxConn(ctx, "claim", func(c *pgx.Conn) error {
-		b := &pgx.Batch{}
-		b.Queue(pgClaimSettings)
-		b.Queue(query, args...)
-		br := c.SendBatch(ctx, b)
-		if _, err := br.Exec(); err != nil {
-			_ = br.Close()
-			return s.dbErr("claim", err)
+		br, err := s.sendWithSettings(ctx, c, pgClaimSettings, "claim", func(b *pgx.Batch) { b.Queue(query, args...) })
+		if err != nil {
+			return err
 		}
 		rows, err := br.Query()
 		if err != nil {
@@ -559,6 +555,21 @@ func (s *Store) claimPipelined(ctx context.Context, query string, args []any, re
 		}
 		return err
 	})
+}
+
+// sendWithSettings sends settings and then what queue adds as one pipeline
+// on c, and reads the settings' result: the caller reads the rest and
+// closes the results. On error the results are closed already.
+func (s *Store) sendWithSettings(ctx context.Context, c *pgx.Conn, settings, op string, queue func(*pgx.Batch)) (pgx.BatchResults, error) {
+	b := &pgx.Batch{}
+	b.Queue(settings)
+	queue(b)
+	br := c.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close()
+		return nil, s.dbErr(op, err)
+	}
+	return br, nil
 }
 
 // planSettings steers the plans of a claim's or a ledger write's
