@@ -130,9 +130,10 @@ func (s *Store) withPgxConn(ctx context.Context, op string, fn func(*pgx.Conn) e
 
 // recordBatchPipeline sends the batch in one pipeline, which PostgreSQL
 // runs as one implicit transaction: one round trip and one commit. The
-// plan settings come first (planSettings); the MarkDelivered writes (each delivery's first in the batch) go as one
-// statement for all of them (deliveredManyPostgres); every other write as
-// its own fenced statement; then the announcement of the earliest retry.
+// plan settings come first (planSettings); the MarkDelivered writes (each
+// delivery's first in the batch) go as one statement for all of them
+// (deliveredManyPostgres); every other write as its own fenced statement;
+// then the announcement of the earliest retry.
 // It fills errs for the writes their fence refused. The batch committed
 // only when the pipeline's end (Close) reports no error.
 func (s *Store) recordBatchPipeline(ctx context.Context, ops []*fencedOp, errs []error, due time.Time) error {
