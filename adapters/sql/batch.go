@@ -98,6 +98,49 @@ type pgxConn interface{ Conn() *pgx.Conn }
 // errNotPgx: the *sql.DB was not opened with the pgx stdlib driver.
 var errNotPgx = errors.New("hooksql: the PostgreSQL connection is not a pgx stdlib connection")
 
+// rowWithSettings runs one statement that returns one row on PostgreSQL
+// under the plan settings given, in a transaction of its own, and scans
+// the row into dest: through pgx as one pipeline (the settings, then
+// pgxQuery with pgxArgs: one round trip), through another driver as a
+// transaction of the settings and sqlQuery with sqlArgs (pgx can send
+// arguments, such as typed slices, that another driver cannot). A
+// statement that returns no row gives sql.ErrNoRows as it is; any other
+// failure is a database error named after op.
+func (s *Store) rowWithSettings(ctx context.Context, settings, op, pgxQuery string, pgxArgs []any, sqlQuery string, sqlArgs []any, dest ...any) error {
+	var scanErr error
+	err := s.withPgxConn(ctx, op, func(c *pgx.Conn) error {
+		br, err := s.sendWithSettings(ctx, c, settings, op, func(b *pgx.Batch) { b.Queue(pgxQuery, pgxArgs...) })
+		if err != nil {
+			return err
+		}
+		scanErr = br.QueryRow().Scan(dest...)
+		cerr := br.Close()
+		if scanErr != nil && !errors.Is(scanErr, sql.ErrNoRows) {
+			return s.dbErr(op, scanErr)
+		}
+		if cerr != nil {
+			return s.dbErr(op+": commit", cerr)
+		}
+		return nil
+	})
+	if errors.Is(err, errNotPgx) {
+		err = s.inTx(ctx, op, func(q querier) error {
+			if err := s.planSettings(ctx, q, settings, op); err != nil {
+				return err
+			}
+			scanErr = q.QueryRowContext(ctx, sqlQuery, sqlArgs...).Scan(dest...)
+			if scanErr != nil && !errors.Is(scanErr, sql.ErrNoRows) {
+				return s.dbErr(op, scanErr)
+			}
+			return nil
+		})
+	}
+	if err != nil {
+		return err
+	}
+	return scanErr
+}
+
 // withPgxConn runs fn on a pooled connection's *pgx.Conn. When the pool's
 // driver is not pgx's stdlib, it returns errNotPgx without calling fn.
 func (s *Store) withPgxConn(ctx context.Context, op string, fn func(*pgx.Conn) error) error {

@@ -175,9 +175,11 @@ func arrayLiteral(t *testing.T, v any) string {
 	return ""
 }
 
-// A ledger write finds its record by key even when the server planned it
-// while the table was young, as a claim does
-// (TestClaimPlannedOnAYoungTableStillUpdatesByKey). Planned on three
+// A ledger write, and Enqueue's check that every record exists, find their
+// records by key even when the server planned them while the table was
+// young, as a claim does (TestClaimPlannedOnAYoungTableStillUpdatesByKey).
+// Planned on three records, Enqueue's check read the whole table for every
+// chunk of IDs enqueued. Planned on three
 // records never analyzed, a retry's write (or a dead letter's, or any write
 // of a batch other than its MarkDelivered ones) found its row by reading
 // every pending record through the due index; planned after an ANALYZE of
@@ -212,6 +214,15 @@ func TestLedgerWritePlannedOnAYoungTableFindsItsRowByKey(t *testing.T) {
 				assert.Len(t, regexp.MustCompile(`Index Scan using `+s.prefix+`deliveries_pkey .*\n\s*Index Cond: \(id = \$\d+\)`).FindAllString(plan, -1), 2, plan)
 				assert.NotContains(t, plan, s.prefix+"deliveries_due", "reading every pending record on every write:\n%s", plan)
 				assert.NotContains(t, plan, "Seq Scan on "+s.prefix+"deliveries ", "reading the whole table on every write:\n%s", plan)
+				assert.NotContains(t, plan, "JIT", plan)
+			})
+			t.Run("enqueue check", func(t *testing.T) {
+				s := newStore(t, b, Options{})
+				plan := planKeptFromAYoungTable(t, s, analyzed, pgWriteSettings, s.enqueueCheckPostgres(),
+					[]any{[]string{"whd_1", "whd_2", "whd_3"}})
+				// By key: an index scan, or a bitmap of the key's entries.
+				assert.Regexp(t, `Index (Only )?Scan (using|on) `+s.prefix+`deliveries_pkey .*\n\s*Index Cond: \(id = ANY`, plan)
+				assert.NotContains(t, plan, "Seq Scan on "+s.prefix+"deliveries ", "reading the whole table on every enqueue:\n%s", plan)
 				assert.NotContains(t, plan, "JIT", plan)
 			})
 			t.Run("delivered batch", func(t *testing.T) {
@@ -282,8 +293,8 @@ func (l *statementLog) TraceBatchEnd(_ context.Context, c *pgx.Conn, _ pgx.Trace
 	l.add(c, "", false, true)
 }
 
-// Every claim and every ledger write on PostgreSQL runs under the plan
-// settings (planSettings): sent first in its pipeline on pgx, first in its
+// Every claim, every ledger write and Enqueue's check on PostgreSQL run
+// under the plan settings (planSettings): sent first in its pipeline on pgx, first in its
 // transaction on another driver. The plan tests above check what the
 // settings do; this checks that the store sends them wherever it claims or
 // writes a record.
@@ -306,6 +317,11 @@ func TestClaimsAndLedgerWritesRunUnderThePlanSettings(t *testing.T) {
 			require.NoError(t, s.Migrate(ctx))
 			t.Cleanup(func() { dropTables(t, s) })
 			queueSpread(t, s, 6, 2)
+			queued := make([]hookrelay.Delivery, 6) // as queueSpread made them
+			for i := range queued {
+				queued[i] = newDelivery(fmt.Sprintf("evt_%d", i), fmt.Sprintf("dest_%d", i%2), t0)
+			}
+			require.NoError(t, s.Enqueue(ctx, queued))
 
 			claims, err := s.Claim(ctx, hookrelay.ClaimParams{Now: t0.Add(time.Hour), Limit: 6, LeaseFor: time.Minute, Holder: "w", DefaultDestinationRoom: 3})
 			require.NoError(t, err)
@@ -342,6 +358,8 @@ func TestClaimsAndLedgerWritesRunUnderThePlanSettings(t *testing.T) {
 						kind = "delivered batch"
 					case strings.HasPrefix(stmt, "WITH upd"):
 						kind = "single write"
+					case strings.HasPrefix(stmt, "SELECT COUNT(*) FROM "+s.prefix+"deliveries WHERE id"):
+						kind = "enqueue check"
 					default:
 						continue
 					}
@@ -352,9 +370,9 @@ func TestClaimsAndLedgerWritesRunUnderThePlanSettings(t *testing.T) {
 			// One claim; the batch's two MarkDelivered as one statement (on
 			// pgx; one each otherwise) and its dead letter; then three single
 			// writes.
-			want := map[string]int{"claim": 1, "delivered batch": 1, "single write": 4}
+			want := map[string]int{"enqueue check": 1, "claim": 1, "delivered batch": 1, "single write": 4}
 			if driverName != "pgx" {
-				want = map[string]int{"claim": 1, "single write": 6}
+				want = map[string]int{"enqueue check": 1, "claim": 1, "single write": 6}
 			}
 			assert.Equal(t, want, kinds)
 		})

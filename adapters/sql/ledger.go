@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/hookrelay/hookrelay"
 )
 
@@ -424,36 +422,10 @@ func (s *Store) fencedWrite(ctx context.Context, o fencedOp) error {
 		// one implicit transaction), or one transaction on another driver.
 		query, args := s.fencedQueryPostgres(o)
 		var r fenceRead
-		var err error
-		pipeErr := s.withPgxConn(ctx, o.op, func(c *pgx.Conn) error {
-			br, perr := s.sendWithSettings(ctx, c, pgWriteSettings, o.op, func(b *pgx.Batch) { b.Queue(query, args...) })
-			if perr != nil {
-				return perr
-			}
-			err = br.QueryRow().Scan(&r.state, &r.token, &r.attempt, &r.ended, &r.written)
-			cerr := br.Close()
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return s.dbErr(o.op+" "+o.f.id, err)
-			}
-			if cerr != nil {
-				return s.dbErr(o.op+": commit", cerr)
-			}
-			return nil
-		})
-		if errors.Is(pipeErr, errNotPgx) {
-			pipeErr = s.inTx(ctx, o.op, func(q querier) error {
-				if err := s.planSettings(ctx, q, pgWriteSettings, o.op); err != nil {
-					return err
-				}
-				err = q.QueryRowContext(ctx, query, args...).Scan(&r.state, &r.token, &r.attempt, &r.ended, &r.written)
-				if err != nil && !errors.Is(err, sql.ErrNoRows) {
-					return s.dbErr(o.op+" "+o.f.id, err)
-				}
-				return nil
-			})
-		}
-		if pipeErr != nil {
-			return pipeErr
+		err := s.rowWithSettings(ctx, pgWriteSettings, o.op+" "+o.f.id, query, args, query, args,
+			&r.state, &r.token, &r.attempt, &r.ended, &r.written)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
 		}
 		// err is nil or no such record here.
 		return s.rejudge(ctx, o, s.judgePostgres(o, r, err))

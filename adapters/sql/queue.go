@@ -19,6 +19,12 @@ import (
 	"github.com/hookrelay/hookrelay"
 )
 
+// enqueueCheckPostgres is Enqueue's check on PostgreSQL through pgx: how
+// many of the IDs (one array) have a record.
+func (s *Store) enqueueCheckPostgres() string {
+	return s.q("SELECT COUNT(*) FROM {d} WHERE id = ANY(CAST(? AS TEXT[]))")
+}
+
 // ReasonUndecodable is the dead-letter reason of a stored record that a
 // claim found but could not decode (edited by hand or corrupted): it is
 // moved to the dead-letter path for an operator instead of blocking the
@@ -43,8 +49,23 @@ func (s *Store) Enqueue(ctx context.Context, deliveries []hookrelay.Delivery) er
 			args[i] = id
 		}
 		var n int
-		if err := s.db.QueryRowContext(ctx, s.q("SELECT COUNT(*) FROM {d} WHERE id IN ("+placeholders(len(chunk))+")"), args...).Scan(&n); err != nil {
-			return s.dbErr("enqueue", err)
+		query := s.q("SELECT COUNT(*) FROM {d} WHERE id IN (" + placeholders(len(chunk)) + ")")
+		var err error
+		if s.dialect == Postgres {
+			// Under the plan settings: a plan kept from a young table read
+			// the whole table for every chunk (planSettings). Through pgx
+			// the IDs go as one array, so the text is the same whatever
+			// the chunk's length: one prepared statement, not one per
+			// length.
+			err = s.rowWithSettings(ctx, pgWriteSettings, "enqueue", s.enqueueCheckPostgres(), []any{chunk}, query, args, &n)
+		} else {
+			err = s.db.QueryRowContext(ctx, query, args...).Scan(&n)
+			if err != nil {
+				err = s.dbErr("enqueue", err)
+			}
+		}
+		if err != nil {
+			return err
 		}
 		if n != len(chunk) {
 			return fmt.Errorf("hooksql: enqueue before create: %w", hookrelay.ErrNotFound)
