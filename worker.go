@@ -42,7 +42,8 @@ type worker struct {
 // claim per destination, not at every held claim (up to claimAhead times
 // Concurrency of them, on every freed slot).
 type heldClaims struct {
-	byDest map[string][]heldClaim
+	byDest map[string]*claimQueue // only destinations with held claims
+	spare  []*claimQueue          // emptied queues, kept for their arrays
 	n      int
 	seq    uint64
 	// earliest is no later than the earliest lease expiry of the held
@@ -56,16 +57,51 @@ type heldClaim struct {
 	seq uint64 // claim order across destinations
 }
 
+// claimQueue is one destination's held claims, oldest first from head.
+// Its array is reused as claims come and go (a claim is 344 bytes, and a
+// queue taken from the front and grown at the back needed a new array
+// every few claims).
+type claimQueue struct {
+	items []heldClaim
+	head  int
+}
+
+func (q *claimQueue) len() int          { return len(q.items) - q.head }
+func (q *claimQueue) front() *heldClaim { return &q.items[q.head] }
+
+// count is how many claims are held for destination id.
+func (h *heldClaims) count(id string) int {
+	if q := h.byDest[id]; q != nil {
+		return q.len()
+	}
+	return 0
+}
+
 func (h *heldClaims) add(cl Claim) {
 	if h.byDest == nil {
-		h.byDest = map[string][]heldClaim{}
+		h.byDest = map[string]*claimQueue{}
 	}
 	h.seq++
 	if h.n == 0 || cl.Lease.ExpiresAt.Before(h.earliest) {
 		h.earliest = cl.Lease.ExpiresAt
 	}
 	id := cl.Delivery.DestinationID
-	h.byDest[id] = append(h.byDest[id], heldClaim{Claim: cl, seq: h.seq})
+	q := h.byDest[id]
+	if q == nil {
+		if k := len(h.spare); k > 0 {
+			q, h.spare = h.spare[k-1], h.spare[:k-1]
+		} else {
+			q = &claimQueue{}
+		}
+		h.byDest[id] = q
+	}
+	if q.head > 0 && len(q.items) == cap(q.items) {
+		// Full at the back with room at the front: move down, not grow.
+		k := copy(q.items, q.items[q.head:])
+		clear(q.items[k:])
+		q.items, q.head = q.items[:k], 0
+	}
+	q.items = append(q.items, heldClaim{Claim: cl, seq: h.seq})
 	h.n++
 }
 
@@ -73,12 +109,12 @@ func (h *heldClaims) add(cl Claim) {
 // must have one.
 func (h *heldClaims) pop(id string) Claim {
 	q := h.byDest[id]
-	cl := q[0].Claim
-	q[0] = heldClaim{}
-	if q = q[1:]; len(q) == 0 {
+	cl := q.items[q.head].Claim
+	q.items[q.head] = heldClaim{} // drop its payload and strings
+	if q.head++; q.len() == 0 {
+		q.items, q.head = q.items[:0], 0
 		delete(h.byDest, id)
-	} else {
-		h.byDest[id] = q
+		h.spare = append(h.spare, q)
 	}
 	h.n--
 	return cl
@@ -88,14 +124,14 @@ func (h *heldClaims) pop(id string) Claim {
 func (h *heldClaims) drain() []Claim {
 	var all []heldClaim
 	for _, q := range h.byDest {
-		all = append(all, q...)
+		all = append(all, q.items[q.head:]...)
 	}
 	slices.SortFunc(all, func(a, b heldClaim) int { return cmp.Compare(a.seq, b.seq) })
 	out := make([]Claim, len(all))
 	for i, hc := range all {
 		out[i] = hc.Claim
 	}
-	h.byDest, h.n = nil, 0
+	h.byDest, h.spare, h.n = nil, nil, 0
 	return out
 }
 
@@ -292,13 +328,10 @@ func (c *Client) run(ctx context.Context, stopClaim <-chan struct{}, stopped cha
 	quitRunners := make(chan struct{})
 	var runners sync.WaitGroup
 	var launch, runAttempt func(cl Claim)
-	launch = func(cl Claim) {
-		attempts.Add(1)
-		select {
-		case next <- cl:
-			return
-		default:
-		}
+	// startRunner is apart from launch so that only a new goroutine's first
+	// claim is moved to the heap (the goroutine keeps it), not every claim
+	// handed over.
+	startRunner := func(cl Claim) {
 		runners.Add(1)
 		go func() {
 			defer runners.Done()
@@ -311,6 +344,15 @@ func (c *Client) run(ctx context.Context, stopClaim <-chan struct{}, stopped cha
 				}
 			}
 		}()
+	}
+	launch = func(cl Claim) {
+		attempts.Add(1)
+		select {
+		case next <- cl:
+			return
+		default:
+		}
+		startRunner(cl)
 	}
 	runAttempt = func(cl Claim) {
 		destID := cl.Delivery.DestinationID
@@ -461,7 +503,7 @@ func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error
 	busy := make(map[string]int, len(w.perDest)+len(w.held.byDest))
 	maps.Copy(busy, w.perDest)
 	for id, q := range w.held.byDest {
-		busy[id] += len(q)
+		busy[id] += q.len()
 	}
 	for id, n := range busy {
 		if room := claimAhead*w.limitFor(id, c.cfg) - n; room <= 0 {
@@ -587,7 +629,7 @@ func (c *Client) keepOrHandBack(claims []Claim) (excess []Claim) {
 		id := cl.Delivery.DestinationID
 		per[id]++
 		m = max(m, per[id])
-		if w.perDest[id]+len(w.held.byDest[id]) >= claimAhead*w.limitFor(id, c.cfg) {
+		if w.perDest[id]+w.held.count(id) >= claimAhead*w.limitFor(id, c.cfg) {
 			excess = append(excess, cl)
 			continue
 		}
@@ -608,7 +650,7 @@ func (c *Client) claimWanted(destID string) bool {
 	w := &c.worker
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.held.byDest[destID]) < w.limitFor(destID, c.cfg)
+	return w.held.count(destID) < w.limitFor(destID, c.cfg)
 }
 
 // startHeld launches held claims, oldest first, while there are free slots
@@ -618,7 +660,10 @@ func (c *Client) claimWanted(destID string) bool {
 // outlast its lease; it is claimed again with a fresh one.
 func (c *Client) startHeld(ctx context.Context, launch func(Claim)) {
 	w := &c.worker
-	var start, stalePops []Claim
+	// A freed slot usually starts one held claim: room for a few on the
+	// stack, where start stays unless more are started at once.
+	var startBuf [2]Claim
+	start, stalePops := startBuf[:0], []Claim(nil)
 	now := c.clock.Now()
 	w.mu.Lock()
 	if !w.draining {
@@ -631,12 +676,11 @@ func (c *Client) startHeld(ctx context.Context, launch func(Claim)) {
 		if w.held.n > 0 && stale(w.held.earliest) {
 			var earliest time.Time
 			for id, q := range w.held.byDest {
-				for len(q) > 0 && stale(q[0].Lease.ExpiresAt) {
+				for q.len() > 0 && stale(q.front().Lease.ExpiresAt) {
 					stalePops = append(stalePops, w.held.pop(id))
-					q = w.held.byDest[id]
 				}
-				if len(q) > 0 && (earliest.IsZero() || q[0].Lease.ExpiresAt.Before(earliest)) {
-					earliest = q[0].Lease.ExpiresAt
+				if q.len() > 0 && (earliest.IsZero() || q.front().Lease.ExpiresAt.Before(earliest)) {
+					earliest = q.front().Lease.ExpiresAt
 				}
 			}
 			w.held.earliest = earliest
@@ -644,8 +688,8 @@ func (c *Client) startHeld(ctx context.Context, launch func(Claim)) {
 		for w.inflight < c.cfg.Concurrency {
 			next, oldest := "", uint64(0)
 			for id, q := range w.held.byDest {
-				if w.perDest[id] < w.limitFor(id, c.cfg) && (next == "" || q[0].seq < oldest) {
-					next, oldest = id, q[0].seq
+				if w.perDest[id] < w.limitFor(id, c.cfg) && (next == "" || q.front().seq < oldest) {
+					next, oldest = id, q.front().seq
 				}
 			}
 			if next == "" {
