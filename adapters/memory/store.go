@@ -313,7 +313,15 @@ func (s *Store) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay
 	defer s.mu.Unlock()
 	s.expireLeases(p.Now)
 	var skipped []*destQueue
-	var out []hookrelay.Claim
+	// Sized once for what it can hold (claims are large: grown by append,
+	// a claim of 50 copied and allocated about twice its size).
+	waiting := 0
+	for _, q := range s.ready.s.items {
+		if waiting += q.records.Len(); waiting >= p.Limit {
+			break
+		}
+	}
+	out := make([]hookrelay.Claim, 0, min(p.Limit, waiting))
 	var taken map[string]int // per destination, when rooms apply
 	for len(out) < p.Limit && s.ready.Len() > 0 {
 		q := s.ready.Peek()
