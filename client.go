@@ -173,6 +173,10 @@ type Client struct {
 	roomClaims bool
 	// batchLedger is the Ledger's BatchLedger ability, nil without it.
 	batchLedger BatchLedger
+	// timedSender is the Sender's SendTimeouter ability when the client
+	// runs on the wall clock (the one a sender's timeout is kept by), nil
+	// otherwise: see sendContext.
+	timedSender SendTimeouter
 	// dueNotifier is the Queue's DueNotifier ability, nil without it.
 	dueNotifier DueNotifier
 	// cleaner is the Ledger's HistoryCleaner when Config.Retention is set.
@@ -274,6 +278,7 @@ func New(cfg Config) (*Client, error) {
 	c.batchLedger, _ = cfg.Ledger.(BatchLedger)
 	if c.clock == nil {
 		c.clock = clock.New()
+		c.timedSender, _ = cfg.Sender.(SendTimeouter)
 	}
 	if c.random == nil {
 		var seed [16]byte
