@@ -293,11 +293,25 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 	// hold one is written: most sends write none.
 	secrets := lazySecrets{dest: &dest}
 
-	u, err := url.Parse(dest.URL)
-	if err != nil || u.Host == "" || u.Opaque != "" {
+	ctx, cancel := context.WithTimeout(ctx, s.SendTimeout(dest))
+	defer cancel()
+	var written atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				written.Store(true)
+			}
+		},
+	})
+
+	// The request parses the URL; the checks below read what it parsed
+	// (parsing it first, then again from its String, cost a send twice).
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, dest.URL, bytes.NewReader(d.Payload))
+	if err != nil || req.URL.Host == "" || req.URL.Opaque != "" {
 		// url.Parse errors quote the URL, credentials included: not kept.
 		return hookrelay.Permanent(ReasonInvalidURL).WithDetail("destination URL does not parse as an absolute URL")
 	}
+	u := req.URL
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return hookrelay.Permanent(ReasonUnsupportedScheme).
 			WithDetail(redact(fmt.Sprintf("scheme %q is not http or https", u.Scheme), secrets.get()))
@@ -328,21 +342,6 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 		}
 	}
 
-	ctx, cancel := context.WithTimeout(ctx, s.SendTimeout(dest))
-	defer cancel()
-	var written atomic.Bool
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		WroteRequest: func(info httptrace.WroteRequestInfo) {
-			if info.Err == nil {
-				written.Store(true)
-			}
-		},
-	})
-
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(d.Payload))
-	if err != nil {
-		return hookrelay.Permanent(ReasonInvalidURL).WithDetail("destination URL is not usable for a request")
-	}
 	// Without GetBody the transport cannot replay a written request on a
 	// reused connection by itself: each attempt is one request, and only
 	// the core decides about retries.
