@@ -196,10 +196,9 @@ func (c *Client) send(ctx context.Context, a attemptPlan) (Result, time.Time, er
 // another worker could claim and send the delivery meanwhile. A sender
 // that bounds its own attempts (SendTimeouter) by a timeout that ends
 // well before the lease needs no second bound, and the client then adds
-// none: a deadline context costs a timer and a child registered with the
-// worker's context, on every send (in peerbench about a twentieth of the
-// contexts' allocations and their cancellation under the worker context's
-// lock). cancel is nil when ctx is returned as it is.
+// none: a deadline context costs a timer, a channel and a child
+// registered with (and removed from) the worker's context under its lock,
+// on every send. cancel is nil when ctx is returned as it is.
 func (c *Client) sendContext(ctx context.Context, a attemptPlan) (context.Context, context.CancelFunc) {
 	if c.timedSender != nil {
 		// The margin covers what the sender does before its timer starts.
