@@ -428,7 +428,11 @@ func (s *Store) claimInOneStatement(ctx context.Context, from string, args []any
 		c   hookrelay.Claim
 		seq int64
 	}
-	got := make([]claimed, 0, p.Limit)
+	// Limit is what the worker could take (up to four rounds of its
+	// slots); a claim returns what is due, often a fraction of it, and at
+	// about 350 bytes a claimed row, an array sized for the Limit was most
+	// of a claim's garbage. append grows it past this when more come.
+	got := make([]claimed, 0, min(p.Limit, 64))
 	var bad []string
 	// add takes one row's decoding: a claim, or an undecodable row to move
 	// aside, or a failure.
