@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -548,5 +549,85 @@ func TestStoppingDuringAClaimHandsItsDeliveriesBackAtOnce(t *testing.T) {
 	assert.Equal(t, []string{hookrelay.ReasonWorkerStopped, hookrelay.ReasonWorkerStopped}, released)
 	for _, cl := range cs {
 		assert.Equal(t, 1, cl.Delivery.Attempt, "handing back spent no attempt")
+	}
+}
+
+// gatedBatches is a store whose first RecordBatch waits until open is
+// closed; it records the size of every batch.
+type gatedBatches struct {
+	*memory.Store
+	open    chan struct{}
+	mu      sync.Mutex
+	sizes   []int
+	blocked chan struct{} // closed when the first batch starts waiting
+}
+
+func (g *gatedBatches) RecordBatch(ctx context.Context, ws []hookrelay.LedgerWrite) ([]error, error) {
+	g.mu.Lock()
+	first := len(g.sizes) == 0
+	g.sizes = append(g.sizes, len(ws))
+	g.mu.Unlock()
+	if first {
+		close(g.blocked)
+		<-g.open
+	}
+	return g.Store.RecordBatch(ctx, ws)
+}
+
+// While a batch commits the worker keeps sending: an attempt frees its
+// slot once its write is queued, and up to four rounds of the worker's
+// slots' writes wait for the next batch, which then takes them all. Only
+// then do finished attempts wait with their slots held, and the worker
+// stops sending until the commit.
+func TestWritesQueueFourRoundsWhileABatchCommits(t *testing.T) {
+	ctx := context.Background()
+	const concurrency = 5
+	store := &gatedBatches{Store: memory.NewStore(), open: make(chan struct{}), blocked: make(chan struct{})}
+	var sends atomic.Int64
+	delivered := make(chan struct{}, 100)
+	c, err := hookrelay.New(hookrelay.Config{
+		Queue: store, Ledger: store, Concurrency: concurrency, PerDestinationConcurrency: concurrency,
+		Destinations: memory.NewDestinations(hookrelay.Destination{ID: "acct", TenantID: "t", URL: "https://example.com/hook"}),
+		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result {
+			sends.Add(1)
+			return hookrelay.Delivered(204)
+		}),
+		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
+			if e.Name == hookrelay.EventDelivered {
+				delivered <- struct{}{}
+			}
+		}),
+	})
+	require.NoError(t, err)
+	enqueueEvents(t, c, "acct", 60)
+	require.NoError(t, c.Start(ctx))
+	defer func() { require.NoError(t, c.Stop(ctx)) }()
+	<-store.blocked
+	store.mu.Lock()
+	first := store.sizes[0]
+	store.mu.Unlock()
+	// The first batch's writes, four rounds queued, and one round of
+	// attempts waiting to queue theirs.
+	want := int64(first + 4*concurrency + concurrency)
+	deadline := time.Now().Add(10 * time.Second) // a hang, not a speed check
+	for sends.Load() < want && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // room for any send beyond want
+	assert.Equal(t, want, sends.Load(), "sends made while the first batch commits")
+	close(store.open)
+	for range 60 {
+		select {
+		case <-delivered:
+		case <-time.After(10 * time.Second):
+			t.Fatal("deliveries did not finish")
+		}
+	}
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	require.GreaterOrEqual(t, len(store.sizes), 2)
+	assert.Equal(t, 4*concurrency, store.sizes[1], "the next batch takes every queued write")
+	for i, n := range store.sizes {
+		assert.LessOrEqual(t, n, 4*concurrency, "batch %d", i)
 	}
 }

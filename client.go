@@ -52,8 +52,9 @@ type Config struct {
 	// Concurrency caps sends in flight in this worker. Defaults to
 	// DefaultConcurrency. With
 	// a BatchLedger (the memory and SQL stores), an attempt gives its slot
-	// back once its ledger write is queued for the next batch, and at most
-	// Concurrency finished attempts wait for their batch.
+	// back once its ledger write is queued for the next batch: up to four
+	// times Concurrency finished attempts wait for their batch (one batch
+	// takes that many writes) while another commits.
 	Concurrency int
 	// PerDestinationConcurrency caps attempts in flight to one destination
 	// in this worker, unless the destination sets MaxConcurrency, so a slow
