@@ -483,7 +483,7 @@ const claimAhead = 4
 // step: with a queue of one round the queue was full most of the time on
 // SQLite and PostgreSQL in peerbench (W = 50), finished attempts waited
 // there holding their slots, and batches were about 48 writes; with four
-// rounds they grew to 95–119 and both stores delivered more
+// rounds they grew to 94–119 and both stores delivered more
 // (docs/benchmarks.md).
 const writeAhead = 4
 
