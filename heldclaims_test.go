@@ -43,6 +43,15 @@ func TestHeldClaimsKeepClaimOrderWhileReusingTheirArrays(t *testing.T) {
 			}
 		}
 	}
+	// A worker that held claims for many destinations at once keeps a
+	// bounded number of emptied queues for reuse.
+	for i := range 500 {
+		h.add(Claim{Delivery: Delivery{ID: fmt.Sprintf("many%d", i), DestinationID: fmt.Sprintf("many_%d", i)}})
+	}
+	for i := range 500 {
+		h.pop(fmt.Sprintf("many_%d", i))
+	}
+	require.LessOrEqual(t, len(h.spare), maxSpareQueues)
 	// drain hands back every claim still held, oldest first.
 	var want []string
 	for i := range next {

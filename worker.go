@@ -66,6 +66,10 @@ type claimQueue struct {
 	head  int
 }
 
+// maxSpareQueues caps the emptied queues kept for reuse: a worker that
+// served many destinations at once does not keep an array for each.
+const maxSpareQueues = 64
+
 func (q *claimQueue) len() int          { return len(q.items) - q.head }
 func (q *claimQueue) front() *heldClaim { return &q.items[q.head] }
 
@@ -114,7 +118,9 @@ func (h *heldClaims) pop(id string) Claim {
 	if q.head++; q.len() == 0 {
 		q.items, q.head = q.items[:0], 0
 		delete(h.byDest, id)
-		h.spare = append(h.spare, q)
+		if len(h.spare) < maxSpareQueues {
+			h.spare = append(h.spare, q)
+		}
 	}
 	h.n--
 	return cl
