@@ -177,8 +177,8 @@ func TestClaimWalksTheDueIndexWhateverTheBacklog(t *testing.T) {
 				// In claim order, stopping at the limit: no sort between.
 				walk := regexp.MustCompile(`CTE cand\n\s*->\s+Limit\b.*\n\s*->\s+LockRows\b.*\n\s*->\s+Index Scan using ` + s.prefix + `deliveries_due\b`)
 				assert.Regexp(t, walk, plan, "the generic plan must walk the due index in claim order")
-				assert.Regexp(t, `Index Scan using `+s.prefix+`deliveries_pkey .*\n\s*Index Cond: \(id = ANY`, plan,
-					"the update must look the picked IDs up by key, as one array")
+				assert.Regexp(t, `Tid Scan on `+s.prefix+`deliveries .*\n\s*TID Cond: \(ctid = ANY`, plan,
+					"the update must fetch the picked rows by their addresses, as one array")
 				assert.NotContains(t, plan, "Bitmap", "a bitmap scan reads every pending row:\n%s", plan)
 			}
 		}
@@ -535,8 +535,9 @@ func TestHistoryIndexesServeTheirReaders(t *testing.T) {
 	}
 }
 
-// A claim finds the rows it leases by key even when the server planned it
-// while the table was young. pgx prepares the claim once per connection,
+// A claim updates the rows it picked by their addresses (a TID scan), not
+// by reading the table, even when the server planned it while the table
+// was young. pgx prepares the claim once per connection,
 // and after a few runs PostgreSQL plans it once for any values and keeps
 // that plan until the table's statistics change: planned on a table of a
 // few rows (a new deployment, or a worker started before the first burst),
@@ -546,7 +547,7 @@ func TestHistoryIndexesServeTheirReaders(t *testing.T) {
 // for the claim alone pushes its plan's cost past the threshold at which
 // PostgreSQL compiles a statement with LLVM (jit_above_cost), which took
 // about half a second per claim, so the claim turns that off too.
-func TestClaimPlannedOnAYoungTableStillUpdatesByKey(t *testing.T) {
+func TestClaimPlannedOnAYoungTableStillUpdatesByAddress(t *testing.T) {
 	b := backends[1]
 	require.Equal(t, Postgres, b.dialect)
 	b.skipUnlessConfigured(t)
@@ -557,8 +558,8 @@ func TestClaimPlannedOnAYoungTableStillUpdatesByKey(t *testing.T) {
 			from, args, expires := claimClauses(t, s, p)
 			query, args := s.claimStatement(from, args, p, expires)
 			plan := planKeptFromAYoungTable(t, s, analyzed, pgClaimSettings, query, args)
-			assert.Regexp(t, `Index Scan using `+s.prefix+`deliveries_pkey .*\n\s*Index Cond: \(id = ANY`, plan,
-				"the update must look the picked IDs up by key")
+			assert.Regexp(t, `Tid Scan on `+s.prefix+`deliveries .*\n\s*TID Cond: \(ctid = ANY`, plan,
+				"the update must fetch the picked rows by their addresses")
 			assert.NotContains(t, plan, "Seq Scan on "+s.prefix+"deliveries ", "reading the whole table on every claim")
 			assert.NotContains(t, plan, "JIT", "compiling the claim with LLVM on every run")
 		})
