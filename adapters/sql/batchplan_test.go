@@ -177,7 +177,7 @@ func arrayLiteral(t *testing.T, v any) string {
 
 // A ledger write, and Enqueue's check that every record exists, find their
 // records by key even when the server planned them while the table was
-// young, as a claim reads no more than it picks then
+// young, as a claim's update still reads only the rows it picked
 // (TestClaimPlannedOnAYoungTableStillUpdatesByAddress).
 // Planned on three records, Enqueue's check read the whole table for every
 // chunk of IDs enqueued. Planned on three
