@@ -391,6 +391,15 @@ func RunClaimsByDestinationRoom(t *testing.T, newHarness NewHarness) {
 		}
 	})
 
+	t.Run("ADestinationPastItsRoomAtTheHeadDoesNotHideTheNext", func(t *testing.T) {
+		// The first Limit due deliveries are all dest_a's; dest_b's come
+		// right after them. One claim still gives dest_b its room.
+		h := roomQueue(t)
+		seedBacklog(t, h, 6, "dest_a", "dest_b")
+		cs := claimRooms(t, h, 6, 2, nil)
+		assert.Equal(t, map[string]int{"dest_a": 2, "dest_b": 2}, perDest(cs))
+	})
+
 	t.Run("ARoomOfZeroClaimsNothingAndTheLimitStillHolds", func(t *testing.T) {
 		h := roomQueue(t)
 		seedBacklog(t, h, 5, "dest_a", "dest_b", "dest_c")
