@@ -294,9 +294,9 @@ func (l *statementLog) TraceBatchEnd(_ context.Context, c *pgx.Conn, _ pgx.Trace
 	l.add(c, "", false, true)
 }
 
-// Every claim, every ledger write and Enqueue's check on PostgreSQL run
-// under the plan settings (planSettings): sent first in its pipeline on pgx, first in its
-// transaction on another driver. The plan tests above check what the
+// Every claim, every ledger write, a broker's lease and Enqueue's check on
+// PostgreSQL run under the plan settings (planSettings): sent first in its
+// pipeline on pgx, first in its transaction on another driver. The plan tests above check what the
 // settings do; this checks that the store sends them wherever it claims or
 // writes a record.
 func TestClaimsAndLedgerWritesRunUnderThePlanSettings(t *testing.T) {
@@ -345,6 +345,12 @@ func TestClaimsAndLedgerWritesRunUnderThePlanSettings(t *testing.T) {
 				Now: t0.Add(time.Hour), NextAttemptAt: t0.Add(2 * time.Hour), NextAttempt: 2, Attempt: a(claims[4])}))
 			require.NoError(t, s.RecordDeadLetter(ctx, hookrelay.RecordDeadLetterParams{ID: claims[5].Delivery.ID, Lease: claims[5].Lease,
 				Reason: hookrelay.ReasonBadRequest, Now: t0.Add(time.Hour)}))
+			// A broker worker's lease of a delivery it was handed.
+			handed := newDelivery("evt_handed", "dest_0", t0)
+			_, err = s.Create(ctx, []hookrelay.Delivery{handed})
+			require.NoError(t, err)
+			_, err = s.AcquireLease(ctx, hookrelay.AcquireLeaseParams{ID: handed.ID, Now: t0.Add(time.Hour), LeaseFor: time.Minute, Holder: "broker"})
+			require.NoError(t, err)
 
 			log.mu.Lock()
 			defer log.mu.Unlock()
@@ -359,6 +365,8 @@ func TestClaimsAndLedgerWritesRunUnderThePlanSettings(t *testing.T) {
 						kind = "delivered batch"
 					case strings.HasPrefix(stmt, "WITH upd"):
 						kind = "single write"
+					case strings.HasPrefix(stmt, "WITH cur"):
+						kind = "acquire lease"
 					case strings.HasPrefix(stmt, "SELECT COUNT(*) FROM "+s.prefix+"deliveries WHERE id"):
 						kind = "enqueue check"
 					default:
@@ -371,9 +379,9 @@ func TestClaimsAndLedgerWritesRunUnderThePlanSettings(t *testing.T) {
 			// One claim; the batch's two MarkDelivered as one statement (on
 			// pgx; one each otherwise) and its dead letter; then three single
 			// writes.
-			want := map[string]int{"enqueue check": 1, "claim": 1, "delivered batch": 1, "single write": 4}
+			want := map[string]int{"enqueue check": 1, "claim": 1, "delivered batch": 1, "single write": 4, "acquire lease": 1}
 			if driverName != "pgx" {
-				want = map[string]int{"enqueue check": 1, "claim": 1, "single write": 6}
+				want = map[string]int{"enqueue check": 1, "claim": 1, "single write": 6, "acquire lease": 1}
 			}
 			assert.Equal(t, want, kinds)
 		})

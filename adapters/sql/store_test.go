@@ -258,6 +258,30 @@ func TestUndecodableRecord(t *testing.T) {
 	})
 }
 
+// A broker's lease of a record this library cannot read fails with the
+// DecodeError and leaves no lease behind, so the record is not held for a
+// lease's length (on PostgreSQL the one statement that reads the record
+// also leases it, and lets the lease go again).
+func TestAcquireLeaseOfAnUndecodableRecordLeavesItUnleased(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := newStore(t, b, Options{})
+		bad := newDelivery("evt_bad", "dst_1", t0)
+		_, err := s.Create(ctx, []hookrelay.Delivery{bad})
+		require.NoError(t, err)
+		_, err = s.db.ExecContext(ctx, s.q("UPDATE {d} SET scope = ? WHERE id = ?"), "{not json", bad.ID)
+		require.NoError(t, err)
+
+		_, err = s.AcquireLease(ctx, hookrelay.AcquireLeaseParams{ID: bad.ID, Now: t0.Add(time.Minute), LeaseFor: time.Hour, Holder: "broker"})
+		var de *DecodeError
+		require.ErrorAs(t, err, &de)
+		assert.Equal(t, "scope", de.Column)
+		var expires sql.NullInt64
+		require.NoError(t, s.db.QueryRowContext(ctx, s.q("SELECT lease_expires_at FROM {d} WHERE id = ?"), bad.ID).Scan(&expires))
+		assert.False(t, expires.Valid, "no lease is left on the record")
+	})
+}
+
 func TestRecordFromNewerLibraryIsNotClaimed(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
