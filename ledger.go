@@ -169,6 +169,21 @@ type LeaseLedger interface {
 	ReleaseLease(ctx context.Context, params ReleaseLeaseParams) error
 }
 
+// LeaseBatchLedger is an optional ability of a LeaseLedger: leasing the
+// deliveries of many messages in one call and one commit, as a broker queue
+// does with the messages of one fetch (the NATS and AMQP queues use it when
+// their ledger has it). AcquireLeases judges params in order, each exactly
+// as AcquireLease would, with the leases of earlier entries already in
+// place (a repeated ID finds the first entry's lease live). When it returns
+// a nil error it returns one Claim and one error per entry, in the order of
+// params: the Claim where the error is nil, else the error AcquireLease
+// would have returned. When it returns an error, no lease was granted. The
+// memory and SQL ledgers implement it.
+type LeaseBatchLedger interface {
+	LeaseLedger
+	AcquireLeases(ctx context.Context, params []AcquireLeaseParams) ([]Claim, []error, error)
+}
+
 // AcquireLeaseParams are the inputs of LeaseLedger.AcquireLease.
 type AcquireLeaseParams struct {
 	ID       string

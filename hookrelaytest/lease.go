@@ -83,6 +83,58 @@ func RunLeaseLedger(t *testing.T, newHarness NewHarness) {
 		assert.Equal(t, 2, c.Delivery.Attempt, "the ledger's record wins over the message's copy")
 	})
 
+	t.Run("ABatchJudgesEachEntryAsAcquireLeaseWould", func(t *testing.T) {
+		h, ll := leaseLedger(t)
+		bl, ok := hookrelay.As[hookrelay.LeaseBatchLedger](h.Ledger)
+		if !ok {
+			t.Skipf("%T does not implement hookrelay.LeaseBatchLedger", h.Ledger)
+		}
+		first, second := newDelivery("evt_first", "dest_1", base), newDelivery("evt_second", "dest_2", base)
+		done, later, held := newDelivery("evt_done", "dest_1", base), newDelivery("evt_later", "dest_1", base), newDelivery("evt_held", "dest_1", base)
+		seed(t, h, first, second, done, later, held)
+		c, err := acquire(ll, done.ID, base)
+		require.NoError(t, err)
+		require.NoError(t, deliver(t, h, c, base))
+		c, err = acquire(ll, later.ID, base)
+		require.NoError(t, err)
+		at := base.Add(90 * time.Second)
+		require.NoError(t, retry(t, h, c, base, at))
+		heldBy, err := acquire(ll, held.ID, base)
+		require.NoError(t, err)
+
+		now := base.Add(time.Second)
+		ids := []string{first.ID, "whd_missing", done.ID, later.ID, held.ID, first.ID, second.ID}
+		params := make([]hookrelay.AcquireLeaseParams, len(ids))
+		for i, id := range ids {
+			params[i] = hookrelay.AcquireLeaseParams{ID: id, Holder: "batch-worker", Now: now, LeaseFor: leaseFor}
+		}
+		claims, errs, err := bl.AcquireLeases(ctx, params)
+		require.NoError(t, err)
+		require.Len(t, claims, len(ids))
+		require.Len(t, errs, len(ids))
+		require.NoError(t, errs[0])
+		assertSameDelivery(t, first, claims[0].Delivery)
+		assert.Equal(t, "batch-worker", claims[0].Lease.Holder)
+		assert.True(t, claims[0].Lease.ExpiresAt.Equal(now.Add(leaseFor)))
+		assert.ErrorIs(t, errs[1], hookrelay.ErrNotFound)
+		assert.ErrorIs(t, errs[2], hookrelay.ErrInvalidState, "a delivered record is never run again")
+		var nd *hookrelay.NotDueError
+		require.ErrorAs(t, errs[3], &nd, "an early message is told when to come back")
+		assert.True(t, nd.At.Equal(at), "due at %v, got %v", at, nd.At)
+		assert.ErrorIs(t, errs[4], hookrelay.ErrLeaseLost, "another holder's live lease")
+		assert.ErrorIs(t, errs[5], hookrelay.ErrLeaseLost, "a repeated ID finds the first entry's lease")
+		require.NoError(t, errs[6])
+		assertSameDelivery(t, second, claims[6].Delivery)
+
+		// The leases granted are real: nobody else gets them, and they fence.
+		_, err = acquire(ll, second.ID, now)
+		assert.ErrorIs(t, err, hookrelay.ErrLeaseLost)
+		assert.Empty(t, claim(t, h.Queue, now, 10), "nor does the queue hand them out")
+		require.NoError(t, deliver(t, h, claims[0], now))
+		require.NoError(t, deliver(t, h, claims[6], now))
+		require.NoError(t, deliver(t, h, heldBy, now), "the other holder's lease was left alone")
+	})
+
 	t.Run("TheLedgerWriteEndsTheLease", func(t *testing.T) {
 		h, ll := leaseLedger(t)
 		d := newDelivery("evt_1", "dest_1", base)

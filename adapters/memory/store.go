@@ -555,6 +555,21 @@ func (s *Store) AcquireLease(ctx context.Context, p hookrelay.AcquireLeaseParams
 	return s.lease(r, p.Holder, p.Now, p.LeaseFor), nil
 }
 
+var _ hookrelay.LeaseBatchLedger = (*Store)(nil)
+
+// AcquireLeases implements hookrelay.LeaseBatchLedger: each entry in turn,
+// as AcquireLease.
+func (s *Store) AcquireLeases(ctx context.Context, params []hookrelay.AcquireLeaseParams) ([]hookrelay.Claim, []error, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, fmt.Errorf("hookrelay/memory: acquire leases: %w", err)
+	}
+	claims, errs := make([]hookrelay.Claim, len(params)), make([]error, len(params))
+	for i, p := range params {
+		claims[i], errs[i] = s.AcquireLease(ctx, p)
+	}
+	return claims, errs, nil
+}
+
 // ReleaseLease implements hookrelay.LeaseLedger.
 func (s *Store) ReleaseLease(ctx context.Context, p hookrelay.ReleaseLeaseParams) error {
 	if err := ctx.Err(); err != nil {

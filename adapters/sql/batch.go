@@ -141,6 +141,60 @@ func (s *Store) rowWithSettings(ctx context.Context, settings, op, pgxQuery stri
 	return scanErr
 }
 
+// stmtArgs is one statement with its values.
+type stmtArgs struct {
+	query string
+	args  []any
+}
+
+// rowsWithSettings runs statements that each return at most one row on
+// PostgreSQL under the plan settings given, in one transaction, and hands
+// each statement's row to read in turn (k is the statement's index; its
+// Scan returns sql.ErrNoRows for no row): through pgx as one pipeline (one
+// round trip), through another driver as a transaction of the settings
+// and the statements. An error from read, or a failed commit, is returned
+// and then nothing committed only if the server failed; read's own
+// judgement of a row it could scan does not undo the transaction.
+func (s *Store) rowsWithSettings(ctx context.Context, settings, op string, stmts []stmtArgs, read func(k int, r scanner) error) error {
+	if len(stmts) == 0 {
+		return nil
+	}
+	err := s.withPgxConn(ctx, op, func(c *pgx.Conn) error {
+		br, err := s.sendWithSettings(ctx, c, settings, op, func(b *pgx.Batch) {
+			for _, st := range stmts {
+				b.Queue(st.query, st.args...)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		for k := range stmts {
+			if err := read(k, br.QueryRow()); err != nil {
+				_ = br.Close()
+				return err
+			}
+		}
+		if err := br.Close(); err != nil {
+			return s.dbErr(op+": commit", err)
+		}
+		return nil
+	})
+	if errors.Is(err, errNotPgx) {
+		err = s.inTx(ctx, op, func(q querier) error {
+			if err := s.planSettings(ctx, q, settings, op); err != nil {
+				return err
+			}
+			for k, st := range stmts {
+				if err := read(k, q.QueryRowContext(ctx, st.query, st.args...)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	return err
+}
+
 // withPgxConn runs fn on a pooled connection's *pgx.Conn. When the pool's
 // driver is not pgx's stdlib, it returns errNotPgx without calling fn.
 func (s *Store) withPgxConn(ctx context.Context, op string, fn func(*pgx.Conn) error) error {
