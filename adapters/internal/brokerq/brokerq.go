@@ -98,6 +98,7 @@ type inflight[M any] struct {
 type Queue[M any] struct {
 	broker Broker[M]
 	ledger hookrelay.LeaseLedger
+	batch  hookrelay.LeaseBatchLedger // the ledger, when it leases many at once; else nil
 	cfg    Config
 
 	mu       sync.Mutex
@@ -109,7 +110,10 @@ func New[M any](b Broker[M], ledger hookrelay.LeaseLedger, cfg Config) (*Queue[M
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Queue[M]{broker: b, ledger: ledger, cfg: cfg, inflight: map[key]inflight[M]{}}, nil
+	// Not hookrelay.As: a wrapper of the ledger that does not lease in
+	// batches itself is called as it is, not bypassed.
+	batch, _ := ledger.(hookrelay.LeaseBatchLedger)
+	return &Queue[M]{broker: b, ledger: ledger, batch: batch, cfg: cfg, inflight: map[key]inflight[M]{}}, nil
 }
 
 // Enqueue publishes one envelope per delivery and waits for the broker's
@@ -126,8 +130,11 @@ func (q *Queue[M]) Enqueue(ctx context.Context, deliveries []hookrelay.Delivery)
 // process's in-flight messages whose lease expired on the caller's clock
 // (what the broker would redeliver after its ack wait), then fetches from
 // the broker. Each message becomes a claim only if the ledger grants a
-// lease; the claim carries the ledger's record. Claims of one call are
-// ordered by NextAttemptAt; the broker decides the order across calls.
+// lease; the claim carries the ledger's record. A ledger that leases many
+// at once (hookrelay.LeaseBatchLedger) is asked once for the messages of
+// each fetch: one commit for them all instead of one each. Claims of one
+// call are ordered by NextAttemptAt; the broker decides the order across
+// calls.
 func (q *Queue[M]) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay.Claim, error) {
 	if p.Limit <= 0 {
 		return nil, nil
@@ -137,18 +144,61 @@ func (q *Queue[M]) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookre
 	}
 	var out []hookrelay.Claim
 	var firstErr error
-	admit := func(m M) {
-		c, ok, err := q.admit(ctx, m, p)
+	note := func(err error) {
 		if err != nil && firstErr == nil {
 			firstErr = err
 		}
-		if ok {
-			out = append(out, c)
+	}
+	admit := func(msgs []M) {
+		var ready []M
+		var ds []hookrelay.Delivery
+		for _, m := range msgs {
+			d, ok, err := q.prepare(ctx, m, p)
+			note(err)
+			if ok {
+				ready, ds = append(ready, m), append(ds, d)
+			}
+		}
+		if q.batch != nil && len(ready) > 1 {
+			params := make([]hookrelay.AcquireLeaseParams, len(ds))
+			for i, d := range ds {
+				params[i] = hookrelay.AcquireLeaseParams{ID: d.ID, Holder: p.Holder, Now: p.Now, LeaseFor: p.LeaseFor}
+			}
+			claims, errs, err := q.batch.AcquireLeases(ctx, params)
+			if err != nil {
+				// The ledger is unreachable: hand them all back untouched.
+				for _, m := range ready {
+					_ = q.broker.Redeliver(ctx, m, q.cfg.ErrorDelay, nil)
+				}
+				note(&hookrelay.OpError{Op: "ledger.acquire_leases", Err: err})
+				return
+			}
+			for i, m := range ready {
+				c, ok, err := q.settle(ctx, m, ds[i], p, claims[i], errs[i])
+				note(err)
+				if ok {
+					out = append(out, c)
+				}
+			}
+			return
+		}
+		for i, m := range ready {
+			if firstErr != nil {
+				// The ledger is unreachable: hand the rest back untouched.
+				for _, rest := range ready[i:] {
+					_ = q.broker.Redeliver(ctx, rest, q.cfg.ErrorDelay, nil)
+				}
+				return
+			}
+			c, err := q.ledger.AcquireLease(ctx, hookrelay.AcquireLeaseParams{ID: ds[i].ID, Holder: p.Holder, Now: p.Now, LeaseFor: p.LeaseFor})
+			c, ok, err := q.settle(ctx, m, ds[i], p, c, err)
+			note(err)
+			if ok {
+				out = append(out, c)
+			}
 		}
 	}
-	for _, m := range q.expired(p.Now, p.Limit) {
-		admit(m)
-	}
+	admit(q.expired(p.Now, p.Limit))
 	// The wait is a budget for the whole call, on the real clock: it is the
 	// broker's network time, not business time.
 	deadline := time.Now().Add(q.cfg.ClaimWait)
@@ -161,16 +211,7 @@ func (q *Queue[M]) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookre
 		if len(msgs) == 0 {
 			break
 		}
-		for i, m := range msgs {
-			if firstErr != nil {
-				// The ledger is unreachable: hand the rest back untouched.
-				for _, rest := range msgs[i:] {
-					_ = q.broker.Redeliver(ctx, rest, q.cfg.ErrorDelay, nil)
-				}
-				break
-			}
-			admit(m)
-		}
+		admit(msgs)
 	}
 	if firstErr != nil && len(out) == 0 {
 		return nil, firstErr
@@ -204,22 +245,29 @@ func (q *Queue[M]) expired(now time.Time, limit int) []M {
 	return out
 }
 
-// admit decides one message: a claim (ok), or acknowledged or redelivered
-// later. err reports a ledger or broker failure.
-func (q *Queue[M]) admit(ctx context.Context, m M, p hookrelay.ClaimParams) (hookrelay.Claim, bool, error) {
+// prepare reads one message's delivery. ok means it asks for a lease; else
+// the message was parked (a newer library's), dead-lettered (unreadable)
+// or put off (a skipped destination), and err reports a broker failure.
+func (q *Queue[M]) prepare(ctx context.Context, m M, p hookrelay.ClaimParams) (hookrelay.Delivery, bool, error) {
 	d, err := hookrelay.UnmarshalEnvelope(q.broker.Body(m))
 	if errors.Is(err, hookrelay.ErrUnknownEnvelopeVersion) {
 		q.cfg.Logger.WarnContext(ctx, "hookrelay broker queue: message from a newer library parked", "error", err, "delay", q.cfg.ParkDelay)
-		return hookrelay.Claim{}, false, q.broker.Redeliver(ctx, m, q.cfg.ParkDelay, nil)
+		return d, false, q.broker.Redeliver(ctx, m, q.cfg.ParkDelay, nil)
 	}
 	if err != nil {
 		q.cfg.Logger.ErrorContext(ctx, "hookrelay broker queue: unreadable message dead-lettered", "error", err)
-		return hookrelay.Claim{}, false, q.broker.DeadLetter(ctx, m, nil, hookrelay.ReasonMalformedEnvelope)
+		return d, false, q.broker.DeadLetter(ctx, m, nil, hookrelay.ReasonMalformedEnvelope)
 	}
 	if slices.Contains(p.SkipDestinations, d.DestinationID) {
-		return hookrelay.Claim{}, false, q.broker.Redeliver(ctx, m, q.cfg.SkipDelay, nil)
+		return d, false, q.broker.Redeliver(ctx, m, q.cfg.SkipDelay, nil)
 	}
-	c, err := q.ledger.AcquireLease(ctx, hookrelay.AcquireLeaseParams{ID: d.ID, Holder: p.Holder, Now: p.Now, LeaseFor: p.LeaseFor})
+	return d, true, nil
+}
+
+// settle decides one message by the ledger's answer to its lease (c, or
+// err): a claim (ok), or acknowledged or redelivered later. The error it
+// returns reports a ledger or broker failure.
+func (q *Queue[M]) settle(ctx context.Context, m M, d hookrelay.Delivery, p hookrelay.ClaimParams, c hookrelay.Claim, err error) (hookrelay.Claim, bool, error) {
 	var notDue *hookrelay.NotDueError
 	switch {
 	case err == nil:
