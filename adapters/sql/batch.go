@@ -108,43 +108,28 @@ var errNotPgx = errors.New("hooksql: the PostgreSQL connection is not a pgx stdl
 // failure is a database error named after op.
 func (s *Store) rowWithSettings(ctx context.Context, settings, op, pgxQuery string, pgxArgs []any, sqlQuery string, sqlArgs []any, dest ...any) error {
 	var scanErr error
-	err := s.withPgxConn(ctx, op, func(c *pgx.Conn) error {
-		br, err := s.sendWithSettings(ctx, c, settings, op, func(b *pgx.Batch) { b.Queue(pgxQuery, pgxArgs...) })
-		if err != nil {
-			return err
-		}
-		scanErr = br.QueryRow().Scan(dest...)
-		cerr := br.Close()
-		if scanErr != nil && !errors.Is(scanErr, sql.ErrNoRows) {
-			return s.dbErr(op, scanErr)
-		}
-		if cerr != nil {
-			return s.dbErr(op+": commit", cerr)
-		}
-		return nil
-	})
-	if errors.Is(err, errNotPgx) {
-		err = s.inTx(ctx, op, func(q querier) error {
-			if err := s.planSettings(ctx, q, settings, op); err != nil {
-				return err
-			}
-			scanErr = q.QueryRowContext(ctx, sqlQuery, sqlArgs...).Scan(dest...)
+	err := s.rowsWithSettings(ctx, settings, op, []stmtArgs{{query: pgxQuery, args: pgxArgs, sqlQuery: sqlQuery, sqlArgs: sqlArgs}},
+		func(_ int, r scanner) error {
+			scanErr = r.Scan(dest...)
 			if scanErr != nil && !errors.Is(scanErr, sql.ErrNoRows) {
 				return s.dbErr(op, scanErr)
 			}
 			return nil
 		})
-	}
 	if err != nil {
 		return err
 	}
 	return scanErr
 }
 
-// stmtArgs is one statement with its values.
+// stmtArgs is one statement with its values, and, when set, the text and
+// values to send instead through a driver other than pgx (pgx can send
+// arguments, such as typed slices, that another driver cannot).
 type stmtArgs struct {
-	query string
-	args  []any
+	query    string
+	args     []any
+	sqlQuery string
+	sqlArgs  []any
 }
 
 // rowsWithSettings runs statements that each return at most one row on
@@ -185,7 +170,11 @@ func (s *Store) rowsWithSettings(ctx context.Context, settings, op string, stmts
 				return err
 			}
 			for k, st := range stmts {
-				if err := read(k, q.QueryRowContext(ctx, st.query, st.args...)); err != nil {
+				query, args := st.query, st.args
+				if st.sqlQuery != "" {
+					query, args = st.sqlQuery, st.sqlArgs
+				}
+				if err := read(k, q.QueryRowContext(ctx, query, args...)); err != nil {
 					return err
 				}
 			}

@@ -162,7 +162,7 @@ func (s *Store) acquireLeasesPostgres(ctx context.Context, params []hookrelay.Ac
 			continue
 		}
 		entries = append(entries, entry{i: i, now: now, expires: expires})
-		stmts = append(stmts, stmtArgs{query, []any{p.ID, p.Holder, expires, now, p.ID, now, now}})
+		stmts = append(stmts, stmtArgs{query: query, args: []any{p.ID, p.Holder, expires, now, p.ID, now, now}})
 	}
 	// read judges one entry's row; it fails only for a store failure.
 	read := func(k int, r scanner) error {
