@@ -87,3 +87,18 @@ func TestAFailedBatchHandsEveryMessageBack(t *testing.T) {
 		return len(msgs) == 3
 	}, time.Second, time.Millisecond, "every message can be fetched again after the error delay")
 }
+
+// A ledger whose answer does not match the question (a claim or error
+// missing) is treated as a failed batch, not trusted entry by entry.
+func TestABatchAnswerOfTheWrongLengthIsAFailure(t *testing.T) {
+	ctx := context.Background()
+	b, ledger, _, now := batchFixture(t, 3)
+	q := newQueue(t, b, ledger)
+	ledger.EXPECT().AcquireLeases(gomock.Any(), gomock.Len(3)).Return(make([]hookrelay.Claim, 2), make([]error, 2), nil).Times(1)
+
+	_, err := q.Claim(ctx, hookrelay.ClaimParams{Now: now, Limit: 3, LeaseFor: time.Minute, Holder: "worker-1"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "2 claims and 2 errors for 3 leases asked")
+	assert.Zero(t, q.InFlight())
+	assert.Equal(t, 3, b.pending(), "every message handed back")
+}

@@ -165,6 +165,9 @@ func (q *Queue[M]) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookre
 				params[i] = hookrelay.AcquireLeaseParams{ID: d.ID, Holder: p.Holder, Now: p.Now, LeaseFor: p.LeaseFor}
 			}
 			claims, errs, err := q.batch.AcquireLeases(ctx, params)
+			if err == nil && (len(claims) != len(params) || len(errs) != len(params)) {
+				err = fmt.Errorf("%d claims and %d errors for %d leases asked", len(claims), len(errs), len(params))
+			}
 			if err != nil {
 				// The ledger is unreachable: hand them all back untouched.
 				for _, m := range ready {
