@@ -137,9 +137,11 @@ type stmtArgs struct {
 // each statement's row to read in turn (k is the statement's index; its
 // Scan returns sql.ErrNoRows for no row): through pgx as one pipeline (one
 // round trip), through another driver as a transaction of the settings
-// and the statements. An error from read, or a failed commit, is returned
-// and then nothing committed only if the server failed; read's own
-// judgement of a row it could scan does not undo the transaction.
+// and the statements. A statement the server fails aborts the transaction:
+// nothing of it commits, and the failure (which read sees in Scan and
+// returns) or the failed commit is returned. An error read returns for a
+// row the server did send stops the reading but, through pgx, not the
+// commit: the pipeline's end commits what the statements did.
 func (s *Store) rowsWithSettings(ctx context.Context, settings, op string, stmts []stmtArgs, read func(k int, r scanner) error) error {
 	if len(stmts) == 0 {
 		return nil

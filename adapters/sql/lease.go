@@ -177,6 +177,8 @@ func (s *Store) acquireLeasesPostgres(ctx context.Context, params []hookrelay.Ac
 		case errors.As(err, &de):
 			errs[e.i] = err
 		case err != nil:
+			// The server failed this statement, which aborts the
+			// transaction: no entry of the batch is leased.
 			return s.dbErr(op, err)
 		case e.leased:
 			claims[e.i] = hookrelay.Claim{Delivery: d, Lease: hookrelay.Lease{Token: token + 1, Holder: p.Holder, ExpiresAt: decTime(e.expires)}}

@@ -73,8 +73,9 @@ func openHookrelay(ctx context.Context, backend string, o options, url string, p
 	// default run measures: a pool of 4W and every slot open to any
 	// destination. Measured on 2026-12-03, the defaults delivered 0.96–1.09×
 	// of it, and 1.00–1.11× in a later pair of runs; on 2026-12-04, with the
-	// worker's larger write queue, 0.93–1.09× (docs/benchmarks.md), so
-	// neither setting is worth a default.
+	// worker's larger write queue, 0.93–1.09×, and later that day on
+	// PostgreSQL 1.03 and 1.08× (docs/benchmarks.md), so neither setting is
+	// worth a default.
 	if hs, ok := q.(*hooksql.Store); ok {
 		if tuned {
 			hs.DB().SetMaxOpenConns(4 * o.workers)
