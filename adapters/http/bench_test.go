@@ -20,7 +20,7 @@ func benchParams(url string) hookrelay.SendParams {
 }
 
 // BenchmarkSend is one delivery to a loopback receiver answering 204: the
-// whole cost of Sender.Send, http.Client.Do and the server included.
+// whole cost of Sender.Send, the transport and the server included.
 func BenchmarkSend(b *testing.B) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -55,7 +55,7 @@ func BenchmarkSendOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s.client.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+	s.rt = roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		return &http.Response{
 			StatusCode: http.StatusNoContent, Header: http.Header{},
 			Body: http.NoBody, Request: r,

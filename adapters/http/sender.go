@@ -130,10 +130,16 @@ type Config struct {
 // used (up to 4096, by secret value, so a rotated secret signs from the
 // next send on).
 type Sender struct {
-	cfg    Config
-	client *http.Client
-	tr     *http.Transport
-	keys   keyCache
+	cfg Config
+	tr  *http.Transport
+	// rt makes the round trip: tr, or a test's stand-in. The sender calls
+	// it directly rather than through an http.Client: a client never
+	// follows a redirect here, has no cookie jar and no timeout of its own
+	// (the context has it), and its Do cloned every request's headers for
+	// the redirects it would not follow. What it did that matters, sending
+	// URL user info as Basic authorization, Send does itself.
+	rt   http.RoundTripper
+	keys keyCache
 }
 
 var (
@@ -214,16 +220,7 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.TLSClientConfig != nil {
 		tr.TLSClientConfig = cfg.TLSClientConfig.Clone()
 	}
-	return &Sender{
-		cfg: cfg,
-		tr:  tr,
-		client: &http.Client{
-			Transport: tr,
-			CheckRedirect: func(*http.Request, []*http.Request) error {
-				return http.ErrUseLastResponse
-			},
-		},
-	}, nil
+	return &Sender{cfg: cfg, tr: tr, rt: tr}, nil
 }
 
 // SignatureHeader returns the webhook-signature header value for a message:
@@ -355,8 +352,14 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 	if s.cfg.OnRequest != nil {
 		s.cfg.OnRequest(ctx, req)
 	}
+	if u.User != nil && req.Header.Get("Authorization") == "" {
+		// As http.Client sends URL user info: Basic, unless a header
+		// (the destination's, or OnRequest's) already authorizes.
+		pw, _ := u.User.Password()
+		req.SetBasicAuth(u.User.Username(), pw)
+	}
 
-	resp, err := s.client.Do(req)
+	resp, err := s.rt.RoundTrip(req)
 	if err != nil {
 		return classifyError(err, written.Load()).WithDetail(redact(errorDetail(err), secrets.get()))
 	}
@@ -498,7 +501,7 @@ func errorDetail(err error) string {
 // decoded key bytes in raw, base64 and hex forms), header values
 // (Authorization and the like, and the token after an auth scheme), URL
 // credentials (raw, escaped, and as the "Basic base64(user:password)" value
-// Go's client builds from them) and URL query values.
+// Send builds from them, as Go's client does) and URL query values.
 func secretsOf(d hookrelay.Destination) []string {
 	var out []string
 	add := func(s string) {

@@ -311,6 +311,41 @@ func TestRedirectIsNeverFollowed(t *testing.T) {
 	assert.Zero(t, followed.Load())
 }
 
+// TestURLUserInfoIsSentAsBasicAuthorization: user info in a destination
+// URL reaches the recipient as Basic authorization (what Go's http.Client
+// did for the sender), unless a destination header or OnRequest already
+// sets Authorization, which wins.
+func TestURLUserInfoIsSentAsBasicAuthorization(t *testing.T) {
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("Authorization")
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	withUser := strings.Replace(srv.URL, "http://", "http://ops%40example.com:p%3Ass@", 1)
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("ops@example.com:p:ss"))
+
+	for _, tt := range []struct {
+		name      string
+		headers   map[string]string
+		onRequest func(context.Context, *http.Request)
+		want      string
+	}{
+		{name: "user info only", want: basic},
+		{name: "a destination header wins", headers: map[string]string{"authorization": "Bearer tok_dest"}, want: "Bearer tok_dest"},
+		{name: "OnRequest wins", onRequest: func(_ context.Context, r *http.Request) { r.Header.Set("Authorization", "Bearer tok_hook") }, want: "Bearer tok_hook"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newTestSender(t, Config{OnRequest: tt.onRequest})
+			p := sendParams(withUser+"/hooks", "{}")
+			p.Destination.Headers = tt.headers
+			res := s.Send(context.Background(), p)
+			require.Equal(t, hookrelay.KindDelivered, res.Kind, "%+v", res)
+			assert.Equal(t, tt.want, <-got)
+		})
+	}
+}
+
 func TestSlowResponseTimesOutAsUnknown(t *testing.T) {
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
