@@ -2,6 +2,7 @@ package hookrelaytest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -162,6 +163,53 @@ func RunLedger(t *testing.T, newHarness NewHarness) {
 		assert.True(t, got.StartedAt.Equal(a.StartedAt))
 		assert.True(t, got.FinishedAt.Equal(a.FinishedAt))
 		assert.True(t, got.NextAttemptAt.Equal(a.NextAttemptAt))
+	})
+
+	t.Run("TheDeliveringAttemptRoundTripsEveryField", func(t *testing.T) {
+		// As a worker writes it (Now is when the attempt finished), and
+		// as a caller may (Now later than that).
+		for _, after := range []time.Duration{0, time.Second} {
+			h := newHarness(t)
+			d := newDelivery("evt_1", "dest_1", base)
+			seed(t, h, d)
+			c := claim(t, h.Queue, base, 1)[0]
+			a := hookrelay.Attempt{
+				DeliveryID: d.ID, Number: c.Delivery.Attempt, StartedAt: base.Add(10 * time.Millisecond), FinishedAt: base.Add(1234 * time.Millisecond),
+				Kind: hookrelay.KindDelivered, Outcome: hookrelay.OutcomeAccepted, Reason: "accepted_late", StatusCode: 202,
+				Detail: "queued as job 7",
+			}
+			require.NoError(t, h.Ledger.MarkDelivered(ctx, hookrelay.MarkDeliveredParams{ID: d.ID, Lease: c.Lease, Attempt: a, Now: a.FinishedAt.Add(after)}))
+			attempts, err := h.Ledger.Attempts(ctx, d.ID)
+			require.NoError(t, err)
+			require.Len(t, attempts, 1)
+			assertSameAttempt(t, a, attempts[0], fmt.Sprintf("recorded %v after it finished", after))
+		}
+	})
+
+	t.Run("AHistoryEndsWithTheAttemptThatDelivered", func(t *testing.T) {
+		h := newHarness(t)
+		d := newDelivery("evt_1", "dest_1", base)
+		seed(t, h, d)
+		now := base
+		var written []hookrelay.Attempt
+		for n := 1; n <= 2; n++ {
+			c := claim(t, h.Queue, now, 1)[0]
+			next := now.Add(time.Second)
+			require.NoError(t, retry(t, h, c, now, next))
+			written = append(written, attemptFor(c, hookrelay.KindRetryable, now))
+			now = next
+		}
+		c := claim(t, h.Queue, now, 1)[0]
+		require.NoError(t, deliver(t, h, c, now))
+		a := attemptFor(c, hookrelay.KindDelivered, now)
+		a.Outcome, a.Reason, a.StatusCode = hookrelay.OutcomeAccepted, "", 204
+		written = append(written, a)
+		attempts, err := h.Ledger.Attempts(ctx, d.ID)
+		require.NoError(t, err)
+		require.Len(t, attempts, len(written))
+		for i := range written {
+			assertSameAttempt(t, written[i], attempts[i], fmt.Sprintf("attempt %d", i+1))
+		}
 	})
 
 	runRecordContract(t, newHarness)

@@ -319,6 +319,22 @@ func RunQueue(t *testing.T, newHarness NewHarness) {
 	runEnqueueContract(t, newHarness)
 }
 
+// assertSameAttempt checks every field of an attempt read back from the
+// ledger against the one written.
+func assertSameAttempt(t *testing.T, want, got hookrelay.Attempt, what string) {
+	t.Helper()
+	assert.Equal(t, want.DeliveryID, got.DeliveryID, "%s: DeliveryID", what)
+	assert.Equal(t, want.Number, got.Number, "%s: Number", what)
+	assert.True(t, want.StartedAt.Equal(got.StartedAt), "%s: StartedAt %v != %v", what, want.StartedAt, got.StartedAt)
+	assert.True(t, want.FinishedAt.Equal(got.FinishedAt), "%s: FinishedAt %v != %v", what, want.FinishedAt, got.FinishedAt)
+	assert.Equal(t, want.Kind, got.Kind, "%s: Kind", what)
+	assert.Equal(t, want.Outcome, got.Outcome, "%s: Outcome", what)
+	assert.Equal(t, want.Reason, got.Reason, "%s: Reason", what)
+	assert.Equal(t, want.StatusCode, got.StatusCode, "%s: StatusCode", what)
+	assert.Equal(t, want.Detail, got.Detail, "%s: Detail", what)
+	assert.True(t, want.NextAttemptAt.Equal(got.NextAttemptAt), "%s: NextAttemptAt %v != %v", what, want.NextAttemptAt, got.NextAttemptAt)
+}
+
 func assertSameDelivery(t *testing.T, want, got hookrelay.Delivery) {
 	t.Helper()
 	assert.Equal(t, want.ID, got.ID)

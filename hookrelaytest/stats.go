@@ -41,18 +41,23 @@ func RunStats(t *testing.T, newHarness NewHarness) {
 			t.Skip("the Ledger does not implement hookrelay.AttemptStats (an optional ability)")
 		}
 		e := newEngine(t, h)
-		require.NoError(t, h.Destinations.Put(context.Background(), hookrelay.Destination{ID: "dest_2", TenantID: "tenant_a", URL: "https://two.example/"}))
+		for _, id := range []string{"dest_2", "dest_3"} {
+			require.NoError(t, h.Destinations.Put(context.Background(), hookrelay.Destination{ID: id, TenantID: "tenant_a", URL: "https://" + id + ".example/"}))
+		}
 		e.rec.Script = func(d hookrelay.Delivery, n int) RecipientAnswer {
-			if d.DestinationID == "dest_2" {
+			switch {
+			case d.DestinationID == "dest_2":
 				return Reject(hookrelay.Permanent(hookrelay.ReasonBadRequest))
-			}
-			if n <= 2 {
+			case d.DestinationID == "dest_1" && n <= 2:
 				return Reject(hookrelay.Retryable(hookrelay.ReasonServerError))
 			}
 			return Accept()
 		}
 		old := e.enqueue("evt_old", "dest_2")
 		e.step()
+		oldDelivered := e.enqueue("evt_old_delivered", "dest_3")
+		e.run(oldDelivered)
+		require.Equal(t, hookrelay.StateDelivered, e.get(oldDelivered).State)
 		e.clock.Add(time.Hour)
 		since := e.clock.Now()
 		ids := []string{e.enqueue("evt_1", "dest_1"), e.enqueue("evt_2", "dest_2")}
@@ -86,6 +91,13 @@ func RunStats(t *testing.T, newHarness NewHarness) {
 			}
 		}
 		assert.EqualValues(t, 2, n, "a wider window counts %s too", old)
+		n = 0
+		for _, c := range all {
+			if c.DestinationID == "dest_3" && c.Kind == hookrelay.KindDelivered {
+				n += c.Count
+			}
+		}
+		assert.EqualValues(t, 1, n, "and the delivered %s", oldDelivered)
 	})
 	t.Run("CountsAndAgesPerDestination", func(t *testing.T) {
 		h := newHarness(t)
