@@ -320,7 +320,9 @@ func (s *Store) recordBatchPipeline(ctx context.Context, ops []*fencedOp, errs [
 // IDs) in one statement: the values travel as arrays, upd writes each row
 // whose own fence holds (checked on the row it updates, so re-checked on the
 // newest version if a concurrent write changed it: no row lock beforehand),
-// ins stores the attempts of the rows upd wrote, and the result is one row
+// upd also keeps each attempt that keepsInRow in its row's delivering_*
+// columns, ins stores the other attempts of the rows upd wrote (an
+// attempts row), and the result is one row
 // per write, in the order of idx, for judgeDeliveredMany: for a row not
 // written, its values in the statement's snapshot. It is fencedQueryPostgres
 // for many rows: one statement to plan and run instead of one per delivery.
@@ -339,6 +341,7 @@ func (s *Store) deliveredManyPostgres(ops []*fencedOp, idx []int) (string, []any
 	// no value is boxed.
 	n := len(idx)
 	strs, int64s, ints := make([]string, 6*n), make([]int64, 5*n), make([]int, 4*n)
+	keeps := make([]bool, n)
 	var (
 		ids, outcomes, reasons                     = column(strs, 0, n), column(strs, 1, n), column(strs, 2, n)
 		aOutcomes, aReasons, aDetails              = column(strs, 3, n), column(strs, 4, n), column(strs, 5, n)
@@ -353,22 +356,26 @@ func (s *Store) deliveredManyPostgres(ops []*fencedOp, idx []int) (string, []any
 		outcomes[k], reasons[k], updated[k] = o.mark.outcome, o.mark.reason, o.mark.updated
 		aNumbers[k], aStarted[k], aFinished[k], aKinds[k] = a.number, a.started, a.finished, a.kind
 		aOutcomes[k], aReasons[k], aStatuses[k], aDetails[k], aNext[k] = a.outcome, a.reason, a.status, a.detail, a.next
+		keeps[k] = o.keep
 	}
 	args := []any{ids, tokens, fenceAttempts, outcomes, reasons, updated,
-		aNumbers, aStarted, aFinished, aKinds, aOutcomes, aReasons, aStatuses, aDetails, aNext}
+		aNumbers, aStarted, aFinished, aKinds, aOutcomes, aReasons, aStatuses, aDetails, aNext, keeps}
 	query := "WITH input AS (SELECT * FROM unnest(CAST(? AS TEXT[]), CAST(? AS BIGINT[]), CAST(? AS INTEGER[])," +
 		" CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[])," +
 		" CAST(? AS INTEGER[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS INTEGER[]), CAST(? AS TEXT[])," +
-		" CAST(? AS TEXT[]), CAST(? AS INTEGER[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[]))" +
+		" CAST(? AS TEXT[]), CAST(? AS INTEGER[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[]), CAST(? AS BOOLEAN[]))" +
 		" WITH ORDINALITY AS i(id, token, fence_attempt, last_outcome, last_reason, updated_at," +
-		" a_number, a_started, a_finished, a_kind, a_outcome, a_reason, a_status, a_detail, a_next, ord))," +
+		" a_number, a_started, a_finished, a_kind, a_outcome, a_reason, a_status, a_detail, a_next, keep, ord))," +
 		" upd AS (UPDATE {d} d SET state = 'delivered', last_outcome = i.last_outcome, last_reason = i.last_reason," +
-		" updated_at = i.updated_at, lease_expires_at = NULL FROM input i" +
+		" updated_at = i.updated_at, lease_expires_at = NULL," +
+		" delivering_attempt = CASE WHEN i.keep THEN i.a_number END, delivering_started_at = CASE WHEN i.keep THEN i.a_started END," +
+		" delivering_finished_at = CASE WHEN i.keep THEN i.a_finished END, delivering_status_code = CASE WHEN i.keep THEN i.a_status END," +
+		" delivering_detail = CASE WHEN i.keep THEN i.a_detail END FROM input i" +
 		" WHERE d.id = ANY($1) AND d.id = i.id AND d.lease_token = i.token AND d.lease_token <> 0 AND (d.state = 'pending') IS TRUE" +
 		" AND d.lease_expires_at IS NOT NULL AND (i.fence_attempt = 0 OR d.attempt = i.fence_attempt) RETURNING d.id)," +
 		" ins AS (INSERT INTO {a} (" + insertAttemptCols + ") SELECT i.id, i.a_number, i.a_started, i.a_finished," +
 		" i.a_kind, i.a_outcome, i.a_reason, i.a_status, i.a_detail, NULLIF(i.a_next, " + strconv.FormatInt(zeroTime, 10) + ")" +
-		" FROM input i JOIN upd u ON u.id = i.id)" +
+		" FROM input i JOIN upd u ON u.id = i.id WHERE NOT i.keep)" +
 		" SELECT c.state, c.lease_token, c.attempt, c.lease_expires_at IS NULL, u.id IS NOT NULL" +
 		" FROM input i LEFT JOIN upd u ON u.id = i.id LEFT JOIN LATERAL (SELECT state, lease_token, attempt, lease_expires_at" +
 		" FROM {d} WHERE id = i.id AND u.id IS NULL LIMIT 1) c ON true ORDER BY i.ord"

@@ -134,26 +134,46 @@ func (s *Store) lockFenceRows(ctx context.Context, q querier, ops []*fencedOp, i
 
 // markDeliveredJoined writes the MarkDelivered writes ops[idx], whose
 // fences held on their locked rows, as one UPDATE per chunk joined to a
-// derived table of their values: markDeliveredOp's SET, row by row. Every
+// derived table of their values: markDeliveredOp's SET, row by row (the
+// delivering_* columns NULL for a write that stores an attempts row). Every
 // row must change (each is pending and becomes delivered).
 func (s *Store) markDeliveredJoined(ctx context.Context, q querier, ops []*fencedOp, idx []int) error {
 	for len(idx) > 0 {
-		chunk := idx[:min(len(idx), insertChunkRows)]
+		// Up to insertChunkRows rows and about insertChunkBytes of values
+		// (the kept attempts' details are most of them).
+		n, bytes := 0, 0
+		for n < min(len(idx), insertChunkRows) {
+			o := ops[idx[n]]
+			size := len(o.f.id) + len(o.mark.outcome) + len(o.mark.reason) + len(o.attempt.detail) + 64
+			if n > 0 && bytes+size > insertChunkBytes {
+				break
+			}
+			n, bytes = n+1, bytes+size
+		}
+		chunk := idx[:n]
 		idx = idx[len(chunk):]
 		var b strings.Builder
 		b.WriteString("UPDATE {d} d JOIN (")
-		args := make([]any, 0, 4*len(chunk))
+		args := make([]any, 0, 9*len(chunk))
 		for k, i := range chunk {
 			if k == 0 {
-				b.WriteString("SELECT ? AS id, ? AS last_outcome, ? AS last_reason, ? AS updated_at")
+				b.WriteString("SELECT ? AS id, ? AS last_outcome, ? AS last_reason, ? AS updated_at, ? AS d_attempt," +
+					" ? AS d_started, ? AS d_finished, ? AS d_status, ? AS d_detail")
 			} else {
-				b.WriteString(" UNION ALL SELECT ?, ?, ?, ?")
+				b.WriteString(" UNION ALL SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?")
 			}
 			o := ops[i]
 			args = append(args, o.f.id, o.mark.outcome, o.mark.reason, o.mark.updated)
+			if a := &o.attempt; o.keep {
+				args = append(args, a.number, a.started, a.finished, a.status, a.detail)
+			} else {
+				args = append(args, nil, nil, nil, nil, nil)
+			}
 		}
 		b.WriteString(") v ON d.id = v.id SET d.state = 'delivered', d.last_outcome = v.last_outcome," +
-			" d.last_reason = v.last_reason, d.updated_at = v.updated_at, d.lease_expires_at = NULL")
+			" d.last_reason = v.last_reason, d.updated_at = v.updated_at, d.lease_expires_at = NULL," +
+			" d.delivering_attempt = v.d_attempt, d.delivering_started_at = v.d_started, d.delivering_finished_at = v.d_finished," +
+			" d.delivering_status_code = v.d_status, d.delivering_detail = v.d_detail")
 		res, err := q.ExecContext(ctx, s.q(b.String()), args...)
 		if err != nil {
 			return s.dbErr("record batch: mark delivered", err)

@@ -170,6 +170,11 @@ func arrayLiteral(t *testing.T, v any) string {
 			elems = append(elems, fmt.Sprint(e))
 		}
 		return "ARRAY[" + strings.Join(elems, ",") + "]::integer[]"
+	case []bool:
+		for _, e := range v {
+			elems = append(elems, fmt.Sprint(e))
+		}
+		return "ARRAY[" + strings.Join(elems, ",") + "]::boolean[]"
 	}
 	t.Fatalf("no literal for %T", v)
 	return ""

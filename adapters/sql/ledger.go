@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -259,10 +260,15 @@ func (s *Store) WasDelivered(ctx context.Context, id string) (bool, error) {
 	return state == string(hookrelay.StateDelivered), nil
 }
 
-// Attempts implements hookrelay.Ledger: the history in the order recorded.
+// Attempts implements hookrelay.Ledger: the history in the order recorded,
+// the attempts rows and then the attempt kept in the record's row (the one
+// that delivered it, keepsInRow), which is always the last.
 func (s *Store) Attempts(ctx context.Context, id string) ([]hookrelay.Attempt, error) {
 	rows, err := s.db.QueryContext(ctx, s.q(`SELECT delivery_id, number, started_at, finished_at, kind, outcome,
-		reason, status_code, detail, next_attempt_at FROM {a} WHERE delivery_id = ? ORDER BY seq`), id)
+		reason, status_code, detail, next_attempt_at, 0 AS kept, seq FROM {a} WHERE delivery_id = ?
+		UNION ALL SELECT id, delivering_attempt, delivering_started_at, delivering_finished_at, `+deliveredKind+`, last_outcome,
+		last_reason, delivering_status_code, COALESCE(delivering_detail, ''), NULL, 1, 0 FROM {d}
+		WHERE id = ? AND delivering_attempt IS NOT NULL ORDER BY 11, 12`), id, id)
 	if err != nil {
 		return nil, s.dbErr("attempts "+id, err)
 	}
@@ -275,9 +281,10 @@ func (s *Store) Attempts(ctx context.Context, id string) ([]hookrelay.Attempt, e
 			kind              int
 			outcome           string
 			next              sql.NullInt64
+			kept, seq         int64
 		)
 		if err := rows.Scan(&a.DeliveryID, &a.Number, &started, &finished, &kind, &outcome,
-			&a.Reason, &a.StatusCode, &a.Detail, &next); err != nil {
+			&a.Reason, &a.StatusCode, &a.Detail, &next, &kept, &seq); err != nil {
 			return nil, s.dbErr("attempts "+id, err)
 		}
 		a.StartedAt, a.FinishedAt, a.NextAttemptAt = decTime(started), decTime(finished), decNullTime(next)
@@ -294,6 +301,10 @@ func (s *Store) Attempts(ctx context.Context, id string) ([]hookrelay.Attempt, e
 	}
 	return out, nil
 }
+
+// deliveredKind is hookrelay.KindDelivered as SQL: the kind of the attempt
+// a record keeps in its row.
+var deliveredKind = strconv.Itoa(int(hookrelay.KindDelivered))
 
 // exists returns nil if the delivery exists, an error wrapping ErrNotFound
 // if it does not.
@@ -374,10 +385,15 @@ type fencedOp struct {
 	op         string
 	f          fence
 	hasAttempt bool
-	attempt    attemptRow
-	set        string
-	args       []any
-	mark       markValues
+	// keep marks a MarkDelivered write that keeps its attempt in the
+	// record's delivering_* columns (keepsInRow) instead of storing an
+	// attempts row: hasAttempt is false, and the SET clause and setArgs
+	// carry the attempt.
+	keep    bool
+	attempt attemptRow
+	set     string
+	args    []any
+	mark    markValues
 }
 
 // markValues are MarkDelivered's SET values, in the order of its set.
@@ -388,11 +404,35 @@ type markValues struct {
 
 // setArgs returns the values of o's SET clause, in order.
 func (o *fencedOp) setArgs() []any {
+	if o.keep {
+		a := &o.attempt
+		return []any{o.mark.outcome, o.mark.reason, o.mark.updated, a.number, a.started, a.finished, a.status, a.detail}
+	}
 	if o.delivered {
 		return []any{o.mark.outcome, o.mark.reason, o.mark.updated}
 	}
 	return o.args
 }
+
+// keepsInRow reports whether a MarkDelivered write's attempt is kept in
+// the record's own row (schema version 10's delivering_* columns) rather
+// than as an attempts row: when all it holds beyond those columns is what
+// the row says anyway — it delivered (kind), scheduled nothing, and its
+// outcome and reason are the row's last_outcome and last_reason
+// (markDeliveredOp sets them from it) — and it finished no later than the
+// row's updated_at, so RecentOutcomes finds it through the index of
+// delivered rows by updated_at. The worker's writes always qualify; a
+// caller's MarkDelivered with another kind of attempt stores an attempts
+// row as before. Readers take both (Attempts, RecentOutcomes, compaction).
+func (a *attemptRow) keepsInRow(updated int64) bool {
+	return a.kind == int(hookrelay.KindDelivered) && a.next == zeroTime && a.finished <= updated
+}
+
+// deliveringSet is the SET clause of a MarkDelivered write that keeps its
+// attempt in the row, after markDeliveredSet; its values follow the mark's
+// in setArgs.
+const deliveringSet = ", delivering_attempt = ?, delivering_started_at = ?, delivering_finished_at = ?," +
+	" delivering_status_code = ?, delivering_detail = ?"
 
 // attemptRow is an attempt's row in the attempts table, encoded.
 type attemptRow struct {
@@ -568,18 +608,26 @@ func (s *Store) MarkDelivered(ctx context.Context, p hookrelay.MarkDeliveredPara
 	return s.fencedWrite(ctx, o)
 }
 
+// markDeliveredSet is MarkDelivered's SET clause; its values are the
+// mark's (setArgs).
+const markDeliveredSet = "state = 'delivered', last_outcome = ?, last_reason = ?, updated_at = ?, lease_expires_at = NULL"
+
 func markDeliveredOp(p hookrelay.MarkDeliveredParams) (fencedOp, error) {
 	now, err := encTime("Now", p.Now)
 	if err != nil {
 		return fencedOp{}, err
 	}
 	o, err := attemptOp("mark delivered", fence{id: p.ID, lease: p.Lease, attempt: p.Attempt.Number, deliveredOK: true}, &p.Attempt,
-		"state = 'delivered', last_outcome = ?, last_reason = ?, updated_at = ?, lease_expires_at = NULL")
+		markDeliveredSet)
 	if err != nil {
 		return fencedOp{}, err
 	}
 	o.delivered = true
-	o.mark = markValues{outcome: cleanText(string(p.Attempt.Outcome)), reason: cleanText(p.Attempt.Reason), updated: now}
+	o.mark = markValues{outcome: o.attempt.outcome, reason: o.attempt.reason, updated: now}
+	if o.attempt.keepsInRow(now) {
+		o.keep, o.hasAttempt = true, false
+		o.set += deliveringSet
+	}
 	return o, nil
 }
 

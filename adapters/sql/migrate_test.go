@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -96,7 +97,10 @@ func TestMigrateUpgradesAVersionTwoDatabase(t *testing.T) {
 			dropIndex("destinations_tenant", "{dst}"), "ALTER TABLE {dst} DROP COLUMN event_types",
 			dropIndex("deliveries_uncompacted", "{d}"), "DROP TABLE {sum}",
 			"ALTER TABLE {d} DROP COLUMN touched_at", "ALTER TABLE {d} DROP COLUMN history_compacted",
-			"DROP TABLE {g}", "ALTER TABLE {dst} DROP COLUMN max_per_second"} {
+			"DROP TABLE {g}", "ALTER TABLE {dst} DROP COLUMN max_per_second",
+			"ALTER TABLE {d} DROP COLUMN delivering_attempt", "ALTER TABLE {d} DROP COLUMN delivering_started_at",
+			"ALTER TABLE {d} DROP COLUMN delivering_finished_at", "ALTER TABLE {d} DROP COLUMN delivering_status_code",
+			"ALTER TABLE {d} DROP COLUMN delivering_detail"} {
 			_, err := s.db.ExecContext(ctx, s.q(st))
 			require.NoError(t, err, st)
 		}
@@ -120,8 +124,9 @@ func TestMigrateUpgradesAVersionTwoDatabase(t *testing.T) {
 
 // TestMigrateUpgradesAVersionEightPostgresDatabase: a PostgreSQL database
 // at version 8, with a delivered record and its attempt, is brought to
-// version 9 (the destination index partial, the attempts keyed on
-// (delivery_id, seq), half-empty deliveries pages) with its history intact.
+// the current version (9: the destination index partial, the attempts keyed
+// on (delivery_id, seq), half-empty deliveries pages; 10: the delivering
+// attempt kept in the row) with its history, an attempts row, intact.
 func TestMigrateUpgradesAVersionEightPostgresDatabase(t *testing.T) {
 	b := backends[1]
 	require.Equal(t, Postgres, b.dialect)
@@ -133,7 +138,10 @@ func TestMigrateUpgradesAVersionEightPostgresDatabase(t *testing.T) {
 		"ALTER TABLE {a} DROP CONSTRAINT " + s.prefix + "attempts_pkey", "ALTER TABLE {a} ADD PRIMARY KEY (seq)",
 		"CREATE INDEX " + s.prefix + "attempts_delivery ON {a} (delivery_id, seq)",
 		"DROP INDEX " + s.prefix + "deliveries_destination", "CREATE INDEX " + s.prefix + "deliveries_destination ON {d} (destination_id, state)",
-		"ALTER TABLE {d} SET (fillfactor = 70)"} {
+		"ALTER TABLE {d} SET (fillfactor = 70)",
+		"ALTER TABLE {d} DROP COLUMN delivering_attempt", "ALTER TABLE {d} DROP COLUMN delivering_started_at",
+		"ALTER TABLE {d} DROP COLUMN delivering_finished_at", "ALTER TABLE {d} DROP COLUMN delivering_status_code",
+		"ALTER TABLE {d} DROP COLUMN delivering_detail"} {
 		_, err := s.db.ExecContext(ctx, s.q(st))
 		require.NoError(t, err, st)
 	}
@@ -143,10 +151,13 @@ func TestMigrateUpgradesAVersionEightPostgresDatabase(t *testing.T) {
 	d := newDelivery("evt_old", "dest_1", t0)
 	_, err = s.Create(ctx, []hookrelay.Delivery{d})
 	require.NoError(t, err)
-	cs := claimAll(t, s, t0)
-	require.Len(t, cs, 1)
-	a := hookrelay.Attempt{DeliveryID: d.ID, Number: 1, StartedAt: t0, FinishedAt: t0, Kind: hookrelay.KindDelivered, Outcome: hookrelay.OutcomeAccepted, StatusCode: 204}
-	require.NoError(t, s.MarkDelivered(ctx, hookrelay.MarkDeliveredParams{ID: d.ID, Lease: cs[0].Lease, Attempt: a, Now: t0}))
+	require.Len(t, claimAll(t, s, t0), 1)
+	// Delivered as version 8 wrote it: the attempt as an attempts row.
+	for _, st := range []string{"UPDATE {d} SET state = 'delivered', last_outcome = 'accepted', lease_expires_at = NULL",
+		"INSERT INTO {a} (" + insertAttemptCols + ") VALUES ('" + d.ID + "', 1, 0, 0, 1, 'accepted', '', 204, '', NULL)"} {
+		_, err := s.db.ExecContext(ctx, s.q(st))
+		require.NoError(t, err, st)
+	}
 
 	require.NoError(t, s.Migrate(ctx))
 	v, err = s.Version(ctx)
@@ -170,14 +181,16 @@ func TestMigrateUpgradesAVersionEightPostgresDatabase(t *testing.T) {
 	delivered, err := s.WasDelivered(ctx, d.ID)
 	require.NoError(t, err)
 	assert.True(t, delivered)
-	// New attempts are still numbered after the old ones.
+	// New attempts rows are still numbered after the old ones.
 	d2 := newDelivery("evt_new", "dest_1", t0)
 	_, err = s.Create(ctx, []hookrelay.Delivery{d2})
 	require.NoError(t, err)
-	cs = claimAll(t, s, t0)
+	cs := claimAll(t, s, t0)
 	require.Len(t, cs, 1)
-	a.DeliveryID = d2.ID
-	require.NoError(t, s.MarkDelivered(ctx, hookrelay.MarkDeliveredParams{ID: d2.ID, Lease: cs[0].Lease, Attempt: a, Now: t0}))
+	a := hookrelay.Attempt{DeliveryID: d2.ID, Number: 1, StartedAt: t0, FinishedAt: t0, Kind: hookrelay.KindRetryable,
+		Outcome: hookrelay.OutcomeRejected, Reason: hookrelay.ReasonServerError, StatusCode: 500, NextAttemptAt: t0.Add(time.Minute)}
+	require.NoError(t, s.RecordRetry(ctx, hookrelay.RecordRetryParams{ID: d2.ID, Lease: cs[0].Lease, Attempt: a,
+		NextAttempt: 2, NextAttemptAt: t0.Add(time.Minute), Now: t0}))
 	seqs := queryColumn[int64](t, s, "SELECT seq FROM {a} ORDER BY seq")
 	assert.Len(t, seqs, 2)
 	assert.Less(t, seqs[0], seqs[1])

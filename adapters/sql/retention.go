@@ -81,7 +81,8 @@ func (s *Store) CleanHistory(ctx context.Context, p hookrelay.CleanHistoryParams
 		}
 		return s.forChunks(ctx, q, victims, "clean history: compact", nil,
 			"DELETE FROM {a} WHERE delivery_id IN (%s)",
-			"UPDATE {d} SET history_compacted = 1 WHERE id IN (%s)")
+			"UPDATE {d} SET history_compacted = 1, delivering_attempt = NULL, delivering_started_at = NULL,"+
+				" delivering_finished_at = NULL, delivering_status_code = NULL, delivering_detail = NULL WHERE id IN (%s)")
 	})
 	if err != nil {
 		return hookrelay.CleanHistoryResult{}, err
@@ -213,17 +214,20 @@ func (s *Store) forChunks(ctx context.Context, q querier, rs []finishedRow, op s
 }
 
 // summarize stores one attempt_summaries row per picked record that has
-// attempts, from its attempt rows.
+// attempts, from its attempts rows and the attempt kept in its own row
+// (keepsInRow), which is the last.
 func (s *Store) summarize(ctx context.Context, q querier, rs []finishedRow) error {
 	for len(rs) > 0 {
 		chunk := rs[:min(len(rs), insertChunkRows)]
 		rs = rs[len(chunk):]
-		args := make([]any, len(chunk))
+		args := make([]any, 2*len(chunk))
 		for i, r := range chunk {
-			args[i] = r.id
+			args[i], args[len(chunk)+i] = r.id, r.id
 		}
-		rows, err := q.QueryContext(ctx, s.q("SELECT delivery_id, started_at, finished_at, status_code, outcome, reason FROM {a} WHERE delivery_id IN ("+
-			placeholders(len(chunk))+") ORDER BY delivery_id, seq"), args...)
+		in := placeholders(len(chunk))
+		rows, err := q.QueryContext(ctx, s.q("SELECT delivery_id, started_at, finished_at, status_code, outcome, reason, 0 AS kept, seq FROM {a}"+
+			" WHERE delivery_id IN ("+in+") UNION ALL SELECT id, delivering_started_at, delivering_finished_at, delivering_status_code,"+
+			" last_outcome, last_reason, 1, 0 FROM {d} WHERE id IN ("+in+") AND delivering_attempt IS NOT NULL ORDER BY 1, 7, 8"), args...)
 		if err != nil {
 			return s.dbErr("clean history: compact", err)
 		}
@@ -240,8 +244,9 @@ func (s *Store) summarize(ctx context.Context, q querier, rs []finishedRow) erro
 				started, finished int64
 				status            int64
 				outcome, reason   string
+				kept, seq         int64
 			)
-			if err := rows.Scan(&id, &started, &finished, &status, &outcome, &reason); err != nil {
+			if err := rows.Scan(&id, &started, &finished, &status, &outcome, &reason, &kept, &seq); err != nil {
 				rows.Close()
 				return s.dbErr("clean history: compact", err)
 			}

@@ -62,15 +62,21 @@ func (s *Store) Stats(ctx context.Context, p hookrelay.StatsParams) ([]hookrelay
 var _ hookrelay.AttemptStats = (*Store)(nil)
 
 // RecentOutcomes implements hookrelay.AttemptStats with one grouped query
-// over the attempts finished since params.Since (indexed by finished_at).
+// over the attempts finished since params.Since: the attempts rows
+// (indexed by finished_at) and the attempts kept in delivered records' rows
+// (keepsInRow: each finished no later than its row's updated_at, so the
+// index of delivered rows by updated_at finds them all).
 func (s *Store) RecentOutcomes(ctx context.Context, p hookrelay.RecentOutcomesParams) ([]hookrelay.OutcomeCount, error) {
 	since, err := encTime("Since", p.Since)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT d.destination_id, a.kind, a.reason, COUNT(*)
-		FROM {a} a JOIN {d} d ON d.id = a.delivery_id
-		WHERE a.finished_at >= ? GROUP BY d.destination_id, a.kind, a.reason`), since)
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT destination_id, kind, reason, COUNT(*) FROM (
+		SELECT d.destination_id AS destination_id, a.kind AS kind, a.reason AS reason
+		FROM {a} a JOIN {d} d ON d.id = a.delivery_id WHERE a.finished_at >= ?
+		UNION ALL SELECT destination_id, `+deliveredKind+`, last_reason FROM {d}
+		WHERE state = 'delivered' AND updated_at >= ? AND delivering_finished_at >= ?) x
+		GROUP BY destination_id, kind, reason`), since, since, since)
 	if err != nil {
 		return nil, s.dbErr("recent outcomes", err)
 	}
