@@ -626,7 +626,7 @@ func markDeliveredOp(p hookrelay.MarkDeliveredParams) (fencedOp, error) {
 	o.mark = markValues{outcome: o.attempt.outcome, reason: o.attempt.reason, updated: now}
 	if o.attempt.keepsInRow(now) {
 		o.keep, o.hasAttempt = true, false
-		o.set += deliveringSet
+		o.set = markDeliveredSet + deliveringSet // constant: no string built per write
 	}
 	return o, nil
 }
