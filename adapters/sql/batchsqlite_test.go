@@ -3,7 +3,6 @@ package hooksql
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"testing"
 	"time"
 
@@ -42,14 +41,7 @@ func (c *countingQuerier) QueryRowContext(ctx context.Context, query string, arg
 func TestSQLiteBatchRunsTwoStatementsPerWrite(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, backend{dialect: SQLite}, Options{})
-	var ds []hookrelay.Delivery
-	for i := range 8 {
-		ds = append(ds, newDelivery(fmt.Sprintf("evt_%d", i), "dst_1", t0))
-	}
-	_, err := s.Create(ctx, ds)
-	require.NoError(t, err)
-	cs := claimAll(t, s, t0)
-	require.Len(t, cs, 8)
+	cs := createAndClaimAll(t, s, 8)
 	attempt := func(c hookrelay.Claim) hookrelay.Attempt {
 		return hookrelay.Attempt{DeliveryID: c.Delivery.ID, Number: c.Delivery.Attempt, StartedAt: t0, FinishedAt: t0,
 			Kind: hookrelay.KindDelivered, Outcome: hookrelay.OutcomeAccepted, StatusCode: 204}
@@ -73,7 +65,10 @@ func TestSQLiteBatchRunsTwoStatementsPerWrite(t *testing.T) {
 	}
 	ops := make([]*fencedOp, len(writes))
 	for i, w := range writes {
-		var o fencedOp
+		var (
+			o   fencedOp
+			err error
+		)
 		switch {
 		case w.Delivered != nil:
 			o, err = markDeliveredOp(*w.Delivered)

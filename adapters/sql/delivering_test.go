@@ -2,7 +2,6 @@ package hooksql
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -23,14 +22,7 @@ func TestAWorkersDeliveredWriteKeepsItsAttemptInTheRow(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
 		s := newStore(t, b, Options{})
-		var ds []hookrelay.Delivery
-		for i := range 5 {
-			ds = append(ds, newDelivery(fmt.Sprintf("evt_%d", i), "dst_1", t0))
-		}
-		_, err := s.Create(ctx, ds)
-		require.NoError(t, err)
-		cs := claimAll(t, s, t0)
-		require.Len(t, cs, 5)
+		cs := createAndClaimAll(t, s, 5)
 		finished := t0.Add(time.Second)
 		attempt := func(c hookrelay.Claim) hookrelay.Attempt {
 			return hookrelay.Attempt{DeliveryID: c.Delivery.ID, Number: c.Delivery.Attempt, StartedAt: t0, FinishedAt: finished,

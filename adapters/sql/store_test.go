@@ -33,6 +33,21 @@ func claimAll(t *testing.T, s *Store, now time.Time) []hookrelay.Claim {
 	return cs
 }
 
+// createAndClaimAll creates n deliveries to dst_1 due at t0 and claims
+// them all.
+func createAndClaimAll(t *testing.T, s *Store, n int) []hookrelay.Claim {
+	t.Helper()
+	ds := make([]hookrelay.Delivery, n)
+	for i := range ds {
+		ds[i] = newDelivery(fmt.Sprintf("evt_%d", i), "dst_1", t0)
+	}
+	_, err := s.Create(context.Background(), ds)
+	require.NoError(t, err)
+	cs := claimAll(t, s, t0)
+	require.Len(t, cs, n)
+	return cs
+}
+
 func TestMigrate(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
