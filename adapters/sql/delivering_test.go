@@ -2,6 +2,8 @@ package hooksql
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,4 +61,103 @@ func TestAWorkersDeliveredWriteKeepsItsAttemptInTheRow(t *testing.T) {
 			require.Len(t, got, 1, "one attempt each, wherever it is kept")
 		}
 	})
+}
+
+// RecentOutcomes reads no more than the attempts since Since: on a table of
+// 2,000 delivered rows — every attempt kept in its row (an empty attempts
+// table, as where every first attempt succeeds), or one in ten an attempts
+// row — the plan of its statement for a recent Since finds the kept
+// attempts through the index of delivered rows by updated_at and never
+// reads the whole deliveries table (PostgreSQL and SQLite; MySQL's plan
+// output is not read here). Joined to an empty attempts table, the records
+// were read whole, every call.
+func TestRecentOutcomesFindsKeptAttemptsThroughTheDeliveredIndex(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		if b.dialect == MySQL {
+			t.Skip("MySQL's EXPLAIN is not read by this test")
+		}
+		for _, rowsEvery := range []int{0, 10} {
+			t.Run(fmt.Sprintf("an attempts row every %d", rowsEvery), func(t *testing.T) {
+				s := newStore(t, b, Options{})
+				deliverMany(t, s, 2000, rowsEvery)
+				plan := explainRecentOutcomes(t, s, t0.Add(time.Hour))
+				text := strings.Join(plan, "\n")
+				assert.Contains(t, text, s.prefix+"deliveries_delivered", "plan:\n%s", text)
+				for _, line := range plan {
+					line = strings.TrimSpace(line)
+					assert.NotContains(t, line, "Seq Scan on "+s.prefix+"deliveries", "plan:\n%s", text)
+					assert.NotRegexp(t, `^SCAN (d|`+s.prefix+`deliveries)\b`, line, "plan:\n%s", text)
+				}
+			})
+		}
+	})
+}
+
+// deliverMany creates n deliveries over 10 destinations and marks them all
+// delivered, finished a second after t0; every rowsEvery-th write (none
+// for 0) is recorded before its attempt finished, so its attempt is an
+// attempts row.
+func deliverMany(t *testing.T, s *Store, n, rowsEvery int) {
+	t.Helper()
+	ctx := context.Background()
+	ds := make([]hookrelay.Delivery, n)
+	for i := range ds {
+		ds[i] = newDelivery(fmt.Sprintf("evt_%d", i), fmt.Sprintf("dst_%d", i%10), t0)
+	}
+	_, err := s.Create(ctx, ds)
+	require.NoError(t, err)
+	finished := t0.Add(time.Second)
+	for delivered := 0; delivered < n; {
+		cs := claimAll(t, s, t0)
+		require.NotEmpty(t, cs)
+		writes := make([]hookrelay.LedgerWrite, len(cs))
+		for i, c := range cs {
+			now := finished
+			if rowsEvery > 0 && (delivered+i)%rowsEvery == 0 {
+				now = t0
+			}
+			writes[i] = hookrelay.LedgerWrite{Delivered: &hookrelay.MarkDeliveredParams{ID: c.Delivery.ID, Lease: c.Lease, Now: now,
+				Attempt: hookrelay.Attempt{DeliveryID: c.Delivery.ID, Number: 1, StartedAt: t0, FinishedAt: finished,
+					Kind: hookrelay.KindDelivered, Outcome: hookrelay.OutcomeAccepted, StatusCode: 204}}}
+		}
+		errs, err := s.RecordBatch(ctx, writes)
+		require.NoError(t, err)
+		for _, err := range errs {
+			require.NoError(t, err)
+		}
+		delivered += len(cs)
+	}
+}
+
+// explainRecentOutcomes returns the plan of RecentOutcomes' statement for
+// since, after the tables' statistics are gathered: PostgreSQL's EXPLAIN
+// lines, SQLite's EXPLAIN QUERY PLAN details.
+func explainRecentOutcomes(t *testing.T, s *Store, since time.Time) []string {
+	t.Helper()
+	ctx := context.Background()
+	explain := "EXPLAIN "
+	if s.dialect == SQLite {
+		explain = "EXPLAIN QUERY PLAN "
+	}
+	_, err := s.db.ExecContext(ctx, "ANALYZE")
+	require.NoError(t, err)
+	at, err := encTime("Since", since)
+	require.NoError(t, err)
+	rows, err := s.db.QueryContext(ctx, explain+s.recentOutcomesQuery(), at, at, at)
+	require.NoError(t, err)
+	defer rows.Close()
+	cols, err := rows.Columns()
+	require.NoError(t, err)
+	var plan []string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		require.NoError(t, rows.Scan(ptrs...))
+		plan = append(plan, fmt.Sprint(vals[len(vals)-1])) // the detail column on SQLite
+	}
+	require.NoError(t, rows.Err())
+	return plan
 }
