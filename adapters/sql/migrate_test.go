@@ -2,6 +2,7 @@ package hooksql
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -194,4 +195,81 @@ func TestMigrateUpgradesAVersionEightPostgresDatabase(t *testing.T) {
 	seqs := queryColumn[int64](t, s, "SELECT seq FROM {a} ORDER BY seq")
 	assert.Len(t, seqs, 2)
 	assert.Less(t, seqs[0], seqs[1])
+}
+
+// TestMigrateUpgradesAVersionNineDatabase: a database at version 9 with a
+// record delivered the way version 9 wrote it (its attempt an attempts
+// row) is brought to version 10 on every backend; the record's history
+// reads the same before and after its compaction, and a record delivered
+// after the upgrade keeps its attempt in its row and reads alike.
+func TestMigrateUpgradesAVersionNineDatabase(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := newStore(t, b, Options{})
+		for _, st := range []string{"DELETE FROM {m} WHERE version >= 10",
+			"ALTER TABLE {d} DROP COLUMN delivering_attempt", "ALTER TABLE {d} DROP COLUMN delivering_started_at",
+			"ALTER TABLE {d} DROP COLUMN delivering_finished_at", "ALTER TABLE {d} DROP COLUMN delivering_status_code",
+			"ALTER TABLE {d} DROP COLUMN delivering_detail"} {
+			_, err := s.db.ExecContext(ctx, s.q(st))
+			require.NoError(t, err, st)
+		}
+		v, err := s.Version(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 9, v)
+		old := newDelivery("evt_old", "dst_1", t0)
+		_, err = s.Create(ctx, []hookrelay.Delivery{old})
+		require.NoError(t, err)
+		require.Len(t, claimAll(t, s, t0), 1)
+		done := t0.Add(time.Second)
+		for _, st := range []string{
+			"UPDATE {d} SET state = 'delivered', last_outcome = 'accepted', last_reason = '', updated_at = " + fmt.Sprint(done.UnixNano()) + ", lease_expires_at = NULL",
+			"INSERT INTO {a} (" + insertAttemptCols + ") VALUES ('" + old.ID + "', 1, " + fmt.Sprint(t0.UnixNano()) + ", " +
+				fmt.Sprint(done.UnixNano()) + ", 1, 'accepted', '', 204, 'ok', NULL)"} {
+			_, err := s.db.ExecContext(ctx, s.q(st))
+			require.NoError(t, err, st)
+		}
+
+		require.NoError(t, s.Migrate(ctx))
+		v, err = s.Version(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, SchemaVersion, v)
+		d := newDelivery("evt_new", "dst_1", t0)
+		_, err = s.Create(ctx, []hookrelay.Delivery{d})
+		require.NoError(t, err)
+		cs := claimAll(t, s, t0)
+		require.Len(t, cs, 1)
+		require.NoError(t, s.MarkDelivered(ctx, hookrelay.MarkDeliveredParams{ID: d.ID, Lease: cs[0].Lease, Now: done,
+			Attempt: hookrelay.Attempt{DeliveryID: d.ID, Number: 1, StartedAt: t0, FinishedAt: done, Kind: hookrelay.KindDelivered,
+				Outcome: hookrelay.OutcomeAccepted, StatusCode: 204, Detail: "ok"}}))
+		assert.Len(t, queryColumn[string](t, s, "SELECT delivery_id FROM {a}"), 1, "the new attempt is kept in its row")
+
+		for _, id := range []string{old.ID, d.ID} {
+			as, err := s.Attempts(ctx, id)
+			require.NoError(t, err)
+			require.Len(t, as, 1, id)
+			assert.Equal(t, 204, as[0].StatusCode, id)
+			assert.Equal(t, "ok", as[0].Detail, id)
+			assert.True(t, as[0].StartedAt.Equal(t0) && as[0].FinishedAt.Equal(done), "%s: %+v", id, as[0])
+		}
+		res, err := s.CleanHistory(ctx, hookrelay.CleanHistoryParams{Now: done.Add(48 * time.Hour), Limit: 10,
+			Policy: hookrelay.RetentionPolicy{Delivered: 30 * 24 * time.Hour, AttemptDetails: 24 * time.Hour}})
+		require.NoError(t, err)
+		assert.Equal(t, []hookrelay.HistoryCount{{DestinationID: "dst_1", State: hookrelay.StateDelivered, Compacted: 2}}, res.Counts)
+		for _, id := range []string{old.ID, d.ID} {
+			as, err := s.Attempts(ctx, id)
+			require.NoError(t, err)
+			assert.Empty(t, as, "%s: compacted", id)
+			sum, err := s.AttemptSummary(ctx, id)
+			require.NoError(t, err)
+			assert.Equal(t, hookrelay.AttemptSummary{Count: 1, FirstStartedAt: t0, LastFinishedAt: done, LastStatusCode: 204,
+				LastOutcome: hookrelay.OutcomeAccepted}, normalizeSummary(sum), id)
+		}
+	})
+}
+
+// normalizeSummary puts a summary's times in t0's location, so that
+// summaries compare with ==.
+func normalizeSummary(s hookrelay.AttemptSummary) hookrelay.AttemptSummary {
+	s.FirstStartedAt, s.LastFinishedAt = s.FirstStartedAt.In(t0.Location()), s.LastFinishedAt.In(t0.Location())
+	return s
 }
