@@ -340,11 +340,10 @@ func (s *Store) deliveredManyPostgres(ops []*fencedOp, idx []int) (string, []any
 	// Typed slices: pgx encodes each as an array without reflection, and
 	// no value is boxed.
 	n := len(idx)
-	strs, int64s, ints := make([]string, 6*n), make([]int64, 5*n), make([]int, 4*n)
+	strs, int64s, ints := make([]string, 4*n), make([]int64, 5*n), make([]int, 4*n)
 	keeps := make([]bool, n)
 	var (
-		ids, outcomes, reasons                     = column(strs, 0, n), column(strs, 1, n), column(strs, 2, n)
-		aOutcomes, aReasons, aDetails              = column(strs, 3, n), column(strs, 4, n), column(strs, 5, n)
+		ids, outcomes, reasons, aDetails           = column(strs, 0, n), column(strs, 1, n), column(strs, 2, n), column(strs, 3, n)
 		tokens, updated, aStarted, aFinished       = column(int64s, 0, n), column(int64s, 1, n), column(int64s, 2, n), column(int64s, 3, n)
 		aNext                                      = column(int64s, 4, n)
 		fenceAttempts, aNumbers, aKinds, aStatuses = column(ints, 0, n), column(ints, 1, n), column(ints, 2, n), column(ints, 3, n)
@@ -353,19 +352,20 @@ func (s *Store) deliveredManyPostgres(ops []*fencedOp, idx []int) (string, []any
 		o := ops[i]
 		a := &o.attempt
 		ids[k], tokens[k], fenceAttempts[k] = o.f.id, o.f.lease.Token, o.f.attempt
-		outcomes[k], reasons[k], updated[k] = o.mark.outcome, o.mark.reason, o.mark.updated
+		// The record's last outcome and reason are the attempt's.
+		outcomes[k], reasons[k], updated[k] = a.outcome, a.reason, o.updated
 		aNumbers[k], aStarted[k], aFinished[k], aKinds[k] = a.number, a.started, a.finished, a.kind
-		aOutcomes[k], aReasons[k], aStatuses[k], aDetails[k], aNext[k] = a.outcome, a.reason, a.status, a.detail, a.next
+		aStatuses[k], aDetails[k], aNext[k] = a.status, a.detail, a.next
 		keeps[k] = o.keep
 	}
 	args := []any{ids, tokens, fenceAttempts, outcomes, reasons, updated,
-		aNumbers, aStarted, aFinished, aKinds, aOutcomes, aReasons, aStatuses, aDetails, aNext, keeps}
+		aNumbers, aStarted, aFinished, aKinds, aStatuses, aDetails, aNext, keeps}
 	query := "WITH input AS (SELECT * FROM unnest(CAST(? AS TEXT[]), CAST(? AS BIGINT[]), CAST(? AS INTEGER[])," +
 		" CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[])," +
-		" CAST(? AS INTEGER[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS INTEGER[]), CAST(? AS TEXT[])," +
-		" CAST(? AS TEXT[]), CAST(? AS INTEGER[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[]), CAST(? AS BOOLEAN[]))" +
+		" CAST(? AS INTEGER[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS INTEGER[])," +
+		" CAST(? AS INTEGER[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[]), CAST(? AS BOOLEAN[]))" +
 		" WITH ORDINALITY AS i(id, token, fence_attempt, last_outcome, last_reason, updated_at," +
-		" a_number, a_started, a_finished, a_kind, a_outcome, a_reason, a_status, a_detail, a_next, keep, ord))," +
+		" a_number, a_started, a_finished, a_kind, a_status, a_detail, a_next, keep, ord))," +
 		" upd AS (UPDATE {d} d SET state = 'delivered', last_outcome = i.last_outcome, last_reason = i.last_reason," +
 		" updated_at = i.updated_at, lease_expires_at = NULL," +
 		" delivering_attempt = CASE WHEN i.keep THEN i.a_number END, delivering_started_at = CASE WHEN i.keep THEN i.a_started END," +
@@ -374,7 +374,7 @@ func (s *Store) deliveredManyPostgres(ops []*fencedOp, idx []int) (string, []any
 		" WHERE d.id = ANY($1) AND d.id = i.id AND d.lease_token = i.token AND d.lease_token <> 0 AND (d.state = 'pending') IS TRUE" +
 		" AND d.lease_expires_at IS NOT NULL AND (i.fence_attempt = 0 OR d.attempt = i.fence_attempt) RETURNING d.id)," +
 		" ins AS (INSERT INTO {a} (" + insertAttemptCols + ") SELECT i.id, i.a_number, i.a_started, i.a_finished," +
-		" i.a_kind, i.a_outcome, i.a_reason, i.a_status, i.a_detail, NULLIF(i.a_next, " + strconv.FormatInt(zeroTime, 10) + ")" +
+		" i.a_kind, i.last_outcome, i.last_reason, i.a_status, i.a_detail, NULLIF(i.a_next, " + strconv.FormatInt(zeroTime, 10) + ")" +
 		" FROM input i JOIN upd u ON u.id = i.id WHERE NOT i.keep)" +
 		" SELECT c.state, c.lease_token, c.attempt, c.lease_expires_at IS NULL, u.id IS NOT NULL" +
 		" FROM input i LEFT JOIN upd u ON u.id = i.id LEFT JOIN LATERAL (SELECT state, lease_token, attempt, lease_expires_at" +

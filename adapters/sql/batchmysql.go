@@ -144,7 +144,7 @@ func (s *Store) markDeliveredJoined(ctx context.Context, q querier, ops []*fence
 		n, bytes := 0, 0
 		for n < min(len(idx), insertChunkRows) {
 			o := ops[idx[n]]
-			size := len(o.f.id) + len(o.mark.outcome) + len(o.mark.reason) + len(o.attempt.detail) + 64
+			size := len(o.f.id) + len(o.attempt.outcome) + len(o.attempt.reason) + len(o.attempt.detail) + 64
 			if n > 0 && bytes+size > insertChunkBytes {
 				break
 			}
@@ -162,9 +162,9 @@ func (s *Store) markDeliveredJoined(ctx context.Context, q querier, ops []*fence
 			} else {
 				b.WriteString(" UNION ALL SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?")
 			}
-			o := ops[i]
-			args = append(args, o.f.id, o.mark.outcome, o.mark.reason, o.mark.updated)
-			if a := &o.attempt; o.keep {
+			o, a := ops[i], &ops[i].attempt
+			args = append(args, o.f.id, a.outcome, a.reason, o.updated)
+			if o.keep {
 				args = append(args, a.number, a.started, a.finished, a.status, a.detail)
 			} else {
 				args = append(args, nil, nil, nil, nil, nil)

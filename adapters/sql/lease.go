@@ -18,16 +18,17 @@ var _ hookrelay.LeaseLedger = (*Store)(nil)
 // ErrNotFound, ErrInvalidState (delivered or dead), ErrLeaseLost (another
 // holder's lease is live) or a *hookrelay.NotDueError with the due time.
 func (s *Store) AcquireLease(ctx context.Context, p hookrelay.AcquireLeaseParams) (hookrelay.Claim, error) {
-	now, expires, err := leaseTimes(p)
-	if err != nil {
-		return hookrelay.Claim{}, err
-	}
 	if s.dialect == Postgres {
+		// Its input is checked there, as each entry of a batch's.
 		claims, errs, err := s.acquireLeasesPostgres(ctx, []hookrelay.AcquireLeaseParams{p}, "acquire lease "+p.ID)
 		if err != nil {
 			return hookrelay.Claim{}, err
 		}
 		return claims[0], errs[0]
+	}
+	now, expires, err := leaseTimes(p)
+	if err != nil {
+		return hookrelay.Claim{}, err
 	}
 	var claim hookrelay.Claim
 	err = s.inTx(ctx, "acquire lease", func(q querier) error {

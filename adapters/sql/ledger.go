@@ -393,23 +393,19 @@ type fencedOp struct {
 	attempt attemptRow
 	set     string
 	args    []any
-	mark    markValues
-}
-
-// markValues are MarkDelivered's SET values, in the order of its set.
-type markValues struct {
-	outcome, reason string
-	updated         int64
+	// updated is MarkDelivered's updated_at; its last_outcome and
+	// last_reason are its attempt's.
+	updated int64
 }
 
 // setArgs returns the values of o's SET clause, in order.
 func (o *fencedOp) setArgs() []any {
+	a := &o.attempt
 	if o.keep {
-		a := &o.attempt
-		return []any{o.mark.outcome, o.mark.reason, o.mark.updated, a.number, a.started, a.finished, a.status, a.detail}
+		return []any{a.outcome, a.reason, o.updated, a.number, a.started, a.finished, a.status, a.detail}
 	}
 	if o.delivered {
-		return []any{o.mark.outcome, o.mark.reason, o.mark.updated}
+		return []any{a.outcome, a.reason, o.updated}
 	}
 	return o.args
 }
@@ -419,7 +415,7 @@ func (o *fencedOp) setArgs() []any {
 // than as an attempts row: when all it holds beyond those columns is what
 // the row says anyway — it delivered (kind), scheduled nothing, and its
 // outcome and reason are the row's last_outcome and last_reason
-// (markDeliveredOp sets them from it) — and it finished no later than the
+// (MarkDelivered sets them from it) — and it finished no later than the
 // row's updated_at, so RecentOutcomes finds it through the index of
 // delivered rows by updated_at. The worker's writes always qualify; a
 // caller's MarkDelivered with another kind of attempt stores an attempts
@@ -429,8 +425,8 @@ func (a *attemptRow) keepsInRow(updated int64) bool {
 }
 
 // deliveringSet is the SET clause of a MarkDelivered write that keeps its
-// attempt in the row, after markDeliveredSet; its values follow the mark's
-// in setArgs.
+// attempt in the row, after markDeliveredSet; its values follow
+// markDeliveredSet's in setArgs.
 const deliveringSet = ", delivering_attempt = ?, delivering_started_at = ?, delivering_finished_at = ?," +
 	" delivering_status_code = ?, delivering_detail = ?"
 
@@ -608,8 +604,8 @@ func (s *Store) MarkDelivered(ctx context.Context, p hookrelay.MarkDeliveredPara
 	return s.fencedWrite(ctx, o)
 }
 
-// markDeliveredSet is MarkDelivered's SET clause; its values are the
-// mark's (setArgs).
+// markDeliveredSet is MarkDelivered's SET clause; its values are its
+// attempt's outcome and reason and the write's time (setArgs).
 const markDeliveredSet = "state = 'delivered', last_outcome = ?, last_reason = ?, updated_at = ?, lease_expires_at = NULL"
 
 func markDeliveredOp(p hookrelay.MarkDeliveredParams) (fencedOp, error) {
@@ -623,7 +619,7 @@ func markDeliveredOp(p hookrelay.MarkDeliveredParams) (fencedOp, error) {
 		return fencedOp{}, err
 	}
 	o.delivered = true
-	o.mark = markValues{outcome: o.attempt.outcome, reason: o.attempt.reason, updated: now}
+	o.updated = now
 	if o.attempt.keepsInRow(now) {
 		o.keep, o.hasAttempt = true, false
 		o.set = markDeliveredSet + deliveringSet // constant: no string built per write

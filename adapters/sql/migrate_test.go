@@ -93,15 +93,12 @@ func TestMigrateUpgradesAVersionTwoDatabase(t *testing.T) {
 			}
 			return "DROP INDEX " + s.prefix + name
 		}
-		for _, st := range []string{"DELETE FROM {m} WHERE version >= 3", "ALTER TABLE {i} DROP COLUMN body_hash",
+		for _, st := range append([]string{"DELETE FROM {m} WHERE version >= 3", "ALTER TABLE {i} DROP COLUMN body_hash",
 			"ALTER TABLE {d} DROP COLUMN window_start", dropIndex("attempts_finished", "{a}"),
 			dropIndex("destinations_tenant", "{dst}"), "ALTER TABLE {dst} DROP COLUMN event_types",
 			dropIndex("deliveries_uncompacted", "{d}"), "DROP TABLE {sum}",
 			"ALTER TABLE {d} DROP COLUMN touched_at", "ALTER TABLE {d} DROP COLUMN history_compacted",
-			"DROP TABLE {g}", "ALTER TABLE {dst} DROP COLUMN max_per_second",
-			"ALTER TABLE {d} DROP COLUMN delivering_attempt", "ALTER TABLE {d} DROP COLUMN delivering_started_at",
-			"ALTER TABLE {d} DROP COLUMN delivering_finished_at", "ALTER TABLE {d} DROP COLUMN delivering_status_code",
-			"ALTER TABLE {d} DROP COLUMN delivering_detail"} {
+			"DROP TABLE {g}", "ALTER TABLE {dst} DROP COLUMN max_per_second"}, undoVersion10...) {
 			_, err := s.db.ExecContext(ctx, s.q(st))
 			require.NoError(t, err, st)
 		}
@@ -135,14 +132,11 @@ func TestMigrateUpgradesAVersionEightPostgresDatabase(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, b, Options{})
 	// Back to version 8, as its migrations left the tables.
-	for _, st := range []string{"DELETE FROM {m} WHERE version >= 9",
+	for _, st := range append([]string{"DELETE FROM {m} WHERE version >= 9",
 		"ALTER TABLE {a} DROP CONSTRAINT " + s.prefix + "attempts_pkey", "ALTER TABLE {a} ADD PRIMARY KEY (seq)",
 		"CREATE INDEX " + s.prefix + "attempts_delivery ON {a} (delivery_id, seq)",
 		"DROP INDEX " + s.prefix + "deliveries_destination", "CREATE INDEX " + s.prefix + "deliveries_destination ON {d} (destination_id, state)",
-		"ALTER TABLE {d} SET (fillfactor = 70)",
-		"ALTER TABLE {d} DROP COLUMN delivering_attempt", "ALTER TABLE {d} DROP COLUMN delivering_started_at",
-		"ALTER TABLE {d} DROP COLUMN delivering_finished_at", "ALTER TABLE {d} DROP COLUMN delivering_status_code",
-		"ALTER TABLE {d} DROP COLUMN delivering_detail"} {
+		"ALTER TABLE {d} SET (fillfactor = 70)"}, undoVersion10...) {
 		_, err := s.db.ExecContext(ctx, s.q(st))
 		require.NoError(t, err, st)
 	}
@@ -197,6 +191,14 @@ func TestMigrateUpgradesAVersionEightPostgresDatabase(t *testing.T) {
 	assert.Less(t, seqs[0], seqs[1])
 }
 
+// undoVersion10 takes version 10's columns away again (its record is
+// deleted by each test with the versions it undoes).
+var undoVersion10 = []string{
+	"ALTER TABLE {d} DROP COLUMN delivering_attempt", "ALTER TABLE {d} DROP COLUMN delivering_started_at",
+	"ALTER TABLE {d} DROP COLUMN delivering_finished_at", "ALTER TABLE {d} DROP COLUMN delivering_status_code",
+	"ALTER TABLE {d} DROP COLUMN delivering_detail",
+}
+
 // TestMigrateUpgradesAVersionNineDatabase: a database at version 9 with a
 // record delivered the way version 9 wrote it (its attempt an attempts
 // row) is brought to version 10 on every backend; the record's history
@@ -206,10 +208,7 @@ func TestMigrateUpgradesAVersionNineDatabase(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
 		s := newStore(t, b, Options{})
-		for _, st := range []string{"DELETE FROM {m} WHERE version >= 10",
-			"ALTER TABLE {d} DROP COLUMN delivering_attempt", "ALTER TABLE {d} DROP COLUMN delivering_started_at",
-			"ALTER TABLE {d} DROP COLUMN delivering_finished_at", "ALTER TABLE {d} DROP COLUMN delivering_status_code",
-			"ALTER TABLE {d} DROP COLUMN delivering_detail"} {
+		for _, st := range append([]string{"DELETE FROM {m} WHERE version >= 10"}, undoVersion10...) {
 			_, err := s.db.ExecContext(ctx, s.q(st))
 			require.NoError(t, err, st)
 		}

@@ -149,6 +149,15 @@ func (q *Queue[M]) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookre
 			firstErr = err
 		}
 	}
+	// take decides message m (delivery d) by the ledger's answer to its
+	// lease.
+	take := func(m M, d hookrelay.Delivery, c hookrelay.Claim, err error) {
+		c, ok, err := q.settle(ctx, m, d, p, c, err)
+		note(err)
+		if ok {
+			out = append(out, c)
+		}
+	}
 	admit := func(msgs []M) {
 		var ready []M
 		var ds []hookrelay.Delivery
@@ -177,11 +186,7 @@ func (q *Queue[M]) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookre
 				return
 			}
 			for i, m := range ready {
-				c, ok, err := q.settle(ctx, m, ds[i], p, claims[i], errs[i])
-				note(err)
-				if ok {
-					out = append(out, c)
-				}
+				take(m, ds[i], claims[i], errs[i])
 			}
 			return
 		}
@@ -194,11 +199,7 @@ func (q *Queue[M]) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookre
 				return
 			}
 			c, err := q.ledger.AcquireLease(ctx, hookrelay.AcquireLeaseParams{ID: ds[i].ID, Holder: p.Holder, Now: p.Now, LeaseFor: p.LeaseFor})
-			c, ok, err := q.settle(ctx, m, ds[i], p, c, err)
-			note(err)
-			if ok {
-				out = append(out, c)
-			}
+			take(m, ds[i], c, err)
 		}
 	}
 	admit(q.expired(p.Now, p.Limit))
