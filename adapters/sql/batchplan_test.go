@@ -123,8 +123,9 @@ func deliveredOps(t *testing.T, from, n int) []*fencedOp {
 }
 
 // explainDeliveredBatch is the plan of deliveredManyPostgres for ops, as
-// PostgreSQL prepares it in plan_cache_mode mode; with analyze, run (in a
-// transaction rolled back) and with each node's row and loop counts.
+// PostgreSQL prepares it in plan_cache_mode mode with the batch's plan
+// settings; with analyze, run (in a transaction rolled back) and with each
+// node's row and loop counts.
 func explainDeliveredBatch(t *testing.T, s *Store, ops []*fencedOp, mode string, analyze bool) string {
 	t.Helper()
 	ctx := context.Background()
@@ -137,6 +138,8 @@ func explainDeliveredBatch(t *testing.T, s *Store, ops []*fencedOp, mode string,
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback() }()
 	_, err = tx.ExecContext(ctx, "SET LOCAL plan_cache_mode = "+mode)
+	require.NoError(t, err)
+	_, err = tx.ExecContext(ctx, pgWriteSettings) // as RecordBatch runs it
 	require.NoError(t, err)
 	_, err = tx.ExecContext(ctx, "PREPARE delivered_batch AS "+query)
 	require.NoError(t, err)
