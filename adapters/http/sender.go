@@ -79,7 +79,12 @@ type Config struct {
 	// stay open between requests. Every send beyond it to a busy host opens
 	// a new connection (a TCP, and often a TLS, handshake), so it should be
 	// at least the worker's Concurrency when many destinations share a
-	// host. Defaults to 128.
+	// host. Defaults to 1024: a connection is only there to be kept because
+	// that many sends to the host were in flight at once, which the
+	// worker's Concurrency bounds, and it is closed after 90 seconds idle.
+	// Idle connections to all hosts together are capped at the larger of
+	// this and 1024 (the oldest closed first), so a worker that reaches
+	// many hosts keeps a bounded number of sockets open.
 	MaxIdleConnsPerHost int
 	// MaxPayloadBytes refuses larger payloads before anything is sent, as
 	// permanent payload_too_large. Defaults to 1 MiB.
@@ -147,6 +152,10 @@ var (
 	_ hookrelay.SendTimeouter = (*Sender)(nil)
 )
 
+// defaultMaxIdleConns is Config.MaxIdleConnsPerHost's default and the
+// least cap on idle connections to all hosts together.
+const defaultMaxIdleConns = 1024
+
 // New returns a Sender. It returns an error wrapping
 // hookrelay.ErrInvalidConfig for negative sizes or durations.
 func New(cfg Config) (*Sender, error) {
@@ -164,7 +173,7 @@ func New(cfg Config) (*Sender, error) {
 		return nil, bad("MaxIdleConnsPerHost", "must not be negative")
 	}
 	if cfg.MaxIdleConnsPerHost == 0 {
-		cfg.MaxIdleConnsPerHost = 128
+		cfg.MaxIdleConnsPerHost = defaultMaxIdleConns
 	}
 	for i, p := range cfg.AllowNetworks {
 		if !p.IsValid() {
@@ -211,7 +220,7 @@ func New(cfg Config) (*Sender, error) {
 		Proxy:                 nil, // a proxy would make the guard check the proxy, not the destination
 		DialContext:           d.DialContext,
 		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          max(256, cfg.MaxIdleConnsPerHost),
+		MaxIdleConns:          max(defaultMaxIdleConns, cfg.MaxIdleConnsPerHost),
 		MaxIdleConnsPerHost:   cfg.MaxIdleConnsPerHost,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
