@@ -444,7 +444,9 @@ func (c *Client) Enqueue(ctx context.Context, params EnqueueParams) (EnqueueResu
 // broker queue publishes its message again, which recovers a delivery
 // whose first publish was lost after its record was stored. The Queue
 // contract makes that safe: it never revives a dead delivery, resends a
-// delivered one or hands out a leased one twice.
+// delivered one or hands out a leased one twice. When the Queue and the
+// Ledger are one LedgerQueue, Ledger.Create alone makes the records
+// claimable, and Queue.Enqueue is not called.
 func (c *Client) EnqueueMany(ctx context.Context, params []EnqueueParams) ([]EnqueueResult, error) {
 	ds, err := c.Prepare(ctx, params)
 	if err != nil {
@@ -460,8 +462,13 @@ func (c *Client) store(ctx context.Context, ds []Delivery) ([]EnqueueResult, err
 	if err != nil {
 		return nil, opErr("ledger.create", "", err)
 	}
-	if err := c.queue.Enqueue(ctx, ds); err != nil {
-		return nil, opErr("queue.enqueue", "", err)
+	// A LedgerQueue's records are its queue entries: Create stored each
+	// one (or found it stored), and its Enqueue could only check that they
+	// exist — on a SQL store one more round trip per enqueue.
+	if !c.ledgerQueue {
+		if err := c.queue.Enqueue(ctx, ds); err != nil {
+			return nil, opErr("queue.enqueue", "", err)
+		}
 	}
 	out := make([]EnqueueResult, len(ds))
 	for i, d := range ds {

@@ -19,7 +19,12 @@ import (
 // embeds the store, so it keeps the store's LedgerQueue ability.
 type countingStore struct {
 	*memory.Store
-	wasDelivered, acks atomic.Int32
+	wasDelivered, acks, enqueues atomic.Int32
+}
+
+func (s *countingStore) Enqueue(ctx context.Context, ds []hookrelay.Delivery) error {
+	s.enqueues.Add(int32(len(ds)))
+	return s.Store.Enqueue(ctx, ds)
 }
 
 func (s *countingStore) WasDelivered(ctx context.Context, id string) (bool, error) {
@@ -71,11 +76,13 @@ func deliverThree(t *testing.T, store *countingStore, queue hookrelay.Queue) {
 	assert.Empty(t, cs, "nothing is left claimable, acknowledged or not")
 }
 
-// Where the queue is the ledger, a delivery is one claim, one send and one
-// write: no ledger check of a fresh claim, no separate acknowledgement.
+// Where the queue is the ledger, a delivery is one Create, one claim, one
+// send and one write: no Enqueue after the Create (the record is the queue
+// entry), no ledger check of a fresh claim, no separate acknowledgement.
 func TestLedgerQueueCompletesADeliveryInOneWrite(t *testing.T) {
 	store := &countingStore{Store: memory.NewStore()}
 	deliverThree(t, store, store)
+	assert.Zero(t, store.enqueues.Load(), "the record Create stored is the queue entry")
 	assert.Zero(t, store.wasDelivered.Load(), "a fresh claim from the ledger needs no ledger check")
 	assert.Zero(t, store.acks.Load(), "the ledger write was the acknowledgement")
 }
@@ -84,6 +91,7 @@ func TestLedgerQueueCompletesADeliveryInOneWrite(t *testing.T) {
 func TestSeparateQueueRunsEveryStep(t *testing.T) {
 	store := &countingStore{Store: memory.NewStore()}
 	deliverThree(t, store, separate{store})
+	assert.Equal(t, int32(3), store.enqueues.Load())
 	assert.Equal(t, int32(3), store.wasDelivered.Load())
 	assert.Equal(t, int32(3), store.acks.Load())
 }

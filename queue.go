@@ -155,9 +155,12 @@ type ReleaseParams struct {
 // declares the ability promises both: a claim reads the ledger record under the
 // new lease, so a freshly claimed delivery is pending; and each ledger write
 // ends the writer's lease, so the queue transition after it has nothing left to
-// do. When the same LedgerQueue is the client's Queue and Ledger, the worker
-// skips the ledger check of a fresh claim and the transitions after the ledger
-// writes: a delivery costs its claim, one send and one write.
+// do. A third follows from the records being the entries: a record
+// Ledger.Create stored is claimable when due, with no Enqueue. When the same
+// LedgerQueue is the client's Queue and Ledger, the worker skips the ledger
+// check of a fresh claim and the transitions after the ledger writes (a
+// delivery costs its claim, one send and one write), and Enqueue stores
+// records with Create alone.
 type LedgerQueue interface {
 	Queue
 	Ledger
