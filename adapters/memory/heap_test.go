@@ -25,7 +25,7 @@ func newItemHeap() indexedHeap[*heapItem] {
 // checkIndexes asserts that every element in h knows its position.
 func checkIndexes(t *testing.T, h *indexedHeap[*heapItem]) {
 	t.Helper()
-	for i, e := range h.s.items {
+	for i, e := range h.items {
 		require.Equal(t, i, e.index, "element %q", e.name)
 	}
 }
@@ -36,7 +36,7 @@ func popAll(t *testing.T, h *indexedHeap[*heapItem]) []int {
 	t.Helper()
 	var keys []int
 	for h.Len() > 0 {
-		require.Equal(t, h.Peek(), h.s.items[0])
+		require.Equal(t, h.Peek(), h.items[0])
 		e := h.Pop()
 		require.Equal(t, -1, e.index, "popped %q", e.name)
 		checkIndexes(t, h)
@@ -122,7 +122,7 @@ func TestIndexedHeapWithoutIndexes(t *testing.T) {
 	for _, k := range []int{5, 3, 8, 1, 9, 2} {
 		h.Push(k)
 	}
-	h.s.items[0] = 7 // a key change at the head, then Fix
+	h.items[0] = 7 // a key change at the head, then Fix
 	h.Fix(0)
 	var got []int
 	for h.Len() > 0 {

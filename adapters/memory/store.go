@@ -316,7 +316,7 @@ func (s *Store) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay
 	// Sized once for what it can hold (claims are large: grown by append,
 	// a claim of 50 copied and allocated about twice its size).
 	waiting := 0
-	for _, q := range s.ready.s.items {
+	for _, q := range s.ready.items {
 		if waiting += q.records.Len(); waiting >= p.Limit {
 			break
 		}
