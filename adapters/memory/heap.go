@@ -3,8 +3,8 @@ package memory
 // indexedHeap is a min-heap of elements ordered by less. When setIndex is
 // not nil it is told each element's position whenever the element moves,
 // and -1 when it leaves the heap, so the owner can keep the position and
-// later Fix or Remove the element by it; such elements are pointers, so
-// the position lands in the element the owner holds. A heap that never
+// later Fix, Replace or Remove the element by it; such elements are (or
+// hold) pointers, so the position lands in the element the owner holds. A heap that never
 // fixes or removes leaves setIndex nil.
 //
 // Written out rather than built on container/heap, which takes and returns
@@ -41,6 +41,14 @@ func (h *indexedHeap[E]) Push(e E) {
 
 // Pop removes and returns the least element. The heap must not be empty.
 func (h *indexedHeap[E]) Pop() E { return h.Remove(0) }
+
+// Replace puts e at position i, in place of the element there, and restores
+// the order.
+func (h *indexedHeap[E]) Replace(i int, e E) {
+	h.items[i] = e
+	h.place(i)
+	h.Fix(i)
+}
 
 // Fix restores the order after the element at position i changed its key.
 func (h *indexedHeap[E]) Fix(i int) {

@@ -91,6 +91,35 @@ func TestIndexedHeapFixAfterKeyChange(t *testing.T) {
 	assert.Equal(t, []string{"g", "b", "d", "c", "e", "f", "a"}, names)
 }
 
+// Replace puts a new element (here with a new key) where the old one was
+// and moves it to its place, telling both where they are.
+func TestIndexedHeapReplace(t *testing.T) {
+	h := newItemHeap()
+	items := map[string]*heapItem{}
+	for i, name := range []string{"a", "b", "c", "d", "e", "f", "g"} {
+		items[name] = &heapItem{key: (i + 1) * 10, name: name}
+		h.Push(items[name])
+	}
+	g2 := &heapItem{key: 1, name: "g2"}
+	h.Replace(items["g"].index, g2)
+	checkIndexes(t, &h)
+	require.Equal(t, "g2", h.Peek().name)
+
+	a2 := &heapItem{key: 100, name: "a2"}
+	h.Replace(items["a"].index, a2)
+	checkIndexes(t, &h)
+
+	d2 := &heapItem{key: 25, name: "d2"}
+	h.Replace(items["d"].index, d2)
+	checkIndexes(t, &h)
+
+	var names []string
+	for h.Len() > 0 {
+		names = append(names, h.Pop().name)
+	}
+	assert.Equal(t, []string{"g2", "b", "d2", "c", "e", "f", "a2"}, names)
+}
+
 func TestIndexedHeapRemoveByIndex(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	h := newItemHeap()

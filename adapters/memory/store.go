@@ -325,7 +325,7 @@ func (s *Store) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay
 	var taken map[string]int // per destination, when rooms apply
 	for len(out) < p.Limit && s.ready.Len() > 0 {
 		q := s.ready.Peek()
-		r := q.records.Peek()
+		r := q.records.Peek().r
 		if r.d.NextAttemptAt.After(p.Now) {
 			break
 		}
@@ -457,15 +457,16 @@ func (s *Store) pushReady(r *record) {
 	if !ok {
 		q = &destQueue{
 			destination: r.d.DestinationID,
-			records:     newIndexedHeap(recordBefore, func(r *record, i int) { r.index = i }),
+			records:     newIndexedHeap(readyBefore, func(e readyEntry, i int) { e.r.index = i }),
 			index:       -1,
 		}
 		s.queues[q.destination] = q
 	}
+	e := readyEntry{at: r.d.NextAttemptAt, seq: r.seq, r: r}
 	if r.index >= 0 {
-		q.records.Fix(r.index)
+		q.records.Replace(r.index, e)
 	} else {
-		q.records.Push(r)
+		q.records.Push(e)
 	}
 	s.fixQueue(q)
 }
@@ -495,22 +496,32 @@ func (s *Store) fixQueue(q *destQueue) {
 }
 
 // destQueue holds one destination's claimable records, ordered by
-// recordBefore.
+// readyBefore.
 type destQueue struct {
 	destination string
-	records     indexedHeap[*record]
+	records     indexedHeap[readyEntry]
 	index       int // position in the ready heap, -1 when not there
+}
+
+// readyEntry is a claimable record in its destination's queue, with the
+// record's order keys copied in: ordering the heap then reads only the
+// heap's own array, not each record (a heap of thousands of records spent
+// most of its time fetching them).
+type readyEntry struct {
+	at  time.Time // the record's NextAttemptAt
+	seq uint64
+	r   *record
 }
 
 // queueBefore orders destination queues by their earliest record, so the
 // head of the head queue is the earliest claimable record of all. Only
 // queues with records are in the ready heap.
-func queueBefore(a, b *destQueue) bool { return recordBefore(a.records.Peek(), b.records.Peek()) }
+func queueBefore(a, b *destQueue) bool { return readyBefore(a.records.Peek(), b.records.Peek()) }
 
-// recordBefore orders claimable records by NextAttemptAt, then enqueue
+// readyBefore orders claimable records by NextAttemptAt, then enqueue
 // order.
-func recordBefore(a, b *record) bool {
-	if c := a.d.NextAttemptAt.Compare(b.d.NextAttemptAt); c != 0 {
+func readyBefore(a, b readyEntry) bool {
+	if c := a.at.Compare(b.at); c != 0 {
 		return c < 0
 	}
 	return a.seq < b.seq
