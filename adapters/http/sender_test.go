@@ -5,7 +5,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -539,50 +538,6 @@ func TestResponseSnippetIsTruncatedAndTheConnectionReused(t *testing.T) {
 		assert.Equal(t, strings.Repeat("é", 50), res.Detail, "cut on a rune boundary")
 	}
 	assert.Equal(t, int32(1), conns.Load(), "one connection for sequential sends")
-}
-
-// A worker with more sends in flight to one host than the old default of
-// 128 idle connections closed the surplus after every wave and opened them
-// again for the next: in peerbench at Concurrency 200 (ten destinations on
-// one host), 140–3,200 new connections per 20,000 deliveries.
-func TestAWaveOfSendsToOneHostReusesItsConnections(t *testing.T) {
-	const inFlight = 200
-	var (
-		conns    atomic.Int32
-		arrived  atomic.Int32
-		released = []chan struct{}{make(chan struct{}), make(chan struct{})} // one per wave
-	)
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		n := int(arrived.Add(1))
-		release := released[(n-1)/inFlight]
-		if n%inFlight == 0 {
-			close(release) // every request of the wave is in flight on its own connection
-		}
-		<-release
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.Start()
-	t.Cleanup(srv.Close)
-	s := newTestSender(t, Config{})
-
-	for wave := range 2 {
-		var wg sync.WaitGroup
-		for i := range inFlight {
-			wg.Go(func() {
-				p := sendParams(srv.URL, "{}")
-				p.Delivery.ID = fmt.Sprintf("whd_%d_%d", wave, i)
-				assert.Equal(t, hookrelay.KindDelivered, s.Send(context.Background(), p).Kind)
-			})
-		}
-		wg.Wait()
-	}
-	assert.Equal(t, int32(inFlight), conns.Load(), "the second wave reuses the first wave's connections")
 }
 
 func TestNewRejectsInvalidConfig(t *testing.T) {
