@@ -84,6 +84,13 @@ func (h *indexedHeap[E]) place(i int) {
 	}
 }
 
+// swap exchanges the elements at positions i and j.
+func (h *indexedHeap[E]) swap(i, j int) {
+	h.items[i], h.items[j] = h.items[j], h.items[i]
+	h.place(i)
+	h.place(j)
+}
+
 // up moves the element at position i towards the root while it is less
 // than its parent.
 func (h *indexedHeap[E]) up(i int) {
@@ -92,9 +99,7 @@ func (h *indexedHeap[E]) up(i int) {
 		if !h.less(h.items[i], h.items[parent]) {
 			return
 		}
-		h.items[i], h.items[parent] = h.items[parent], h.items[i]
-		h.place(i)
-		h.place(parent)
+		h.swap(i, parent)
 		i = parent
 	}
 }
@@ -114,9 +119,7 @@ func (h *indexedHeap[E]) down(i int) bool {
 		if !h.less(h.items[least], h.items[i]) {
 			break
 		}
-		h.items[i], h.items[least] = h.items[least], h.items[i]
-		h.place(i)
-		h.place(least)
+		h.swap(i, least)
 		i = least
 	}
 	return i > start

@@ -31,9 +31,7 @@ import (
 // peerbench mostly by reading the whole table) — work in proportion to the
 // backlog and to the table, on every batch.
 func TestDeliveredBatchReadsOnlyItsOwnRows(t *testing.T) {
-	b := backends[1]
-	require.Equal(t, Postgres, b.dialect)
-	b.skipUnlessConfigured(t)
+	b := postgresBackend(t)
 	s := newStore(t, b, Options{})
 	ctx := context.Background()
 
@@ -74,9 +72,7 @@ func TestDeliveredBatchReadsOnlyItsOwnRows(t *testing.T) {
 // rows for a batch of n (at 200, 40,000 rows and about 13 ms of server time
 // instead of about 2).
 func TestDeliveredBatchReadsItsInputOnce(t *testing.T) {
-	b := backends[1]
-	require.Equal(t, Postgres, b.dialect)
-	b.skipUnlessConfigured(t)
+	b := postgresBackend(t)
 	s := newStore(t, b, Options{})
 	ctx := context.Background()
 
@@ -161,9 +157,7 @@ func explainDeliveredBatch(t *testing.T, s *Store, ops []*fencedOp, mode string,
 // pipeline, which PostgreSQL answers with "SET LOCAL can only be used in
 // transaction blocks" every time.
 func TestPostgresClaimsAndBatchesRaiseNoWarnings(t *testing.T) {
-	b := backends[1]
-	require.Equal(t, Postgres, b.dialect)
-	b.skipUnlessConfigured(t)
+	b := postgresBackend(t)
 	ctx := context.Background()
 	cfg, err := pgx.ParseConfig(os.Getenv(b.envVar))
 	require.NoError(t, err)
@@ -258,9 +252,7 @@ func arrayLiteral(t *testing.T, v any) string {
 // until the statistics change, in proportion to the backlog — the retries
 // of a burst to a failing destination.
 func TestLedgerWritePlannedOnAYoungTableFindsItsRowByKey(t *testing.T) {
-	b := backends[1]
-	require.Equal(t, Postgres, b.dialect)
-	b.skipUnlessConfigured(t)
+	b := postgresBackend(t)
 	attempt := hookrelay.Attempt{Number: 1, StartedAt: time.Unix(99, 0), FinishedAt: time.Unix(100, 0),
 		Kind: hookrelay.KindDelivered, Outcome: hookrelay.OutcomeRejected, StatusCode: 503}
 	retry, err := recordRetryOp(hookrelay.RecordRetryParams{ID: "whd_1", Lease: hookrelay.Lease{Token: 1, Holder: "w"},
@@ -370,9 +362,7 @@ func (l *statementLog) TraceBatchEnd(_ context.Context, c *pgx.Conn, _ pgx.Trace
 // settings do; this checks that the store sends them wherever it claims or
 // writes a record.
 func TestClaimsAndLedgerWritesRunUnderThePlanSettings(t *testing.T) {
-	b := backends[1]
-	require.Equal(t, Postgres, b.dialect)
-	b.skipUnlessConfigured(t)
+	b := postgresBackend(t)
 	for _, driverName := range []string{"pgx", "hookrelay-other-postgres"} {
 		t.Run(driverName, func(t *testing.T) {
 			ctx := context.Background()

@@ -357,9 +357,7 @@ func TestSQLiteClaimIsNotRecompiledForItsLimit(t *testing.T) {
 // runs claims with other rooms and skips on a pool of one connection and
 // counts the claim statements the server holds prepared for it.
 func TestPostgresClaimIsOneStatementWhateverTheRooms(t *testing.T) {
-	b := backends[1]
-	require.Equal(t, Postgres, b.dialect)
-	b.skipUnlessConfigured(t)
+	b := postgresBackend(t)
 	ctx := context.Background()
 	db, err := openDB(Postgres, os.Getenv(b.envVar), 0)
 	require.NoError(t, err)
@@ -411,9 +409,7 @@ func TestPostgresClaimIsOneStatementWhateverTheRooms(t *testing.T) {
 // or a lease's end (unindexed columns only) can update a row in place
 // instead of adding an entry to every index.
 func TestDeliveriesTableLeavesRoomForInPlaceUpdates(t *testing.T) {
-	b := backends[1]
-	require.Equal(t, Postgres, b.dialect)
-	b.skipUnlessConfigured(t)
+	b := postgresBackend(t)
 	s := newStore(t, b, Options{})
 	var raw string
 	require.NoError(t, s.db.QueryRow("SELECT COALESCE(array_to_string(reloptions, ','), '') FROM pg_class WHERE relname = $1",
@@ -428,9 +424,7 @@ func TestDeliveriesTableLeavesRoomForInPlaceUpdates(t *testing.T) {
 // of every row on it. With 30% of each page free (schema 6) about half of
 // the claimed rows moved to another page, each with three index entries.
 func TestClaimsUpdateRowsInPlace(t *testing.T) {
-	b := backends[1]
-	require.Equal(t, Postgres, b.dialect)
-	b.skipUnlessConfigured(t)
+	b := postgresBackend(t)
 	s := newStore(t, b, Options{})
 	ctx := context.Background()
 	payload := []byte(`{"paymentId":"pay_7319","note":"` + strings.Repeat("x", 480) + `"}`) // peerbench's 512 bytes
@@ -483,9 +477,7 @@ func TestClaimsUpdateRowsInPlace(t *testing.T) {
 // filters use the partial index (its predicate follows from theirs), a
 // record's history and the cleaner use the key.
 func TestHistoryIndexesServeTheirReaders(t *testing.T) {
-	b := backends[1]
-	require.Equal(t, Postgres, b.dialect)
-	b.skipUnlessConfigured(t)
+	b := postgresBackend(t)
 	s := newStore(t, b, Options{})
 	ctx := context.Background()
 
@@ -548,9 +540,7 @@ func TestHistoryIndexesServeTheirReaders(t *testing.T) {
 // PostgreSQL compiles a statement with LLVM (jit_above_cost), which took
 // about half a second per claim, so the claim turns that off too.
 func TestClaimPlannedOnAYoungTableStillUpdatesByAddress(t *testing.T) {
-	b := backends[1]
-	require.Equal(t, Postgres, b.dialect)
-	b.skipUnlessConfigured(t)
+	b := postgresBackend(t)
 	for _, analyzed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("analyzed=%v", analyzed), func(t *testing.T) {
 			s := newStore(t, b, Options{})

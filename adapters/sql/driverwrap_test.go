@@ -51,9 +51,7 @@ func init() { sql.Register("hookrelay-other-postgres", otherPostgresDriver{}) }
 // and ledger batches without pgx's pipelines; the conformance suite holds
 // there too.
 func TestConformanceOnAnotherPostgresDriver(t *testing.T) {
-	b := backends[1]
-	require.Equal(t, Postgres, b.dialect)
-	b.skipUnlessConfigured(t)
+	b := postgresBackend(t)
 	db, err := sql.Open("hookrelay-other-postgres", os.Getenv(b.envVar))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })

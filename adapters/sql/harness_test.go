@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
@@ -57,6 +58,17 @@ func (b backend) skipUnlessConfigured(t testing.TB) {
 	if b.envVar != "" && os.Getenv(b.envVar) == "" {
 		t.Skipf("%s is not set; set it to run the %s tests (see adapters/sql/README.md)", b.envVar, b.dialect)
 	}
+}
+
+// postgresBackend is the PostgreSQL backend, for a test of what only
+// PostgreSQL does (its plans, its driver); the test is skipped unless the
+// backend is configured.
+func postgresBackend(t testing.TB) backend {
+	t.Helper()
+	b := backends[1]
+	require.Equal(t, Postgres, b.dialect)
+	b.skipUnlessConfigured(t)
+	return b
 }
 
 var (

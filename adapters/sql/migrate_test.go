@@ -126,9 +126,7 @@ func TestMigrateUpgradesAVersionTwoDatabase(t *testing.T) {
 // on (delivery_id, seq), half-empty deliveries pages; 10: the delivering
 // attempt kept in the row) with its history, an attempts row, intact.
 func TestMigrateUpgradesAVersionEightPostgresDatabase(t *testing.T) {
-	b := backends[1]
-	require.Equal(t, Postgres, b.dialect)
-	b.skipUnlessConfigured(t)
+	b := postgresBackend(t)
 	ctx := context.Background()
 	s := newStore(t, b, Options{})
 	// Back to version 8, as its migrations left the tables.
