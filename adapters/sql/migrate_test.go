@@ -55,20 +55,14 @@ func TestMigrateCompletesAnInterruptedMySQLStep(t *testing.T) {
 	b.skipUnlessConfigured(t)
 	ctx := context.Background()
 	s := newStore(t, b, Options{})
-	for _, st := range []string{
+	execAll(t, s,
 		"DELETE FROM {m} WHERE version >= 2",
 		"ALTER TABLE {r} DROP COLUMN error",
 		"ALTER TABLE {r} DROP COLUMN stop_requested_by",
 		"ALTER TABLE {i} DROP COLUMN body_hash",
-		"DROP INDEX " + s.prefix + "deliveries_dead ON {d}",
-	} {
-		_, err := s.db.ExecContext(ctx, s.q(st))
-		require.NoError(t, err, st)
-	}
-	require.NoError(t, s.Migrate(ctx))
-	v, err := s.Version(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, SchemaVersion, v)
+		"DROP INDEX "+s.prefix+"deliveries_dead ON {d}",
+	)
+	migrateToCurrent(t, s)
 	for _, col := range []struct{ table, name string }{{"redrives", "error"}, {"redrives", "stop_requested_by"}, {"redrives", "reason"}, {"idempotency", "body_hash"}} {
 		done, err := s.mysqlDone(ctx, s.db, "ALTER TABLE "+s.prefix+col.table+" ADD COLUMN "+col.name+" INT")
 		require.NoError(t, err)
@@ -93,25 +87,16 @@ func TestMigrateUpgradesAVersionTwoDatabase(t *testing.T) {
 			}
 			return "DROP INDEX " + s.prefix + name
 		}
-		for _, st := range append([]string{"DELETE FROM {m} WHERE version >= 3", "ALTER TABLE {i} DROP COLUMN body_hash",
+		downgradeTo(t, s, 2, append([]string{"DELETE FROM {m} WHERE version >= 3", "ALTER TABLE {i} DROP COLUMN body_hash",
 			"ALTER TABLE {d} DROP COLUMN window_start", dropIndex("attempts_finished", "{a}"),
 			dropIndex("destinations_tenant", "{dst}"), "ALTER TABLE {dst} DROP COLUMN event_types",
 			dropIndex("deliveries_uncompacted", "{d}"), "DROP TABLE {sum}",
 			"ALTER TABLE {d} DROP COLUMN touched_at", "ALTER TABLE {d} DROP COLUMN history_compacted",
-			"DROP TABLE {g}", "ALTER TABLE {dst} DROP COLUMN max_per_second"}, undoVersion10...) {
-			_, err := s.db.ExecContext(ctx, s.q(st))
-			require.NoError(t, err, st)
-		}
+			"DROP TABLE {g}", "ALTER TABLE {dst} DROP COLUMN max_per_second"}, undoVersion10...)...)
 		_, err := s.db.ExecContext(ctx, s.q("INSERT INTO {i} (idem_key, state, token, started_at, completed_at, status, header, body) VALUES (?, 'completed', 'tok', 0, 0, 201, '{}', ?)"), "whd_old", []byte("booked"))
 		require.NoError(t, err)
-		v, err := s.Version(ctx)
-		require.NoError(t, err)
-		require.Equal(t, 2, v)
 
-		require.NoError(t, s.Migrate(ctx))
-		v, err = s.Version(ctx)
-		require.NoError(t, err)
-		assert.Equal(t, SchemaVersion, v)
+		migrateToCurrent(t, s)
 		r, err := s.IdempotencyStore().Begin(ctx, recipient.BeginParams{Key: "whd_old", Now: t0, BodyHash: make([]byte, 32)})
 		require.NoError(t, err)
 		assert.Equal(t, recipient.StateCompleted, r.State)
@@ -130,32 +115,20 @@ func TestMigrateUpgradesAVersionEightPostgresDatabase(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, b, Options{})
 	// Back to version 8, as its migrations left the tables.
-	for _, st := range append([]string{"DELETE FROM {m} WHERE version >= 9",
+	downgradeTo(t, s, 8, append([]string{"DELETE FROM {m} WHERE version >= 9",
 		"ALTER TABLE {a} DROP CONSTRAINT " + s.prefix + "attempts_pkey", "ALTER TABLE {a} ADD PRIMARY KEY (seq)",
 		"CREATE INDEX " + s.prefix + "attempts_delivery ON {a} (delivery_id, seq)",
 		"DROP INDEX " + s.prefix + "deliveries_destination", "CREATE INDEX " + s.prefix + "deliveries_destination ON {d} (destination_id, state)",
-		"ALTER TABLE {d} SET (fillfactor = 70)"}, undoVersion10...) {
-		_, err := s.db.ExecContext(ctx, s.q(st))
-		require.NoError(t, err, st)
-	}
-	v, err := s.Version(ctx)
-	require.NoError(t, err)
-	require.Equal(t, 8, v)
+		"ALTER TABLE {d} SET (fillfactor = 70)"}, undoVersion10...)...)
 	d := newDelivery("evt_old", "dest_1", t0)
-	_, err = s.Create(ctx, []hookrelay.Delivery{d})
+	_, err := s.Create(ctx, []hookrelay.Delivery{d})
 	require.NoError(t, err)
 	require.Len(t, claimAll(t, s, t0), 1)
 	// Delivered as version 8 wrote it: the attempt as an attempts row.
-	for _, st := range []string{"UPDATE {d} SET state = 'delivered', last_outcome = 'accepted', lease_expires_at = NULL",
-		"INSERT INTO {a} (" + insertAttemptCols + ") VALUES ('" + d.ID + "', 1, 0, 0, 1, 'accepted', '', 204, '', NULL)"} {
-		_, err := s.db.ExecContext(ctx, s.q(st))
-		require.NoError(t, err, st)
-	}
+	execAll(t, s, "UPDATE {d} SET state = 'delivered', last_outcome = 'accepted', lease_expires_at = NULL",
+		"INSERT INTO {a} ("+insertAttemptCols+") VALUES ('"+d.ID+"', 1, 0, 0, 1, 'accepted', '', 204, '', NULL)")
 
-	require.NoError(t, s.Migrate(ctx))
-	v, err = s.Version(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, SchemaVersion, v)
+	migrateToCurrent(t, s)
 	var pkey, dest, opts string
 	require.NoError(t, s.db.QueryRowContext(ctx, "SELECT indexdef FROM pg_indexes WHERE indexname = $1", s.prefix+"attempts_pkey").Scan(&pkey))
 	assert.Contains(t, pkey, "(delivery_id, seq)")
@@ -206,30 +179,18 @@ func TestMigrateUpgradesAVersionNineDatabase(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
 		s := newStore(t, b, Options{})
-		for _, st := range append([]string{"DELETE FROM {m} WHERE version >= 10"}, undoVersion10...) {
-			_, err := s.db.ExecContext(ctx, s.q(st))
-			require.NoError(t, err, st)
-		}
-		v, err := s.Version(ctx)
-		require.NoError(t, err)
-		require.Equal(t, 9, v)
+		downgradeTo(t, s, 9, append([]string{"DELETE FROM {m} WHERE version >= 10"}, undoVersion10...)...)
 		old := newDelivery("evt_old", "dst_1", t0)
-		_, err = s.Create(ctx, []hookrelay.Delivery{old})
+		_, err := s.Create(ctx, []hookrelay.Delivery{old})
 		require.NoError(t, err)
 		require.Len(t, claimAll(t, s, t0), 1)
 		done := t0.Add(time.Second)
-		for _, st := range []string{
-			"UPDATE {d} SET state = 'delivered', last_outcome = 'accepted', last_reason = '', updated_at = " + fmt.Sprint(done.UnixNano()) + ", lease_expires_at = NULL",
-			"INSERT INTO {a} (" + insertAttemptCols + ") VALUES ('" + old.ID + "', 1, " + fmt.Sprint(t0.UnixNano()) + ", " +
-				fmt.Sprint(done.UnixNano()) + ", 1, 'accepted', '', 204, 'ok', NULL)"} {
-			_, err := s.db.ExecContext(ctx, s.q(st))
-			require.NoError(t, err, st)
-		}
+		execAll(t, s,
+			"UPDATE {d} SET state = 'delivered', last_outcome = 'accepted', last_reason = '', updated_at = "+fmt.Sprint(done.UnixNano())+", lease_expires_at = NULL",
+			"INSERT INTO {a} ("+insertAttemptCols+") VALUES ('"+old.ID+"', 1, "+fmt.Sprint(t0.UnixNano())+", "+
+				fmt.Sprint(done.UnixNano())+", 1, 'accepted', '', 204, 'ok', NULL)")
 
-		require.NoError(t, s.Migrate(ctx))
-		v, err = s.Version(ctx)
-		require.NoError(t, err)
-		assert.Equal(t, SchemaVersion, v)
+		migrateToCurrent(t, s)
 		d := newDelivery("evt_new", "dst_1", t0)
 		_, err = s.Create(ctx, []hookrelay.Delivery{d})
 		require.NoError(t, err)
@@ -269,4 +230,33 @@ func TestMigrateUpgradesAVersionNineDatabase(t *testing.T) {
 func normalizeSummary(s hookrelay.AttemptSummary) hookrelay.AttemptSummary {
 	s.FirstStartedAt, s.LastFinishedAt = s.FirstStartedAt.In(t0.Location()), s.LastFinishedAt.In(t0.Location())
 	return s
+}
+
+// execAll runs each statement (tables named as in Store.q) on s.
+func execAll(t *testing.T, s *Store, stmts ...string) {
+	t.Helper()
+	for _, st := range stmts {
+		_, err := s.db.ExecContext(context.Background(), s.q(st))
+		require.NoError(t, err, st)
+	}
+}
+
+// downgradeTo runs stmts, which take s's schema back to version want, and
+// checks that s reports that version.
+func downgradeTo(t *testing.T, s *Store, want int, stmts ...string) {
+	t.Helper()
+	execAll(t, s, stmts...)
+	v, err := s.Version(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, want, v)
+}
+
+// migrateToCurrent migrates s and checks that it reports SchemaVersion.
+func migrateToCurrent(t *testing.T, s *Store) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, s.Migrate(ctx))
+	v, err := s.Version(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, SchemaVersion, v)
 }

@@ -74,8 +74,9 @@ func openHookrelay(ctx context.Context, backend string, o options, url string, p
 	// destination. Measured on 2026-12-03, the defaults delivered 0.96–1.09×
 	// of it, and 1.00–1.11× in a later pair of runs; on 2026-12-04, with the
 	// worker's larger write queue, 0.93–1.09×, and later that day on
-	// PostgreSQL 1.03 and 1.08× (docs/benchmarks.md), so neither setting is
-	// worth a default.
+	// PostgreSQL 1.03 and 1.08× (docs/benchmarks.md), and after the twelfth
+	// session's changes 0.92 and 1.05× (two runs of --systems
+	// postgres,postgres-tuned), so neither setting is worth a default.
 	if hs, ok := q.(*hooksql.Store); ok {
 		if tuned {
 			hs.DB().SetMaxOpenConns(4 * o.workers)
