@@ -505,8 +505,10 @@ type destQueue struct {
 
 // readyEntry is a claimable record in its destination's queue, with the
 // record's order keys copied in: ordering the heap then reads only the
-// heap's own array, not each record (a heap of thousands of records spent
-// most of its time fetching them).
+// heap's own array, not each record (in a peerbench profile with 4,000
+// records per destination, Pop took 0.10 s instead of 0.15 s of about
+// 7 s). pushReady copies them again whenever the record's NextAttemptAt
+// may have changed.
 type readyEntry struct {
 	at  time.Time // the record's NextAttemptAt
 	seq uint64
