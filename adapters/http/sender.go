@@ -312,7 +312,7 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 
 	// The request parses the URL; the checks below read what it parsed
 	// (parsing it first, then again from its String, cost a send twice).
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, dest.URL, bytes.NewReader(d.Payload))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, dest.URL, nil)
 	if err != nil || req.URL.Host == "" || req.URL.Opaque != "" {
 		// url.Parse errors quote the URL, credentials included: not kept.
 		return hookrelay.Permanent(ReasonInvalidURL).WithDetail("destination URL does not parse as an absolute URL")
@@ -348,10 +348,11 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 		}
 	}
 
-	// Without GetBody the transport cannot replay a written request on a
-	// reused connection by itself: each attempt is one request, and only
-	// the core decides about retries.
-	req.GetBody = nil
+	// The body is set here, so the request has no GetBody: without it the
+	// transport cannot replay a written request on a reused connection by
+	// itself. Each attempt is one request; only the core decides about
+	// retries.
+	req.Body, req.ContentLength = payloadBody(d.Payload), int64(len(d.Payload))
 	ts := p.Now.Unix()
 	var sig string
 	if len(keys) > 0 {
@@ -392,6 +393,21 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 		res.Detail = redact(res.Detail, secrets.get())
 	}
 	return res
+}
+
+// payloadBody is the request body sending payload. The request is made
+// without a body and given this one after: given a *bytes.Reader,
+// NewRequestWithContext also makes a GetBody closure for replays, which
+// the sender turns off (Send). The body stays an io.NopCloser around a
+// *bytes.Reader, a reader the transport knows is in memory, so that it
+// writes headers and payload in one write rather than flushing the
+// headers first (a body type of our own cost a syscall per send). Empty
+// is http.NoBody: the transport then sends a Content-Length of 0.
+func payloadBody(payload []byte) io.ReadCloser {
+	if len(payload) == 0 {
+		return http.NoBody
+	}
+	return io.NopCloser(bytes.NewReader(payload))
 }
 
 // The canonical forms of the header names the sender sets, as Header.Set

@@ -121,6 +121,76 @@ func TestSendSetsStandardWebhooksHeadersAndSendsPayloadUnchanged(t *testing.T) {
 	assert.Error(t, other.VerifyIgnoringTimestamp(got[0].body, h))
 }
 
+// The payload goes out with a Content-Length, whatever its size (none
+// included): a chunked body of unknown length is refused by some
+// receivers and proxies, and costs the recipient more to read.
+func TestPayloadIsSentWithItsContentLength(t *testing.T) {
+	type framing struct {
+		length   int64
+		encoding []string
+		body     []byte
+	}
+	var mu sync.Mutex
+	var seen []framing
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		seen = append(seen, framing{length: r.ContentLength, encoding: r.TransferEncoding, body: b})
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	s := newTestSender(t, Config{})
+	for _, n := range []int{0, 1, 512, 64 << 10} {
+		payload := strings.Repeat("x", n)
+		res := s.Send(context.Background(), sendParams(srv.URL+"/hooks", payload))
+		require.Equal(t, hookrelay.Delivered(http.StatusNoContent), res, "payload of %d bytes", n)
+		mu.Lock()
+		got := seen[len(seen)-1]
+		mu.Unlock()
+		assert.Equal(t, int64(n), got.length, "Content-Length of a %d-byte payload", n)
+		assert.Empty(t, got.encoding, "Transfer-Encoding of a %d-byte payload", n)
+		assert.Equal(t, payload, string(got.body), "body of a %d-byte payload", n)
+	}
+}
+
+// A small request leaves in one write, headers and payload together: a
+// body the transport does not know to be in memory makes it flush the
+// headers first, a second syscall and packet on every send.
+func TestSmallRequestLeavesInOneWrite(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	s := newTestSender(t, Config{})
+	var writes atomic.Int64
+	dial := s.tr.DialContext
+	s.tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &countingConn{Conn: c, writes: &writes}, nil
+	}
+	for i := range 3 {
+		before := writes.Load()
+		res := s.Send(context.Background(), sendParams(srv.URL+"/hooks", strings.Repeat("x", 512)))
+		require.Equal(t, hookrelay.Delivered(http.StatusNoContent), res)
+		assert.Equal(t, int64(1), writes.Load()-before, "writes for request %d", i+1)
+	}
+}
+
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c *countingConn) Write(b []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(b)
+}
+
 func TestSignatureMatchesTheSpecificationByHand(t *testing.T) {
 	// The definition: HMAC-SHA256, keyed with the base64-decoded part of
 	// the secret after "whsec_", over "<id>.<timestamp>.<body>", base64,
