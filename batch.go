@@ -30,9 +30,40 @@ type batcher struct {
 	done   chan struct{}
 }
 
+// batchedWrite is one attempt's write on its way through the batcher. Each
+// goroutine that runs attempts owns one and reuses it for every write: it
+// waits for a write's answer before it makes the next, and the batcher
+// lets go of a write once it answered. The params the write points to are
+// kept in it too, so handing a write over allocates nothing (three
+// allocations per delivery before: the write, its channel and its params).
 type batchedWrite struct {
 	w   LedgerWrite
 	err chan error // buffered: the batcher never waits for the attempt
+
+	delivered MarkDeliveredParams
+	retry     RecordRetryParams
+	dead      RecordDeadLetterParams
+}
+
+func newBatchedWrite() *batchedWrite {
+	return &batchedWrite{err: make(chan error, 1)}
+}
+
+// set makes bw's write a copy of w, pointing at bw's own params.
+func (bw *batchedWrite) set(w LedgerWrite) {
+	switch {
+	case w.Delivered != nil:
+		bw.delivered = *w.Delivered
+		bw.w = LedgerWrite{Delivered: &bw.delivered}
+	case w.Retry != nil:
+		bw.retry = *w.Retry
+		bw.w = LedgerWrite{Retry: &bw.retry}
+	case w.DeadLetter != nil:
+		bw.dead = *w.DeadLetter
+		bw.w = LedgerWrite{DeadLetter: &bw.dead}
+	default:
+		bw.w = LedgerWrite{}
+	}
 }
 
 // newBatcher returns a batcher whose queue holds up to size writes: an
@@ -47,10 +78,15 @@ func newBatcher(ctx context.Context, l BatchLedger, size int, linger time.Durati
 	}
 }
 
-// write hands w to the batcher, calls queued once it is accepted, and
-// returns w's result once its batch committed (or failed).
-func (b *batcher) write(w LedgerWrite, queued func()) error {
-	bw := &batchedWrite{w: w, err: make(chan error, 1)}
+// write hands w to the batcher through bw (the caller's own, from
+// newBatchedWrite; nil: a new one), calls queued once it is accepted, and
+// returns w's result once its batch committed (or failed). w is copied:
+// the caller's params may live on its stack.
+func (b *batcher) write(bw *batchedWrite, w LedgerWrite, queued func()) error {
+	if bw == nil {
+		bw = newBatchedWrite()
+	}
+	bw.set(w)
 	b.in <- bw
 	if queued != nil {
 		queued()

@@ -128,8 +128,10 @@ func (w LedgerWrite) DeliveryID() string {
 // committed it returns a nil slice and the error: no write took effect, and
 // every delivery stays leased until its lease expires, then claimable again.
 // A write must never be reported as committed when the store may not have
-// it durably. Implementations must be safe for concurrent use; the memory
-// and SQL ledgers implement it.
+// it durably. The writes and the params they point to are the caller's again
+// once RecordBatch returns (the worker reuses them for its next write): keep
+// copies, never the pointers. Implementations must be safe for concurrent
+// use; the memory and SQL ledgers implement it.
 type BatchLedger interface {
 	Ledger
 	RecordBatch(ctx context.Context, writes []LedgerWrite) ([]error, error)

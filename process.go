@@ -50,6 +50,12 @@ type attemptRun struct {
 	// freeSlot, when set, gives the attempt's worker slot back once its
 	// write is queued for a batch (the worker frees it at the end anyway).
 	freeSlot func()
+	// handover is the batch write of the goroutine running the attempt
+	// (batcher.write).
+	handover *batchedWrite
+	// settleCtx, when set, is context.WithoutCancel of the ctx the attempt
+	// runs under, made once by the worker rather than once per attempt.
+	settleCtx context.Context
 }
 
 // record makes one of the ledger writes of steps 3–5, through the worker's
@@ -58,7 +64,7 @@ func (c *Client) record(ctx context.Context, run attemptRun, w LedgerWrite) erro
 	var err error
 	switch {
 	case run.batch != nil:
-		err = run.batch.write(w, run.freeSlot)
+		err = run.batch.write(run.handover, w, run.freeSlot)
 	case w.Delivered != nil:
 		err = c.ledger.MarkDelivered(ctx, *w.Delivered)
 	case w.Retry != nil:
@@ -94,7 +100,11 @@ func (c *Client) process(ctx context.Context, claim Claim, run attemptRun) error
 	if err != nil {
 		return err
 	}
-	return c.settle(context.WithoutCancel(ctx), run, a, res, finished)
+	settleCtx := run.settleCtx
+	if settleCtx == nil {
+		settleCtx = context.WithoutCancel(ctx)
+	}
+	return c.settle(settleCtx, run, a, res, finished)
 }
 
 // attemptPlan is what resolve decided: the delivery, under its lease, is
