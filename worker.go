@@ -333,7 +333,9 @@ func (c *Client) run(ctx context.Context, stopClaim <-chan struct{}, stopped cha
 	next := make(chan Claim) // unbuffered: a send reaches only an idle goroutine
 	quitRunners := make(chan struct{})
 	var runners sync.WaitGroup
-	var launch, runAttempt func(cl Claim)
+	settleCtx := context.WithoutCancel(ctx)
+	var launch func(cl Claim)
+	var runAttempt func(r *attemptRunner, cl Claim)
 	// startRunner is apart from launch so that only a new goroutine's first
 	// claim is moved to the heap (the goroutine keeps it), not every claim
 	// handed over.
@@ -341,8 +343,30 @@ func (c *Client) run(ctx context.Context, stopClaim <-chan struct{}, stopped cha
 		runners.Add(1)
 		go func() {
 			defer runners.Done()
+			r := &attemptRunner{}
+			if batch != nil {
+				r.handover = newBatchedWrite()
+			}
+			// Made once per goroutine, not per attempt: it reads the
+			// attempt's destination and slot from r.
+			r.freeSlot = func() {
+				if !r.held {
+					return
+				}
+				r.held = false
+				w.mu.Lock()
+				w.inflight--
+				if w.perDest[r.destID]--; w.perDest[r.destID] <= 0 {
+					delete(w.perDest, r.destID)
+				}
+				w.mu.Unlock()
+				c.startHeld(ctx, launch)
+				if c.claimWanted(r.destID) {
+					w.wakeUp()
+				}
+			}
 			for {
-				runAttempt(cl)
+				runAttempt(r, cl)
 				select {
 				case cl = <-next:
 				case <-quitRunners:
@@ -360,35 +384,18 @@ func (c *Client) run(ctx context.Context, stopClaim <-chan struct{}, stopped cha
 		}
 		startRunner(cl)
 	}
-	runAttempt = func(cl Claim) {
-		destID := cl.Delivery.DestinationID
+	runAttempt = func(r *attemptRunner, cl Claim) {
 		defer attempts.Done()
-		held := true
-		freeSlot := func() {
-			if !held {
-				return
-			}
-			held = false
-			w.mu.Lock()
-			w.inflight--
-			if w.perDest[destID]--; w.perDest[destID] <= 0 {
-				delete(w.perDest, destID)
-			}
-			w.mu.Unlock()
-			c.startHeld(ctx, launch)
-			if c.claimWanted(destID) {
-				w.wakeUp()
-			}
-		}
-		err := c.process(ctx, cl, attemptRun{fresh: true, batch: batch, freeSlot: freeSlot})
-		if !held && c.claimWanted(destID) {
+		r.destID, r.held = cl.Delivery.DestinationID, true
+		err := c.process(ctx, cl, attemptRun{fresh: true, batch: batch, freeSlot: r.freeSlot, handover: r.handover, settleCtx: settleCtx})
+		if !r.held && c.claimWanted(r.destID) {
 			// The slot freed when the attempt handed its ledger write over,
 			// and the claim that woke then may have found nothing: a broker
 			// hands out no more than its window of unsettled messages, and
 			// this one was settled (acknowledged) only now. Claim again.
 			w.wakeUp()
 		}
-		freeSlot()
+		r.freeSlot()
 		if err != nil && ctx.Err() == nil {
 			c.observe(ctx, Event{Name: EventWorkerError, Delivery: cl.Delivery, Err: err})
 		}
@@ -452,6 +459,17 @@ func (c *Client) run(ctx context.Context, stopClaim <-chan struct{}, stopped cha
 			return
 		}
 	}
+}
+
+// attemptRunner is what a goroutine that runs attempts keeps from one
+// attempt to the next: the attempt's destination and whether it still
+// holds its worker slot, the function that frees the slot, and its batch
+// write. None of it is made per attempt.
+type attemptRunner struct {
+	destID   string
+	held     bool
+	freeSlot func()
+	handover *batchedWrite
 }
 
 // waitFor waits on the client's clock for d, or until wake fires (nil:
