@@ -24,6 +24,7 @@ type probedStore struct {
 	batchTime       time.Duration
 	serverCPU0      time.Duration // at begin
 	selfCPU0        time.Duration
+	serverSeen0     bool
 }
 
 func (p *probedStore) Claim(ctx context.Context, cp hookrelay.ClaimParams) ([]hookrelay.Claim, error) {
@@ -52,16 +53,17 @@ func (p *probedStore) RecordBatch(ctx context.Context, ws []hookrelay.LedgerWrit
 
 // cpu returns the CPU time used so far by this process and, on PostgreSQL
 // on this machine, by the server backends of connections whose
-// application_name is "peerbench" (set it in the DSN); zero when they
-// cannot be read.
-func (p *probedStore) cpu() (server, self time.Duration) {
+// application_name is "peerbench" (set it in the DSN). seen is false when
+// no such backend could be read: the server's figure is then unknown, not
+// zero.
+func (p *probedStore) cpu() (server, self time.Duration, seen bool) {
 	self = selfCPU()
 	if p.Dialect() != hooksql.Postgres {
-		return 0, self
+		return 0, self, false
 	}
 	rows, err := p.DB().Query("SELECT pid FROM pg_stat_activity WHERE application_name = 'peerbench'")
 	if err != nil {
-		return 0, self
+		return 0, self, false
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -71,9 +73,10 @@ func (p *probedStore) cpu() (server, self time.Duration) {
 		}
 		if _, used, ok := procCPU("/proc/" + strconv.Itoa(pid) + "/stat"); ok {
 			server += used
+			seen = true
 		}
 	}
-	return server, self
+	return server, self, seen
 }
 
 // begin marks the start of a timed drain.
@@ -81,18 +84,31 @@ func (p *probedStore) begin() {
 	p.mu.Lock()
 	p.claims, p.claimed, p.claimTime, p.batches, p.rows, p.batchTime = 0, 0, 0, 0, 0, 0
 	p.mu.Unlock()
-	p.serverCPU0, p.selfCPU0 = p.cpu()
+	p.serverCPU0, p.selfCPU0, p.serverSeen0 = p.cpu()
 }
 
 // report prints what happened since begin, for n deliveries.
 func (p *probedStore) report(w io.Writer, n int) {
-	server, self := p.cpu()
+	server, self, seen := p.cpu()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	fmt.Fprintf(w, "probe: %d claims, %.1f deliveries each, %v each; %d batches, %.1f writes each, %v each; CPU per delivery: server backends %v, this process %v\n",
-		p.claims, ratio(p.claimed, p.claims), per(p.claimTime, p.claims),
-		p.batches, ratio(p.rows, p.batches), per(p.batchTime, p.batches),
-		per(server-p.serverCPU0, n), per(self-p.selfCPU0, n))
+	serverCPU := "unknown (no backend seen: add application_name=peerbench to the PostgreSQL DSN, and run on the server's machine)"
+	if seen && p.serverSeen0 {
+		serverCPU = per(server-p.serverCPU0, n).String()
+	}
+	if p.Dialect() != hooksql.Postgres {
+		serverCPU = "not measured (PostgreSQL only)"
+	}
+	fmt.Fprintf(w, "probe: %s\n", probeLine(p.claims, p.claimed, p.claimTime, p.batches, p.rows, p.batchTime, serverCPU, per(self-p.selfCPU0, n)))
+}
+
+// probeLine is report's line: the claims and batches timed, and the CPU
+// per delivery of the server's backends (already worded) and of this
+// process.
+func probeLine(claims, claimed int, claimTime time.Duration, batches, rows int, batchTime time.Duration, serverCPU string, selfCPU time.Duration) string {
+	return fmt.Sprintf("%d claims, %.1f deliveries each, %v each; %d batches, %.1f writes each, %v each; CPU per delivery: server backends %s, this process %v",
+		claims, ratio(claimed, claims), per(claimTime, claims),
+		batches, ratio(rows, batches), per(batchTime, batches), serverCPU, selfCPU)
 }
 
 func ratio(a, b int) float64 {
