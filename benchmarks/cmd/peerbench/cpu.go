@@ -1,12 +1,9 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
+
+	"github.com/hookrelay/hookrelay/internal/proccpu"
 )
 
 // cpuTimes is CPU time used so far: by this process (the systems' Go code
@@ -16,57 +13,13 @@ import (
 // of whose processes can be read (one elsewhere) is missing from server.
 type cpuTimes struct {
 	self   time.Duration
-	server map[string]time.Duration // by serverOf's kind
+	server map[string]time.Duration // by proccpu.ServerOf's kind
 }
-
-// serverOf maps a process's command to the database server it belongs to.
-var serverOf = map[string]string{"postgres": "postgres", "mariadbd": "mysql", "mysqld": "mysql"}
 
 // readCPU reads cpuTimes. A server process that ends during a measurement
 // takes its CPU time with it, so the pools are kept open across rounds.
 func readCPU() cpuTimes {
-	t := cpuTimes{self: selfCPU(), server: map[string]time.Duration{}}
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, path := range stats {
-		command, used, ok := procCPU(path)
-		if kind, known := serverOf[command]; ok && known {
-			t.server[kind] += used
-		}
-	}
-	return t
-}
-
-// selfCPU is the CPU time this process has used so far.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// procCPU reads a process's command and the CPU time it has used from its
-// /proc/<pid>/stat file; ok is false when the process has ended or the file
-// does not parse.
-func procCPU(statPath string) (command string, used time.Duration, ok bool) {
-	b, err := os.ReadFile(statPath)
-	if err != nil {
-		return "", 0, false
-	}
-	s := string(b)
-	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-	if open < 0 || end < open {
-		return "", 0, false
-	}
-	// Fields after the command name: utime and stime are the 12th and
-	// 13th, in clock ticks (100 per second on Linux).
-	f := strings.Fields(s[end+1:])
-	if len(f) < 13 {
-		return "", 0, false
-	}
-	u, _ := strconv.Atoi(f[11])
-	st, _ := strconv.Atoi(f[12])
-	return s[open+1 : end], time.Duration(u+st) * 10 * time.Millisecond, true
+	return cpuTimes{self: proccpu.Self(), server: proccpu.Servers()}
 }
 
 // span times one delivery phase: wall clock and CPU.

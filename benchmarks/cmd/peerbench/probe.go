@@ -10,6 +10,7 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	hooksql "github.com/hookrelay/hookrelay/adapters/sql"
+	"github.com/hookrelay/hookrelay/internal/proccpu"
 )
 
 // probedStore is a SQL store whose Claim and RecordBatch are timed
@@ -57,7 +58,7 @@ func (p *probedStore) RecordBatch(ctx context.Context, ws []hookrelay.LedgerWrit
 // no such backend could be read: the server's figure is then unknown, not
 // zero.
 func (p *probedStore) cpu() (server, self time.Duration, seen bool) {
-	self = selfCPU()
+	self = proccpu.Self()
 	if p.Dialect() != hooksql.Postgres {
 		return 0, self, false
 	}
@@ -71,7 +72,7 @@ func (p *probedStore) cpu() (server, self time.Duration, seen bool) {
 		if rows.Scan(&pid) != nil {
 			continue
 		}
-		if _, used, ok := procCPU("/proc/" + strconv.Itoa(pid) + "/stat"); ok {
+		if _, used, ok := proccpu.Stat("/proc/" + strconv.Itoa(pid) + "/stat"); ok {
 			server += used
 			seen = true
 		}

@@ -14,6 +14,7 @@ import (
 
 	hooksql "github.com/hookrelay/hookrelay/adapters/sql"
 	"github.com/hookrelay/hookrelay/internal/benchenv"
+	"github.com/hookrelay/hookrelay/internal/proccpu"
 )
 
 // TestProbeSaysWhenItCannotSeeTheServer: --probe reads the CPU of the
@@ -56,7 +57,7 @@ func TestProbeSaysWhenItCannotSeeTheServer(t *testing.T) {
 	require.NoError(t, err)
 	var pid int
 	require.NoError(t, local.DB().QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pid))
-	_, _, onThisMachine := procCPU("/proc/" + strconv.Itoa(pid) + "/stat")
+	_, _, onThisMachine := proccpu.Stat("/proc/" + strconv.Itoa(pid) + "/stat")
 	require.NoError(t, local.Close())
 	if !onThisMachine {
 		t.Skip("the PostgreSQL server's processes are not on this machine: the probe cannot read them")

@@ -38,7 +38,7 @@ var labels = map[string]string{
 	"postgres-tuned": "hookrelay PostgreSQL, tuned",
 }
 
-// serverUsed is the database server (serverOf's kinds) whose CPU time
+// serverUsed is the database server (proccpu.ServerOf's kinds) whose CPU time
 // counts towards a system's; the others' own housekeeping is not theirs.
 var serverUsed = map[string]string{"river": "postgres", "river-1ms": "postgres", "postgres": "postgres", "mysql": "mysql",
 	"postgres-tuned": "postgres"}
