@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/internal/proccpu"
 )
 
 // forEachBackendB is forEachBackend for benchmarks.
@@ -230,82 +231,115 @@ func BenchmarkClaimLatency(b *testing.B) {
 // BenchmarkClaimAndRecordBatch measures the store's own work per delivery
 // on a worker's hot path, without a worker: one claim of about 50 due
 // deliveries (512-byte payloads, scope, rooms for 10 destinations, and a
-// limit that changes from claim to claim, as a worker claims) and one RecordBatch marking them delivered. It reports
-// the CPU per delivery of both and of the claims alone. Run it with
-// -benchmem: its allocations are the adapter's (and its driver's) share of
-// the worker's garbage.
+// limit that changes from claim to claim, as a worker claims) and one
+// RecordBatch marking them delivered. It reports the CPU per delivery of
+// both and of the claims alone, and on PostgreSQL or MySQL running on this
+// machine the server's CPU per delivery (server-cpu-ns/delivery: every
+// process of that server, so run it on a server nothing else uses). Run
+// it with -benchmem: its allocations are the adapter's (and its driver's)
+// share of the worker's garbage.
 func BenchmarkClaimAndRecordBatch(b *testing.B) {
-	const per, dests = 50, 10
+	forEachBackendB(b, func(b *testing.B, be backend) { benchClaimAndRecordBatch(b, be, 50) })
+}
+
+// BenchmarkClaimAndRecordBatchSize is BenchmarkClaimAndRecordBatch with
+// claims of about 10, 50 and 200: the CPU per delivery falls with the size
+// as each statement's own cost is shared by more rows, so two sizes give
+// the cost per statement and the cost per row apart (docs/benchmarks.md,
+// 2026-12-05, fourteenth session).
+func BenchmarkClaimAndRecordBatchSize(b *testing.B) {
 	forEachBackendB(b, func(b *testing.B, be backend) {
-		ctx := context.Background()
-		s := newStore(b, be, Options{})
-		now := time.Now()
-		payload := []byte(`{"data":"` + strings.Repeat("x", 500) + `"}`)
-		ds := make([]hookrelay.Delivery, 0, 500)
-		total := b.N*per + per // the claims' limits vary around per (below)
-		for i := range total {
-			d := newDelivery(fmt.Sprintf("evt_%d", i), fmt.Sprintf("dst_%d", i%dests), now.Add(time.Duration(i)))
-			d.Payload = payload
-			if ds = append(ds, d); len(ds) == cap(ds) || i == total-1 {
-				if _, err := s.Create(ctx, ds); err != nil {
-					b.Fatal(err)
-				}
-				ds = ds[:0]
-			}
+		for _, per := range []int{10, 50, 200} {
+			b.Run(fmt.Sprintf("claim=%d", per), func(b *testing.B) { benchClaimAndRecordBatch(b, be, per) })
 		}
-		claimAt := now.Add(time.Hour)
-		finished := claimAt
-		writes := make([]hookrelay.LedgerWrite, 0, per)
-		b.ReportAllocs()
-		b.ResetTimer()
-		var claimCPU time.Duration
-		claimed := 0
-		cpu0 := processCPU()
-		for i := range b.N {
-			rooms := make(map[string]int, dests)
-			for d := range dests {
-				rooms[fmt.Sprintf("dst_%d", d)] = 40
+	})
+}
+
+// benchClaimAndRecordBatch runs b.N claims of per±5 due deliveries, each
+// followed by one RecordBatch marking them delivered.
+func benchClaimAndRecordBatch(b *testing.B, be backend, per int) {
+	const dests = 10
+	ctx := context.Background()
+	s := newStore(b, be, Options{})
+	now := time.Now()
+	payload := []byte(`{"data":"` + strings.Repeat("x", 500) + `"}`)
+	ds := make([]hookrelay.Delivery, 0, 500)
+	total := b.N*per + per // the claims' limits vary around per (below)
+	for i := range total {
+		d := newDelivery(fmt.Sprintf("evt_%d", i), fmt.Sprintf("dst_%d", i%dests), now.Add(time.Duration(i)))
+		d.Payload = payload
+		if ds = append(ds, d); len(ds) == cap(ds) || i == total-1 {
+			if _, err := s.Create(ctx, ds); err != nil {
+				b.Fatal(err)
 			}
-			// A worker asks for what it has free, so the limit changes
-			// from one claim to the next: per-5 … per+5 here.
-			limit := per - 5 + i%11
-			claim0 := processCPU()
-			cs, err := s.Claim(ctx, hookrelay.ClaimParams{Now: claimAt, Limit: limit, LeaseFor: time.Minute, Holder: "bench",
-				DestinationRoom: rooms, DefaultDestinationRoom: 40})
-			if err != nil || len(cs) != limit {
-				b.Fatalf("claim: %d claims for a limit of %d, %v", len(cs), limit, err)
-			}
-			claimCPU += processCPU() - claim0
-			claimed += len(cs)
-			writes = writes[:0]
-			for _, c := range cs {
-				// Each attempt finishes at its own time, later than the
-				// last, as a worker's do.
-				finished = finished.Add(time.Microsecond)
-				writes = append(writes, hookrelay.LedgerWrite{Delivered: &hookrelay.MarkDeliveredParams{
-					ID: c.Delivery.ID, Lease: c.Lease, Now: finished,
-					Attempt: hookrelay.Attempt{DeliveryID: c.Delivery.ID, Number: c.Delivery.Attempt, StartedAt: claimAt,
-						FinishedAt: finished, Kind: hookrelay.KindDelivered, Outcome: hookrelay.OutcomeAccepted, StatusCode: 204},
-				}})
-			}
-			errs, err := s.RecordBatch(ctx, writes)
+			ds = ds[:0]
+		}
+	}
+	claimAt := now.Add(time.Hour)
+	finished := claimAt
+	writes := make([]hookrelay.LedgerWrite, 0, per+5)
+	// Room for 40 per destination: more than a claim of 205 over 10
+	// destinations takes, so the claim's size, not a room, limits it.
+	const room = 40
+	server := serverOfDialect[be.dialect]
+	b.ReportAllocs()
+	b.ResetTimer()
+	var claimCPU time.Duration
+	claimed := 0
+	server0, serverSeen0 := proccpu.Servers()[server]
+	cpu0 := processCPU()
+	for i := range b.N {
+		rooms := make(map[string]int, dests)
+		for d := range dests {
+			rooms[fmt.Sprintf("dst_%d", d)] = room
+		}
+		// A worker asks for what it has free, so the limit changes
+		// from one claim to the next: per-5 … per+5 here.
+		limit := per - 5 + i%11
+		claim0 := processCPU()
+		cs, err := s.Claim(ctx, hookrelay.ClaimParams{Now: claimAt, Limit: limit, LeaseFor: time.Minute, Holder: "bench",
+			DestinationRoom: rooms, DefaultDestinationRoom: room})
+		if err != nil || len(cs) != limit {
+			b.Fatalf("claim: %d claims for a limit of %d, %v", len(cs), limit, err)
+		}
+		claimCPU += processCPU() - claim0
+		claimed += len(cs)
+		writes = writes[:0]
+		for _, c := range cs {
+			// Each attempt finishes at its own time, later than the
+			// last, as a worker's do.
+			finished = finished.Add(time.Microsecond)
+			writes = append(writes, hookrelay.LedgerWrite{Delivered: &hookrelay.MarkDeliveredParams{
+				ID: c.Delivery.ID, Lease: c.Lease, Now: finished,
+				Attempt: hookrelay.Attempt{DeliveryID: c.Delivery.ID, Number: c.Delivery.Attempt, StartedAt: claimAt,
+					FinishedAt: finished, Kind: hookrelay.KindDelivered, Outcome: hookrelay.OutcomeAccepted, StatusCode: 204},
+			}})
+		}
+		errs, err := s.RecordBatch(ctx, writes)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, err := range errs {
 			if err != nil {
 				b.Fatal(err)
 			}
-			for _, err := range errs {
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
 		}
-		cpu := processCPU() - cpu0
-		b.StopTimer()
-		// The server's CPU is not this process's: cpu-ns/delivery is the
-		// Go side alone (GC included).
-		b.ReportMetric(float64(cpu.Nanoseconds())/float64(claimed), "cpu-ns/delivery")
-		b.ReportMetric(float64(claimCPU.Nanoseconds())/float64(claimed), "claim-cpu-ns/delivery")
-	})
+	}
+	cpu := processCPU() - cpu0
+	server1, serverSeen1 := proccpu.Servers()[server]
+	b.StopTimer()
+	// The server's CPU is not this process's: cpu-ns/delivery is the
+	// Go side alone (GC included).
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(claimed), "cpu-ns/delivery")
+	b.ReportMetric(float64(claimCPU.Nanoseconds())/float64(claimed), "claim-cpu-ns/delivery")
+	if server != "" && serverSeen0 && serverSeen1 {
+		b.ReportMetric(float64((server1-server0).Nanoseconds())/float64(claimed), "server-cpu-ns/delivery")
+	}
 }
+
+// serverOfDialect is the proccpu.ServerOf kind of a dialect's server;
+// SQLite has none (its work is this process's).
+var serverOfDialect = map[Dialect]string{Postgres: "postgres", MySQL: "mysql"}
 
 // processCPU is the CPU time (user and system) this process has used.
 func processCPU() time.Duration {
