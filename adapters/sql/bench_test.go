@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -287,7 +286,7 @@ func benchClaimAndRecordBatch(b *testing.B, be backend, per int) {
 	var claimCPU time.Duration
 	claimed := 0
 	server0, serverSeen0 := proccpu.Servers()[server]
-	cpu0 := processCPU()
+	cpu0 := proccpu.Self()
 	for i := range b.N {
 		rooms := make(map[string]int, dests)
 		for d := range dests {
@@ -296,13 +295,13 @@ func benchClaimAndRecordBatch(b *testing.B, be backend, per int) {
 		// A worker asks for what it has free, so the limit changes
 		// from one claim to the next: per-5 … per+5 here.
 		limit := per - 5 + i%11
-		claim0 := processCPU()
+		claim0 := proccpu.Self()
 		cs, err := s.Claim(ctx, hookrelay.ClaimParams{Now: claimAt, Limit: limit, LeaseFor: time.Minute, Holder: "bench",
 			DestinationRoom: rooms, DefaultDestinationRoom: room})
 		if err != nil || len(cs) != limit {
 			b.Fatalf("claim: %d claims for a limit of %d, %v", len(cs), limit, err)
 		}
-		claimCPU += processCPU() - claim0
+		claimCPU += proccpu.Self() - claim0
 		claimed += len(cs)
 		writes = writes[:0]
 		for _, c := range cs {
@@ -325,7 +324,7 @@ func benchClaimAndRecordBatch(b *testing.B, be backend, per int) {
 			}
 		}
 	}
-	cpu := processCPU() - cpu0
+	cpu := proccpu.Self() - cpu0
 	server1, serverSeen1 := proccpu.Servers()[server]
 	b.StopTimer()
 	// The server's CPU is not this process's: cpu-ns/delivery is the
@@ -340,15 +339,6 @@ func benchClaimAndRecordBatch(b *testing.B, be backend, per int) {
 // serverOfDialect is the proccpu.ServerOf kind of a dialect's server;
 // SQLite has none (its work is this process's).
 var serverOfDialect = map[Dialect]string{Postgres: "postgres", MySQL: "mysql"}
-
-// processCPU is the CPU time (user and system) this process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // BenchmarkClaimVaryingRooms is PostgreSQL claims with rooms for about 300
 // destinations whose number changes from claim to claim (over 20 values),

@@ -13,6 +13,7 @@ import (
 	"github.com/hookrelay/hookrelay"
 	hookhttp "github.com/hookrelay/hookrelay/adapters/http"
 	"github.com/hookrelay/hookrelay/internal/benchenv"
+	"github.com/hookrelay/hookrelay/internal/proccpu"
 )
 
 // leaseFor is the worker's LeaseFor: the library's default, named because
@@ -141,13 +142,13 @@ func drain(ctx context.Context, client *hookrelay.Client, watch *deliveredWatch,
 		return 0, 0, err
 	}
 	defer stopProfile()
-	start, cpu0 := time.Now(), processCPU()
+	start, cpu0 := time.Now(), proccpu.Self()
 	if err := client.Start(ctx); err != nil {
 		return 0, 0, err
 	}
 	defer func() { _ = client.Stop(context.Background()) }()
 	err = waitReached(reached, watch, n)
-	return time.Since(start), processCPU() - cpu0, err
+	return time.Since(start), proccpu.Self() - cpu0, err
 }
 
 func waitReached(reached <-chan struct{}, watch *deliveredWatch, n int) error {

@@ -8,8 +8,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"github.com/hookrelay/hookrelay/internal/proccpu"
 )
 
 // measureCeiling posts payload n times from w goroutines with a plain
@@ -62,19 +63,10 @@ func measureCeiling(ctx context.Context, url string, payload []byte, w, n int) (
 	if _, err := loop(min(n, 10*w)); err != nil {
 		return 0, 0, err
 	}
-	cpu0 := processCPU()
+	cpu0 := proccpu.Self()
 	elapsed, err := loop(n)
 	if err != nil {
 		return 0, 0, err
 	}
-	return float64(n) / elapsed.Seconds(), (processCPU() - cpu0) / time.Duration(n), nil
-}
-
-// processCPU returns the user and system CPU time this process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return float64(n) / elapsed.Seconds(), (proccpu.Self() - cpu0) / time.Duration(n), nil
 }

@@ -100,16 +100,10 @@ func (p *probedStore) report(w io.Writer, n int) {
 	if p.Dialect() != hooksql.Postgres {
 		serverCPU = "not measured (PostgreSQL only)"
 	}
-	fmt.Fprintf(w, "probe: %s\n", probeLine(p.claims, p.claimed, p.claimTime, p.batches, p.rows, p.batchTime, serverCPU, per(self-p.selfCPU0, n)))
-}
-
-// probeLine is report's line: the claims and batches timed, and the CPU
-// per delivery of the server's backends (already worded) and of this
-// process.
-func probeLine(claims, claimed int, claimTime time.Duration, batches, rows int, batchTime time.Duration, serverCPU string, selfCPU time.Duration) string {
-	return fmt.Sprintf("%d claims, %.1f deliveries each, %v each; %d batches, %.1f writes each, %v each; CPU per delivery: server backends %s, this process %v",
-		claims, ratio(claimed, claims), per(claimTime, claims),
-		batches, ratio(rows, batches), per(batchTime, batches), serverCPU, selfCPU)
+	fmt.Fprintf(w, "probe: %d claims, %.1f deliveries each, %v each; %d batches, %.1f writes each, %v each; CPU per delivery: server backends %s, this process %v\n",
+		p.claims, ratio(p.claimed, p.claims), per(p.claimTime, p.claims),
+		p.batches, ratio(p.rows, p.batches), per(p.batchTime, p.batches),
+		serverCPU, per(self-p.selfCPU0, n))
 }
 
 func ratio(a, b int) float64 {
