@@ -5,6 +5,7 @@ go 1.26.0
 replace github.com/hookrelay/hookrelay => ../
 
 require (
+	github.com/google/pprof v0.0.0-20261016150608-1facf8f91b50
 	github.com/hookrelay/hookrelay v0.0.0-00010101000000-000000000000
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/riverqueue/river v0.51.2

@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -73,7 +74,7 @@ func runThroughput(ctx context.Context, o options, rcpt *receiver, payload []byt
 		}
 		systems[name] = s
 		// Warm up: connections open, code paths and caches hot.
-		m, err := s.drain(ctx, warm)
+		m, err := drainLabelled(ctx, s, name, warm)
 		if err != nil {
 			return fmt.Errorf("%s: warm-up: %w", name, err)
 		}
@@ -95,7 +96,7 @@ func runThroughput(ctx context.Context, o options, rcpt *receiver, payload []byt
 		for _, name := range o.systems {
 			n := perRound[name]
 			before, conns := rcpt.requests.Load(), rcpt.conns.Load()
-			m, err := systems[name].drain(ctx, n)
+			m, err := drainLabelled(ctx, systems[name], name, n)
 			if err != nil {
 				return fmt.Errorf("%s: round %d: %w", name, r+1, err)
 			}
@@ -172,6 +173,20 @@ func slicesMax(xs []float64) float64 {
 		m = max(m, x)
 	}
 	return m
+}
+
+// drainLabelled runs one measured round of s with the profiler label
+// system=name, which the goroutines it starts (a hookrelay worker's claim
+// loop, attempts and batcher, River's workers) inherit: a --cpuprofile of a
+// run of several systems then splits by system (go tool pprof -tagfocus
+// system=postgres), so two systems' costs are compared in one run rather
+// than across runs on a machine whose speed drifts. The receiver's
+// goroutines are started by its listener and carry no label.
+func drainLabelled(ctx context.Context, s system, name string, n int) (m measured, err error) {
+	pprof.Do(ctx, pprof.Labels("system", name), func(ctx context.Context) {
+		m, err = s.drain(ctx, n)
+	})
+	return m, err
 }
 
 func destPath(i int) string { return fmt.Sprintf("/d/%d", i) }
