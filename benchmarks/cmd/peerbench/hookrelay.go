@@ -28,6 +28,8 @@ type hookrelaySystem struct {
 	seq      int
 	dir      string
 	probe    *probedStore
+	probeTx  *probedSender // with --probe
+	slots    int
 }
 
 func tablePrefix() string { return fmt.Sprintf("peerbench_%d_", os.Getpid()) }
@@ -90,7 +92,13 @@ func openHookrelay(ctx context.Context, backend string, o options, url string, p
 	if tuned {
 		cfg.PerDestinationConcurrency = o.workers
 	}
-	cfg.Queue, cfg.Ledger, cfg.Destinations, cfg.Sender = q, l, s.store.Destinations, s.sender
+	var sender hookrelay.Sender = s.sender
+	if o.probe {
+		s.probeTx = &probedSender{Sender: s.sender}
+		sender = s.probeTx
+	}
+	s.slots = o.workers
+	cfg.Queue, cfg.Ledger, cfg.Destinations, cfg.Sender = q, l, s.store.Destinations, sender
 	s.client, err = hookrelay.New(cfg)
 	return s, err
 }
@@ -144,14 +152,28 @@ func (s *hookrelaySystem) drain(ctx context.Context, n int) (measured, error) {
 	if s.probe != nil {
 		s.probe.begin()
 	}
+	var stopSampling chan struct{}
+	var sampled chan occupancy
+	if s.probeTx != nil {
+		stopSampling, sampled = make(chan struct{}), make(chan occupancy, 1)
+		go s.probeTx.sample(s.slots, stopSampling, sampled)
+	}
 	sp := beginSpan()
 	if err := s.client.Start(ctx); err != nil {
+		if stopSampling != nil {
+			close(stopSampling)
+			<-sampled
+		}
 		return measured{}, err
 	}
 	err := s.progress.wait(ctx, reached)
 	m := sp.end()
 	if s.probe != nil {
 		s.probe.report(os.Stderr, n)
+	}
+	if stopSampling != nil {
+		close(stopSampling)
+		fmt.Fprintln(os.Stderr, "probe:", <-sampled)
 	}
 	return m, errors.Join(err, s.client.Stop(context.Background()))
 }

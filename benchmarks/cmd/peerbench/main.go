@@ -123,7 +123,7 @@ func main() {
 	flag.DurationVar(&o.latencyFor, "latency-for", 5*time.Second, "latency: how long the producer enqueues in the measured phase")
 	flag.DurationVar(&o.latencyWarmup, "latency-warmup", time.Second, "latency: how long the producer enqueues before the measured phase (reported apart; 0: none)")
 	flag.DurationVar(&o.connLifetime, "conn-lifetime", 0, "hookrelay on SQL: the pool's ConnMaxLifetime (0: the library's default, 30m); an experiment's setting, not a tuning")
-	flag.BoolVar(&o.probe, "probe", false, "throughput: time the SQL store's claims and batches and print them with the CPU per delivery (on PostgreSQL, of backends whose application_name is peerbench) after each hookrelay SQLite/PostgreSQL/MySQL round, on stderr")
+	flag.BoolVar(&o.probe, "probe", false, "throughput: after each hookrelay round, print on stderr how many sends were in flight (sampled every millisecond) and, on SQLite/PostgreSQL/MySQL, the store's claims and batches timed with the CPU per delivery (on PostgreSQL, of backends whose application_name is peerbench)")
 	flag.StringVar(&o.child, "child", "", "internal: run as the latency mode's worker process for this system")
 	flag.StringVar(&o.childNamespace, "child-namespace", "", "internal: the child's table prefix or schema")
 	flag.StringVar(&o.childReceiver, "child-receiver", "", "internal: the receiver's URL")

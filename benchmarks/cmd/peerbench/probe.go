@@ -6,9 +6,11 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hookrelay/hookrelay"
+	hookhttp "github.com/hookrelay/hookrelay/adapters/http"
 	hooksql "github.com/hookrelay/hookrelay/adapters/sql"
 	"github.com/hookrelay/hookrelay/internal/proccpu"
 )
@@ -118,4 +120,63 @@ func per(d time.Duration, n int) time.Duration {
 		return 0
 	}
 	return (d / time.Duration(n)).Round(time.Microsecond / 4)
+}
+
+// probedSender is the HTTP sender with its sends in flight counted
+// (--probe), so a round can show how often the worker's slots had nothing
+// to send: a slot waits for a claim when the worker's held claims run out
+// before the next claim returns. It embeds the sender, so the client still
+// finds its SendTimeout.
+type probedSender struct {
+	*hookhttp.Sender
+	inFlight atomic.Int64
+}
+
+func (p *probedSender) Send(ctx context.Context, sp hookrelay.SendParams) hookrelay.Result {
+	p.inFlight.Add(1)
+	defer p.inFlight.Add(-1)
+	return p.Sender.Send(ctx, sp)
+}
+
+// occupancy is what sampling the sends in flight saw.
+type occupancy struct {
+	samples, sum, none, full int64
+	slots                    int
+}
+
+// sampleEvery is how often a probed round reads the sends in flight.
+const sampleEvery = time.Millisecond
+
+// sample reads the sends in flight every sampleEvery until stop is closed,
+// then sends what it saw on out.
+func (p *probedSender) sample(slots int, stop <-chan struct{}, out chan<- occupancy) {
+	o := occupancy{slots: slots}
+	t := time.NewTicker(sampleEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			out <- o
+			return
+		case <-t.C:
+			n := p.inFlight.Load()
+			o.samples++
+			o.sum += n
+			if n == 0 {
+				o.none++
+			}
+			if n >= int64(slots) {
+				o.full++
+			}
+		}
+	}
+}
+
+func (o occupancy) String() string {
+	if o.samples == 0 {
+		return "sends in flight: no sample"
+	}
+	pct := func(k int64) float64 { return 100 * float64(k) / float64(o.samples) }
+	return fmt.Sprintf("sends in flight: %.1f of %d on average, none in %.1f%% of %d samples (every %v), all %d in %.1f%%",
+		float64(o.sum)/float64(o.samples), o.slots, pct(o.none), o.samples, sampleEvery, o.slots, pct(o.full))
 }
