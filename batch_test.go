@@ -108,8 +108,8 @@ func (s *claimCountingStore) Claim(ctx context.Context, p hookrelay.ClaimParams)
 
 // Ten busy destinations with a limit of 5 each fill a worker of 50 in one
 // claim, not in claims held to one destination's room; the same claim takes
-// three times as much again (the worker claims four times its capacity) to
-// hold for the slots about to free. Stopping hands the held ones back
+// seven times as much again (the worker claims eight times its capacity,
+// claimAhead) to hold for the slots about to free. Stopping hands the held ones back
 // without spending an attempt.
 func TestOneClaimFillsTheWorkerAcrossDestinations(t *testing.T) {
 	ctx := context.Background()
@@ -118,7 +118,7 @@ func TestOneClaimFillsTheWorkerAcrossDestinations(t *testing.T) {
 	for i := range 10 {
 		require.NoError(t, dests.Put(ctx, hookrelay.Destination{ID: fmt.Sprintf("d%d", i), URL: "https://example.com/hook"}))
 	}
-	started := make(chan struct{}, 200)
+	started := make(chan struct{}, 400)
 	var (
 		mu      sync.Mutex
 		perDest = map[string]int{}
@@ -139,7 +139,7 @@ func TestOneClaimFillsTheWorkerAcrossDestinations(t *testing.T) {
 	})
 	require.NoError(t, err)
 	var params []hookrelay.EnqueueParams
-	for i := range 300 {
+	for i := range 500 {
 		params = append(params, hookrelay.EnqueueParams{EventID: fmt.Sprintf("e%d", i), TenantID: "t",
 			DestinationID: fmt.Sprintf("d%d", i%10), EventType: "x", Payload: []byte("{}")})
 	}
@@ -154,7 +154,7 @@ func TestOneClaimFillsTheWorkerAcrossDestinations(t *testing.T) {
 		}
 	}
 	store.mu.Lock()
-	assert.Equal(t, 200, store.claims[0], "the first claim took 20 for each of the 10 destinations: 5 to send, 15 held")
+	assert.Equal(t, 400, store.claims[0], "the first claim took 40 for each of the 10 destinations: 5 to send, 35 held")
 	store.mu.Unlock()
 	require.NoError(t, c.StopAndCancel(ctx))
 	mu.Lock()
@@ -166,9 +166,9 @@ func TestOneClaimFillsTheWorkerAcrossDestinations(t *testing.T) {
 		assert.Equal(t, hookrelay.StatePending, d.State)
 		assert.Equal(t, 1, d.Attempt, "nothing held or cancelled spent an attempt")
 	}
-	got, err := store.Store.Claim(ctx, hookrelay.ClaimParams{Now: c.Clock().Now(), Limit: 500, LeaseFor: time.Minute})
+	got, err := store.Store.Claim(ctx, hookrelay.ClaimParams{Now: c.Clock().Now(), Limit: 1000, LeaseFor: time.Minute})
 	require.NoError(t, err)
-	assert.Len(t, got, 300, "held and cancelled deliveries are claimable again at once")
+	assert.Len(t, got, 500, "held and cancelled deliveries are claimable again at once")
 }
 
 // countingDestinations counts lookups.

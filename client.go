@@ -65,9 +65,9 @@ type Config struct {
 	// destinations can still use all of them.
 	PerDestinationConcurrency int
 	// BatchSize caps deliveries claimed per poll, times the worker's
-	// claim-ahead factor (4): the worker holds claims for the slots about
+	// claim-ahead factor (8): the worker holds claims for the slots about
 	// to free. Defaults to Concurrency. A claim takes at most each
-	// destination's room (four times its limit, less its attempts in
+	// destination's room (eight times its limit, less its attempts in
 	// flight and held claims); a queue that cannot claim by room
 	// (ClaimsByDestinationRoom, such as a broker) gets claims sized by how
 	// its order mixed destinations last time, so that it seldom claims

@@ -493,11 +493,17 @@ func (c *Client) waitFor(ctx context.Context, stopClaim <-chan struct{}, wake <-
 // free. A claim's cost is mostly fixed (on the SQL store a round trip, a
 // plan, a commit; on a broker a fetch round trip), so the more each claim
 // takes the less a busy worker waits on its serial claim loop: on
-// PostgreSQL, 4 delivered about 40% more than 2 at W=50
-// (docs/benchmarks.md). A held claim waits for at most claimAhead-1 sends
-// to its destination; one whose lease has run half down by then is handed
-// back instead of started (startHeld).
-const claimAhead = 4
+// PostgreSQL, 4 delivered about 40% more than 2 at W=50, and 8 about 25%
+// more than 4 (docs/benchmarks.md, 2026-12-05, fifteenth session). The
+// claims held must also outlast the next claim's round trip: claims run
+// back to back, each takes what the slots used up during the one before,
+// so a worker sending r deliveries a second with claims of L seconds runs
+// out of held claims once 2·r·L passes (claimAhead−1) rounds of its slots.
+// With 4, PostgreSQL's claims of 5–12 ms under load left every slot idle
+// in about one sample in ten (peerbench --probe). A held claim waits for at
+// most claimAhead-1 sends to its destination; one whose lease has run half
+// down by then is handed back instead of started (startHeld).
+const claimAhead = 8
 
 // writeAhead is how many times its capacity in ledger writes a worker lets
 // wait for the next batch while one commits, and how many one batch takes.

@@ -94,9 +94,10 @@ func (p *concurrencyPeaks) peak() int {
 // From a queue that does not honour destination rooms (a broker), ten
 // destinations with a limit of 5 each still fill a worker of 50, and the
 // worker claims ahead as it does from a store that honours rooms: the
-// first claim is held to the tightest room (20, four rounds of one
-// destination's slots) and, having seen the queue's order spread over ten
-// destinations, the second takes the rest of four times the capacity.
+// first claim is held to the tightest room (40, eight rounds of one
+// destination's slots, claimAhead) and, having seen the queue's order
+// spread over ten destinations, the second takes the rest of eight times
+// the capacity.
 // Nothing is handed back for want of room, no destination exceeds its
 // limit, and StopAndCancel hands back every held claim without spending an
 // attempt.
@@ -109,7 +110,7 @@ func TestBlindQueueClaimsFillTheWorkerAcrossDestinations(t *testing.T) {
 		require.NoError(t, dests.Put(ctx, hookrelay.Destination{ID: fmt.Sprintf("d%d", i), URL: "https://example.com/hook"}))
 	}
 	clk := clock.NewMock()
-	started := make(chan struct{}, 300)
+	started := make(chan struct{}, 500)
 	var (
 		peaks concurrencyPeaks
 		mu    sync.Mutex
@@ -135,7 +136,7 @@ func TestBlindQueueClaimsFillTheWorkerAcrossDestinations(t *testing.T) {
 	})
 	require.NoError(t, err)
 	var order []string
-	for i := range 300 {
+	for i := range 500 {
 		order = append(order, fmt.Sprintf("d%d", i%10))
 	}
 	ids := enqueueInOrder(t, c, clk, order)
@@ -149,7 +150,7 @@ func TestBlindQueueClaimsFillTheWorkerAcrossDestinations(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return len(queue.sizes()) >= 2 }, 10*time.Second, time.Millisecond)
 	sizes := queue.sizes()
-	assert.Equal(t, []int{20, 180}, sizes[:2], "a claim held to the tightest room, then one of all the free capacity (4 × 50 less 20)")
+	assert.Equal(t, []int{40, 360}, sizes[:2], "a claim held to the tightest room, then one of all the free capacity (8 × 50 less 40)")
 	require.NoError(t, c.StopAndCancel(ctx))
 	assert.Equal(t, 5, peaks.peak(), "the per-destination limit holds")
 	mu.Lock()
@@ -163,12 +164,12 @@ func TestBlindQueueClaimsFillTheWorkerAcrossDestinations(t *testing.T) {
 	}
 	got, err := store.Claim(ctx, hookrelay.ClaimParams{Now: clk.Now(), Limit: 500, LeaseFor: time.Minute})
 	require.NoError(t, err)
-	assert.Equal(t, 300, len(got), "held and cancelled deliveries are claimable again at once")
+	assert.Equal(t, 500, len(got), "held and cancelled deliveries are claimable again at once")
 }
 
 // A destination with a long backlog at the head of a queue that does not
 // honour rooms cannot fill the worker's held capacity: it holds at most
-// four rounds of its own slots, so a later delivery to another
+// claimAhead rounds of its own slots, so a later delivery to another
 // destination is claimed and delivered while every send to the busy one
 // hangs. Stop hands the held claims back: every delivery ends delivered or
 // pending, claimable at once, with no attempt spent on what was held.

@@ -305,7 +305,7 @@ func testManyProcesses(t *testing.T, b backend) {
 		startWorkerProcess(t, s, "proc-b", time.Minute),
 	}
 	// The recipient holds every request until both processes have sent
-	// one: a process holds at most its slots and claims ahead (8 + 24), so
+	// one: a process holds at most its slots and claims ahead (8 + 56), so
 	// the other finds the rest of the backlog due, however late it gets
 	// the CPU on a busy machine.
 	hold := make(chan struct{})
@@ -351,7 +351,7 @@ func testKilledProcess(t *testing.T, b backend) {
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
 	require.NoError(t, s.Put(context.Background(), hookrelay.Destination{ID: "dst_kill", URL: srv.URL}))
-	const n = 40
+	const n = 80
 	ids := seedDeliveries(t, s, "dst_kill", n, time.Now())
 
 	const lease = 2 * time.Second
@@ -364,9 +364,10 @@ func testKilledProcess(t *testing.T, b backend) {
 
 	var leased int
 	require.NoError(t, s.db.QueryRow(s.q("SELECT COUNT(*) FROM {d} WHERE lease_holder = 'victim' AND lease_expires_at IS NOT NULL AND state = 'pending'")).Scan(&leased))
-	// 8 sending and 24 claimed ahead for the slots about to free (a worker
-	// claims four times its capacity from a store that claims by room).
-	assert.Equal(t, 32, leased, "the killed process left its leases behind")
+	// 8 sending and 56 claimed ahead for the slots about to free (a worker
+	// claims eight times its capacity from a store that claims by room,
+	// claimAhead); the other 16 were never claimed.
+	assert.Equal(t, 64, leased, "the killed process left its leases behind")
 
 	rc.mu.Lock()
 	close(rc.hold)

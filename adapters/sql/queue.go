@@ -435,7 +435,7 @@ func (s *Store) claimInOneStatement(ctx context.Context, from string, args []any
 		c   hookrelay.Claim
 		seq int64
 	}
-	// Limit is what the worker could take (up to four rounds of its
+	// Limit is what the worker could take (up to eight rounds of its
 	// slots); a claim returns what is due, often a fraction of it, and at
 	// about 350 bytes a claimed row, an array sized for the Limit was most
 	// of a claim's garbage. append grows it past this when more come.
