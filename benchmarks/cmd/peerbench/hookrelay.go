@@ -29,7 +29,6 @@ type hookrelaySystem struct {
 	dir      string
 	probe    *probedStore
 	probeTx  *probedSender // with --probe
-	slots    int
 }
 
 func tablePrefix() string { return fmt.Sprintf("peerbench_%d_", os.Getpid()) }
@@ -94,10 +93,9 @@ func openHookrelay(ctx context.Context, backend string, o options, url string, p
 	}
 	var sender hookrelay.Sender = s.sender
 	if o.probe {
-		s.probeTx = &probedSender{Sender: s.sender}
+		s.probeTx = &probedSender{Sender: s.sender, slots: o.workers}
 		sender = s.probeTx
 	}
-	s.slots = o.workers
 	cfg.Queue, cfg.Ledger, cfg.Destinations, cfg.Sender = q, l, s.store.Destinations, sender
 	s.client, err = hookrelay.New(cfg)
 	return s, err
@@ -152,18 +150,13 @@ func (s *hookrelaySystem) drain(ctx context.Context, n int) (measured, error) {
 	if s.probe != nil {
 		s.probe.begin()
 	}
-	var stopSampling chan struct{}
-	var sampled chan occupancy
+	stopSampling := func() occupancy { return occupancy{} }
 	if s.probeTx != nil {
-		stopSampling, sampled = make(chan struct{}), make(chan occupancy, 1)
-		go s.probeTx.sample(s.slots, stopSampling, sampled)
+		stopSampling = s.probeTx.startSampling()
 	}
 	sp := beginSpan()
 	if err := s.client.Start(ctx); err != nil {
-		if stopSampling != nil {
-			close(stopSampling)
-			<-sampled
-		}
+		stopSampling()
 		return measured{}, err
 	}
 	err := s.progress.wait(ctx, reached)
@@ -171,9 +164,8 @@ func (s *hookrelaySystem) drain(ctx context.Context, n int) (measured, error) {
 	if s.probe != nil {
 		s.probe.report(os.Stderr, n)
 	}
-	if stopSampling != nil {
-		close(stopSampling)
-		fmt.Fprintln(os.Stderr, "probe:", <-sampled)
+	if o := stopSampling(); s.probeTx != nil {
+		fmt.Fprintln(os.Stderr, "probe:", o)
 	}
 	return m, errors.Join(err, s.client.Stop(context.Background()))
 }

@@ -14,28 +14,26 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// sampleFor samples p for d with slots slots and returns what it saw.
-func sampleFor(p *probedSender, slots int, d time.Duration) occupancy {
-	stop, out := make(chan struct{}), make(chan occupancy, 1)
-	go p.sample(slots, stop, out)
+// sampleFor samples p for d and returns what it saw.
+func sampleFor(p *probedSender, d time.Duration) occupancy {
+	stop := p.startSampling()
 	time.Sleep(d)
-	close(stop)
-	return <-out
+	return stop()
 }
 
 // TestOccupancyCountsIdleAndFullSlots: the probe's sampling tells a round
 // whose slots all sent from one whose slots sent nothing.
 func TestOccupancyCountsIdleAndFullSlots(t *testing.T) {
-	p := &probedSender{}
+	p := &probedSender{slots: 4}
 	p.inFlight.Store(4)
-	busy := sampleFor(p, 4, 30*time.Millisecond)
+	busy := sampleFor(p, 30*time.Millisecond)
 	require.Positive(t, busy.samples)
 	assert.Equal(t, busy.samples, busy.full, "every sample saw all 4 slots sending")
 	assert.Zero(t, busy.none)
 	assert.Contains(t, busy.String(), "4.0 of 4 on average, none in 0.0%")
 
 	p.inFlight.Store(0)
-	idle := sampleFor(p, 4, 30*time.Millisecond)
+	idle := sampleFor(p, 30*time.Millisecond)
 	require.Positive(t, idle.samples)
 	assert.Equal(t, idle.samples, idle.none, "every sample saw no send")
 	assert.Contains(t, idle.String(), "0.0 of 4 on average, none in 100.0%")

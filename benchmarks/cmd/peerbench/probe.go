@@ -129,6 +129,7 @@ func per(d time.Duration, n int) time.Duration {
 // finds its SendTimeout.
 type probedSender struct {
 	*hookhttp.Sender
+	slots    int // the worker's Concurrency
 	inFlight atomic.Int64
 }
 
@@ -147,28 +148,35 @@ type occupancy struct {
 // sampleEvery is how often a probed round reads the sends in flight.
 const sampleEvery = time.Millisecond
 
-// sample reads the sends in flight every sampleEvery until stop is closed,
-// then sends what it saw on out.
-func (p *probedSender) sample(slots int, stop <-chan struct{}, out chan<- occupancy) {
-	o := occupancy{slots: slots}
-	t := time.NewTicker(sampleEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			out <- o
-			return
-		case <-t.C:
-			n := p.inFlight.Load()
-			o.samples++
-			o.sum += n
-			if n == 0 {
-				o.none++
-			}
-			if n >= int64(slots) {
-				o.full++
+// startSampling reads the sends in flight every sampleEvery until the
+// returned function is called, which returns what was seen.
+func (p *probedSender) startSampling() (stop func() occupancy) {
+	done, out := make(chan struct{}), make(chan occupancy, 1)
+	go func() {
+		o := occupancy{slots: p.slots}
+		t := time.NewTicker(sampleEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				out <- o
+				return
+			case <-t.C:
+				n := p.inFlight.Load()
+				o.samples++
+				o.sum += n
+				if n == 0 {
+					o.none++
+				}
+				if n >= int64(p.slots) {
+					o.full++
+				}
 			}
 		}
+	}()
+	return func() occupancy {
+		close(done)
+		return <-out
 	}
 }
 
