@@ -60,6 +60,12 @@ var DefaultDelayBuckets = []time.Duration{
 	100 * time.Millisecond, time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute, 15 * time.Minute,
 }
 
+// DefaultPrefetch is Config.Prefetch when it is zero: eight times the
+// worker's default Concurrency (hookrelay.DefaultConcurrency), what such a
+// worker claims ahead. It was 64 (four times) before the worker claimed
+// eight times its capacity ahead.
+const DefaultPrefetch = 8 * hookrelay.DefaultConcurrency
+
 // ErrNotConnected reports that the queue is between connections; the
 // worker backs off and claims again once it reconnected.
 var ErrNotConnected = errors.New("hookamqp: not connected to the broker")
@@ -76,12 +82,12 @@ type Config struct {
 	DelayBuckets []time.Duration
 	// Prefetch bounds the unacknowledged messages this process holds:
 	// claimed ones (in flight, and held by the worker for the slots about
-	// to free) plus those pushed ahead. Set it to four times the worker's
+	// to free) plus those pushed ahead. Set it to eight times the worker's
 	// Concurrency (hookrelay.Config.Concurrency, default 16): the worker
-	// claims up to four times its capacity ahead, one broker round trip
+	// claims up to eight times its capacity ahead, one broker round trip
 	// for many deliveries. A smaller value makes claims smaller (Concurrency
 	// or less leaves slots idle while it holds claims); a larger one holds
-	// messages another worker could run. Defaults to 64.
+	// messages another worker could run. Defaults to DefaultPrefetch.
 	Prefetch int
 	// ClaimWait is how long one Claim lets the broker push messages that
 	// are on their way when fewer than it asked for are at hand. Defaults
@@ -183,7 +189,7 @@ func setDefaults(cfg *Config) error {
 		return bad("ReconnectDelay", "must not be negative")
 	}
 	if cfg.Prefetch == 0 {
-		cfg.Prefetch = 64
+		cfg.Prefetch = DefaultPrefetch
 	}
 	if cfg.ClaimWait == 0 {
 		cfg.ClaimWait = 20 * time.Millisecond

@@ -348,3 +348,31 @@ func TestClaimBeyondThePrefetchWindowDoesNotWaitForIt(t *testing.T) {
 	require.NoError(t, q.Release(ctx, hookrelay.ReleaseParams{ID: first[1].Delivery.ID, Lease: first[1].Lease, At: c.Clock().Now(), Now: c.Clock().Now()}))
 	assert.Len(t, claim(10), 1, "so does a message given back")
 }
+
+// With Prefetch left at zero, the window lets through what a worker with
+// the default Concurrency claims ahead: eight rounds of its slots, not
+// four. Claims taken and not settled fill the window, and then nothing
+// more comes.
+func TestDefaultPrefetchHoldsEightRoundsOfTheDefaultConcurrency(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	cfg.Prefetch = 0
+	want := 8 * hookrelay.DefaultConcurrency
+	ledger := memory.NewStore()
+	q := newQueue(t, ledger, cfg)
+	c := brokertest.NewClient(t, q, ledger, &hookrelaytest.Recipient{})
+	for i := range want + 2 {
+		brokertest.Enqueue(t, c, fmt.Sprintf("evt_%d", i))
+	}
+	held := 0
+	deadline := time.Now().Add(20 * time.Second) // messages still on their way, not a speed check
+	for held < want+2 && time.Now().Before(deadline) {
+		cs, err := q.Claim(ctx, hookrelay.ClaimParams{Now: c.Clock().Now(), Limit: 2 * want, LeaseFor: time.Minute, Holder: "w"})
+		require.NoError(t, err)
+		held += len(cs)
+		if len(cs) == 0 && held >= want {
+			break // the window is full: nothing can come until one is settled
+		}
+	}
+	assert.Equal(t, want, held, "claims held unsettled with the default Prefetch")
+}

@@ -82,7 +82,8 @@ type Options struct {
 	// DefaultAMQPURL.
 	AMQPURL string
 	// Concurrency is the worker's Concurrency; the RabbitMQ prefetch is set
-	// to it (zero: the adapter's default, 16).
+	// to eight times it, as the adapter advises (zero: the adapter's
+	// default, hookamqp.DefaultPrefetch).
 	Concurrency int
 	// LeaseFor is the worker's LeaseFor (zero: hookrelay's default, 2m);
 	// the NATS consumer's AckWait is set to twice it, as the adapter

@@ -107,8 +107,9 @@ func openNATS(ctx context.Context, name string, o Options) (*Store, error) {
 }
 
 // openRabbitMQ returns a RabbitMQ queue on fresh queues, leasing from a
-// memory ledger, with the prefetch at the worker's concurrency. Close
-// closes the queue's connection and deletes every queue it declared.
+// memory ledger, with the prefetch at eight times the worker's
+// concurrency. Close closes the queue's connection and deletes every queue
+// it declared.
 func openRabbitMQ(ctx context.Context, name string, o Options) (*Store, error) {
 	url := o.AMQPURL
 	if url == "" {
@@ -117,8 +118,10 @@ func openRabbitMQ(ctx context.Context, name string, o Options) (*Store, error) {
 	cfg := hookamqp.Config{
 		Name:         "hrbench." + runID(),
 		DelayBuckets: hookamqp.DefaultDelayBuckets,
-		// The adapter's advice: prefetch = the worker's Concurrency.
-		Prefetch: o.Concurrency,
+		// The adapter's advice: prefetch = eight times the worker's
+		// Concurrency (zero: the adapter's default, for the worker's
+		// default Concurrency).
+		Prefetch: 8 * o.Concurrency,
 	}
 	queues := []string{cfg.Name + ".work", cfg.Name + ".dead"}
 	for _, d := range cfg.DelayBuckets {
