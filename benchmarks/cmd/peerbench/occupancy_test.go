@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,6 +40,29 @@ func TestOccupancyCountsIdleAndFullSlots(t *testing.T) {
 	assert.Contains(t, idle.String(), "0.0 of 4 on average, none in 100.0%")
 
 	assert.Equal(t, "sends in flight: no sample", occupancy{slots: 4}.String())
+}
+
+// TestOccupancyShowsWhenSlotsWereIdle: a round whose slots sent at its
+// start and sat idle at its end shows it tenth by tenth, in order.
+func TestOccupancyShowsWhenSlotsWereIdle(t *testing.T) {
+	p := &probedSender{slots: 4}
+	p.inFlight.Store(4)
+	stop := p.startSampling()
+	time.Sleep(40 * time.Millisecond)
+	p.inFlight.Store(0)
+	time.Sleep(40 * time.Millisecond)
+	o := stop()
+	require.GreaterOrEqual(t, o.samples, int64(10), "enough samples for tenths")
+	tenths := o.byTenth()
+	require.Len(t, tenths, 10)
+	assert.Equal(t, 4.0, tenths[0], "the first tenth saw every slot sending")
+	assert.Equal(t, 0.0, tenths[9], "the last tenth saw none")
+	assert.Contains(t, o.String(), "; by tenth of the round: 4.0 ")
+	assert.True(t, strings.HasSuffix(o.String(), " 0.0"), o.String())
+
+	few := occupancy{slots: 4, samples: 3, sum: 12, full: 3, seen: []int32{4, 4, 4}}
+	assert.Nil(t, few.byTenth(), "fewer than ten samples have no tenths")
+	assert.NotContains(t, few.String(), "by tenth")
 }
 
 // TestProbePrintsSendsInFlight runs the memory system with --probe and

@@ -143,6 +143,10 @@ func (p *probedSender) Send(ctx context.Context, sp hookrelay.SendParams) hookre
 type occupancy struct {
 	samples, sum, none, full int64
 	slots                    int
+	// seen is every sample in order, so a round can show where its idle
+	// slots fell: at its start (the first claim), at its end (the last
+	// deliveries), or throughout.
+	seen []int32
 }
 
 // sampleEvery is how often a probed round reads the sends in flight.
@@ -163,6 +167,7 @@ func (p *probedSender) startSampling() (stop func() occupancy) {
 				return
 			case <-t.C:
 				n := p.inFlight.Load()
+				o.seen = append(o.seen, int32(n))
 				o.samples++
 				o.sum += n
 				if n == 0 {
@@ -180,11 +185,36 @@ func (p *probedSender) startSampling() (stop func() occupancy) {
 	}
 }
 
+// byTenth is the average of the samples in each tenth of the round, in
+// order; nil with fewer than ten samples.
+func (o occupancy) byTenth() []float64 {
+	if len(o.seen) < 10 {
+		return nil
+	}
+	out := make([]float64, 10)
+	for i := range out {
+		part := o.seen[i*len(o.seen)/10 : (i+1)*len(o.seen)/10]
+		var sum int64
+		for _, n := range part {
+			sum += int64(n)
+		}
+		out[i] = float64(sum) / float64(len(part))
+	}
+	return out
+}
+
 func (o occupancy) String() string {
 	if o.samples == 0 {
 		return "sends in flight: no sample"
 	}
 	pct := func(k int64) float64 { return 100 * float64(k) / float64(o.samples) }
-	return fmt.Sprintf("sends in flight: %.1f of %d on average, none in %.1f%% of %d samples (every %v), all %d in %.1f%%",
+	s := fmt.Sprintf("sends in flight: %.1f of %d on average, none in %.1f%% of %d samples (every %v), all %d in %.1f%%",
 		float64(o.sum)/float64(o.samples), o.slots, pct(o.none), o.samples, sampleEvery, o.slots, pct(o.full))
+	if tenths := o.byTenth(); tenths != nil {
+		s += "; by tenth of the round:"
+		for _, v := range tenths {
+			s += fmt.Sprintf(" %.1f", v)
+		}
+	}
+	return s
 }
