@@ -109,7 +109,7 @@ func (s *claimCountingStore) Claim(ctx context.Context, p hookrelay.ClaimParams)
 // Ten busy destinations with a limit of 5 each fill a worker of 50 in one
 // claim, not in claims held to one destination's room; the same claim takes
 // seven times as much again (the worker claims eight times its capacity,
-// claimAhead) to hold for the slots about to free. Stopping hands the held
+// ClaimAhead) to hold for the slots about to free. Stopping hands the held
 // ones back without spending an attempt.
 func TestOneClaimFillsTheWorkerAcrossDestinations(t *testing.T) {
 	ctx := context.Background()

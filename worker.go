@@ -39,7 +39,7 @@ type worker struct {
 
 // heldClaims are claims taken ahead, kept per destination in claim order,
 // so a freed slot finds the oldest claim it may start by looking at one
-// claim per destination, not at every held claim (up to claimAhead times
+// claim per destination, not at every held claim (up to ClaimAhead times
 // Concurrency of them, on every freed slot).
 type heldClaims struct {
 	byDest map[string]*claimQueue // only destinations with held claims
@@ -488,7 +488,7 @@ func (c *Client) waitFor(ctx context.Context, stopClaim <-chan struct{}, wake <-
 	return true
 }
 
-// claimAhead is how many times its capacity (and each destination's limit)
+// ClaimAhead is how many times its capacity (and each destination's limit)
 // a worker claims, holding what has no slot yet for the slots about to
 // free. A claim's cost is mostly fixed (on the SQL store a round trip, a
 // plan, a commit; on a broker a fetch round trip), so the more each claim
@@ -498,12 +498,16 @@ func (c *Client) waitFor(ctx context.Context, stopClaim <-chan struct{}, wake <-
 // claims held must also outlast the next claim's round trip: claims run
 // back to back, each takes what the slots used up during the one before,
 // so a worker sending r deliveries a second with claims of L seconds runs
-// out of held claims once 2·r·L passes (claimAhead−1) rounds of its slots.
+// out of held claims once 2·r·L passes (ClaimAhead−1) rounds of its slots.
 // With 4, PostgreSQL's claims of 5–12 ms under load left every slot idle
 // in about one sample in ten (peerbench --probe). A held claim waits for at
-// most claimAhead-1 sends to its destination; one whose lease has run half
+// most ClaimAhead-1 sends to its destination; one whose lease has run half
 // down by then is handed back instead of started (startHeld).
-const claimAhead = 8
+//
+// It is exported for queues that bound what a process may hold unsettled,
+// such as a broker's prefetch window (hookamqp.Config.Prefetch): a window
+// below ClaimAhead times the worker's Concurrency caps its claims.
+const ClaimAhead = 8
 
 // writeAhead is how many times its capacity in ledger writes a worker lets
 // wait for the next batch while one commits, and how many one batch takes.
@@ -517,12 +521,12 @@ const claimAhead = 8
 // (docs/benchmarks.md).
 const writeAhead = 4
 
-// claimOnce claims up to claimAhead times the free capacity, holding what
+// claimOnce claims up to ClaimAhead times the free capacity, holding what
 // has no slot yet for the slots about to free, and launches an attempt per
 // held claim that has a slot. It reports whether the claim was full, in
 // which case more work may be due at once.
 //
-// Each destination may take no more than its room: claimAhead times its
+// Each destination may take no more than its room: ClaimAhead times its
 // limit, less its attempts in flight and its held claims. A queue that
 // honours rooms (ClaimsByDestinationRoom) gets them all and fills every
 // free slot across destinations in one claim. A queue that does not (a
@@ -533,12 +537,12 @@ func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error
 	w := &c.worker
 	now := c.clock.Now()
 	w.mu.Lock()
-	free := min(claimAhead*c.cfg.Concurrency-w.inflight-w.held.n, claimAhead*c.cfg.BatchSize)
+	free := min(ClaimAhead*c.cfg.Concurrency-w.inflight-w.held.n, ClaimAhead*c.cfg.BatchSize)
 	skip := skipping(w.paused, now, nil)
 	skip = skipping(w.blocked, now, skip)
 	rooms := make(map[string]int, len(w.limits)+len(w.perDest)+len(w.held.byDest))
 	for id, limit := range w.limits {
-		rooms[id] = claimAhead * limit
+		rooms[id] = ClaimAhead * limit
 	}
 	// Sized for both at once: cloning perDest and then adding the held
 	// claims' destinations grew the map again on most claims.
@@ -548,7 +552,7 @@ func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error
 		busy[id] += q.len()
 	}
 	for id, n := range busy {
-		if room := claimAhead*w.limitFor(id, c.cfg) - n; room <= 0 {
+		if room := ClaimAhead*w.limitFor(id, c.cfg) - n; room <= 0 {
 			// A destination at its room is skipped. A broker hands its
 			// messages back with its SkipDelay, before the ledger's lease:
 			// no ledger write.
@@ -576,7 +580,7 @@ func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error
 	claimCtx, cancelClaim := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.LeaseFor)
 	claims, err := c.queue.Claim(claimCtx, ClaimParams{
 		Now: now, Limit: free, LeaseFor: c.cfg.LeaseFor, Holder: c.cfg.Holder, SkipDestinations: skip,
-		DestinationRoom: rooms, DefaultDestinationRoom: claimAhead * c.cfg.PerDestinationConcurrency,
+		DestinationRoom: rooms, DefaultDestinationRoom: ClaimAhead * c.cfg.PerDestinationConcurrency,
 	})
 	cancelClaim()
 	if err != nil {
@@ -607,7 +611,7 @@ func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error
 }
 
 // blindLimit sizes a claim from a queue that does not honour destination
-// rooms, with w.mu held. free is the worker's free capacity (claimAhead
+// rooms, with w.mu held. free is the worker's free capacity (ClaimAhead
 // times it), busy the destinations with attempts in flight or held claims,
 // rooms what each may still take.
 //
@@ -633,7 +637,7 @@ func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error
 // with no mix seen, is held to the tightest room.
 func (c *Client) blindLimit(free int, busy, rooms map[string]int) int {
 	w := &c.worker
-	tightest := claimAhead * c.cfg.PerDestinationConcurrency
+	tightest := ClaimAhead * c.cfg.PerDestinationConcurrency
 	for id := range busy {
 		if room, ok := rooms[id]; ok {
 			tightest = min(tightest, room)
@@ -644,11 +648,11 @@ func (c *Client) blindLimit(free int, busy, rooms map[string]int) int {
 }
 
 // keepOrHandBack holds each claim for a free slot (startHeld starts it) as
-// long as its destination is within its room: claimAhead times its limit,
+// long as its destination is within its room: ClaimAhead times its limit,
 // attempts in flight and held claims together. This bound is what keeps a
 // destination with a long backlog from filling the worker's held capacity
 // while other destinations' due deliveries wait behind it: it holds at most
-// claimAhead rounds of its own slots. It returns the claims beyond a room
+// ClaimAhead rounds of its own slots. It returns the claims beyond a room
 // (only a queue that does not honour rooms returns them), to be handed back
 // at once without spending an attempt, and records the claim's mix for
 // blindLimit.
@@ -671,7 +675,7 @@ func (c *Client) keepOrHandBack(claims []Claim) (excess []Claim) {
 		id := cl.Delivery.DestinationID
 		per[id]++
 		m = max(m, per[id])
-		if w.perDest[id]+w.held.count(id) >= claimAhead*w.limitFor(id, c.cfg) {
+		if w.perDest[id]+w.held.count(id) >= ClaimAhead*w.limitFor(id, c.cfg) {
 			excess = append(excess, cl)
 			continue
 		}

@@ -95,7 +95,7 @@ func (p *concurrencyPeaks) peak() int {
 // destinations with a limit of 5 each still fill a worker of 50, and the
 // worker claims ahead as it does from a store that honours rooms: the
 // first claim is held to the tightest room (40, eight rounds of one
-// destination's slots, claimAhead) and, having seen the queue's order
+// destination's slots, ClaimAhead) and, having seen the queue's order
 // spread over ten destinations, the second takes the rest of eight times
 // the capacity.
 // Nothing is handed back for want of room, no destination exceeds its
@@ -169,7 +169,7 @@ func TestBlindQueueClaimsFillTheWorkerAcrossDestinations(t *testing.T) {
 
 // A destination with a long backlog at the head of a queue that does not
 // honour rooms cannot fill the worker's held capacity: it holds at most
-// claimAhead rounds of its own slots, so a later delivery to another
+// ClaimAhead rounds of its own slots, so a later delivery to another
 // destination is claimed and delivered while every send to the busy one
 // hangs. Stop hands the held claims back: every delivery ends delivered or
 // pending, claimable at once, with no attempt spent on what was held.

@@ -21,7 +21,7 @@ const startedLease = 10 * time.Minute
 
 // startedOpts are the settings of the started workers below: a poll a
 // simulated second, few slots per destination (so that claims are held
-// ahead of them, claimAhead) and the long lease.
+// ahead of them, ClaimAhead) and the long lease.
 func startedOpts(c *hookrelay.Config) {
 	c.LeaseFor, c.PollInterval = startedLease, time.Second
 	c.Concurrency, c.PerDestinationConcurrency = 4, 1

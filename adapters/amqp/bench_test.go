@@ -21,7 +21,7 @@ func BenchmarkDeliveries(b *testing.B) {
 				brokerbench.Run(b, func(b *testing.B) (hookrelay.Queue, hookrelay.Ledger) {
 					ledger := lc.New(b)
 					cfg := testConfig(b)
-					cfg.Prefetch = 8 * conc
+					cfg.Prefetch = hookrelay.ClaimAhead * conc
 					return newQueue(b, ledger, cfg), ledger
 				}, brokerbench.Concurrency(conc))
 			})
@@ -38,7 +38,7 @@ func BenchmarkDefaultsVsTuned(b *testing.B) {
 	brokerbench.DefaultsVsTuned(b, func(b *testing.B, conc int) (hookrelay.Queue, hookrelay.Ledger) {
 		ledger := memory.NewStore()
 		cfg := testConfig(b)
-		cfg.Prefetch = 8 * conc
+		cfg.Prefetch = hookrelay.ClaimAhead * conc
 		return newQueue(b, ledger, cfg), ledger
 	})
 }

@@ -60,11 +60,11 @@ var DefaultDelayBuckets = []time.Duration{
 	100 * time.Millisecond, time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute, 15 * time.Minute,
 }
 
-// DefaultPrefetch is Config.Prefetch when it is zero: eight times the
-// worker's default Concurrency (hookrelay.DefaultConcurrency), what such a
-// worker claims ahead. It was 64 (four times) before the worker claimed
-// eight times its capacity ahead.
-const DefaultPrefetch = 8 * hookrelay.DefaultConcurrency
+// DefaultPrefetch is Config.Prefetch when it is zero: what a worker with
+// the default Concurrency claims ahead (hookrelay.ClaimAhead times
+// hookrelay.DefaultConcurrency, 128). It was 64, four times, before the
+// worker claimed eight times its capacity ahead.
+const DefaultPrefetch = hookrelay.ClaimAhead * hookrelay.DefaultConcurrency
 
 // ErrNotConnected reports that the queue is between connections; the
 // worker backs off and claims again once it reconnected.
@@ -82,9 +82,9 @@ type Config struct {
 	DelayBuckets []time.Duration
 	// Prefetch bounds the unacknowledged messages this process holds:
 	// claimed ones (in flight, and held by the worker for the slots about
-	// to free) plus those pushed ahead. Set it to eight times the worker's
-	// Concurrency (hookrelay.Config.Concurrency, default 16): the worker
-	// claims up to eight times its capacity ahead, one broker round trip
+	// to free) plus those pushed ahead. Set it to hookrelay.ClaimAhead (8)
+	// times the worker's Concurrency (hookrelay.Config.Concurrency, default
+	// 16): the worker claims that much ahead, one broker round trip
 	// for many deliveries. A smaller value makes claims smaller (Concurrency
 	// or less leaves slots idle while it holds claims); a larger one holds
 	// messages another worker could run. Defaults to DefaultPrefetch.

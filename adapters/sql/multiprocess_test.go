@@ -366,7 +366,7 @@ func testKilledProcess(t *testing.T, b backend) {
 	require.NoError(t, s.db.QueryRow(s.q("SELECT COUNT(*) FROM {d} WHERE lease_holder = 'victim' AND lease_expires_at IS NOT NULL AND state = 'pending'")).Scan(&leased))
 	// 8 sending and 56 claimed ahead for the slots about to free (a worker
 	// claims eight times its capacity from a store that claims by room,
-	// claimAhead); the other 16 were never claimed.
+	// ClaimAhead); the other 16 were never claimed.
 	assert.Equal(t, 64, leased, "the killed process left its leases behind")
 
 	rc.mu.Lock()

@@ -86,7 +86,7 @@ func (s *Store) ClaimsHonourDestinationRoom() {}
 // candidate is locked (SKIP LOCKED, so concurrent claimers take disjoint
 // rows), and a row lock is a write: with 4 the server spent about 11% more
 // CPU per delivery than with 1 in peerbench; the worker's rooms are several
-// times its per-destination limit (claimAhead), so 2 leaves slack for a
+// times its per-destination limit (ClaimAhead), so 2 leaves slack for a
 // skewed head without locking rows by the hundred that are not taken.
 const (
 	candidatesPerClaim = 2

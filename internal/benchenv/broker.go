@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/hookrelay/hookrelay"
 	hookamqp "github.com/hookrelay/hookrelay/adapters/amqp"
 	"github.com/hookrelay/hookrelay/adapters/memory"
 	hooknats "github.com/hookrelay/hookrelay/adapters/nats"
@@ -118,10 +119,9 @@ func openRabbitMQ(ctx context.Context, name string, o Options) (*Store, error) {
 	cfg := hookamqp.Config{
 		Name:         "hrbench." + runID(),
 		DelayBuckets: hookamqp.DefaultDelayBuckets,
-		// The adapter's advice: prefetch = eight times the worker's
-		// Concurrency (zero: the adapter's default, for the worker's
-		// default Concurrency).
-		Prefetch: 8 * o.Concurrency,
+		// The adapter's advice: what the worker claims ahead (zero: the
+		// adapter's default, for the worker's default Concurrency).
+		Prefetch: hookrelay.ClaimAhead * o.Concurrency,
 	}
 	queues := []string{cfg.Name + ".work", cfg.Name + ".dead"}
 	for _, d := range cfg.DelayBuckets {
