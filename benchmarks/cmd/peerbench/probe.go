@@ -139,14 +139,28 @@ func (p *probedSender) Send(ctx context.Context, sp hookrelay.SendParams) hookre
 	return p.Sender.Send(ctx, sp)
 }
 
-// occupancy is what sampling the sends in flight saw.
+// occupancy is what sampling the sends in flight saw: every sample in
+// order, so a round can show where its idle slots fell as well as how
+// many there were (at its start, the first claim; at its end, the last
+// deliveries; or throughout).
 type occupancy struct {
-	samples, sum, none, full int64
-	slots                    int
-	// seen is every sample in order, so a round can show where its idle
-	// slots fell: at its start (the first claim), at its end (the last
-	// deliveries), or throughout.
-	seen []int32
+	slots int
+	seen  []int32
+}
+
+// tally sums the samples and counts those with no send and with every
+// slot sending.
+func (o occupancy) tally() (sum, none, full int64) {
+	for _, n := range o.seen {
+		sum += int64(n)
+		if n == 0 {
+			none++
+		}
+		if int(n) >= o.slots {
+			full++
+		}
+	}
+	return sum, none, full
 }
 
 // sampleEvery is how often a probed round reads the sends in flight.
@@ -166,16 +180,7 @@ func (p *probedSender) startSampling() (stop func() occupancy) {
 				out <- o
 				return
 			case <-t.C:
-				n := p.inFlight.Load()
-				o.seen = append(o.seen, int32(n))
-				o.samples++
-				o.sum += n
-				if n == 0 {
-					o.none++
-				}
-				if n >= int64(p.slots) {
-					o.full++
-				}
+				o.seen = append(o.seen, int32(p.inFlight.Load()))
 			}
 		}
 	}()
@@ -204,12 +209,14 @@ func (o occupancy) byTenth() []float64 {
 }
 
 func (o occupancy) String() string {
-	if o.samples == 0 {
+	samples := len(o.seen)
+	if samples == 0 {
 		return "sends in flight: no sample"
 	}
-	pct := func(k int64) float64 { return 100 * float64(k) / float64(o.samples) }
+	sum, none, full := o.tally()
+	pct := func(k int64) float64 { return 100 * float64(k) / float64(samples) }
 	s := fmt.Sprintf("sends in flight: %.1f of %d on average, none in %.1f%% of %d samples (every %v), all %d in %.1f%%",
-		float64(o.sum)/float64(o.samples), o.slots, pct(o.none), o.samples, sampleEvery, o.slots, pct(o.full))
+		float64(sum)/float64(samples), o.slots, pct(none), samples, sampleEvery, o.slots, pct(full))
 	if tenths := o.byTenth(); tenths != nil {
 		s += "; by tenth of the round:"
 		for _, v := range tenths {
