@@ -133,9 +133,11 @@ func BenchmarkWorker(b *testing.B) {
 // spread over many destinations in turn, each with the default
 // per-destination limit of 4 against the worker's 16 slots: the worker then
 // holds claims for many destinations at once, and its per-slot bookkeeping
-// (which held claim to start next) looks at each of them.
+// (which held claim to start next) looks at each of them. With 5,000, more
+// destinations are in use within the destination cache's TTL than its
+// sweep size (expiring).
 func BenchmarkWorkerManyDestinations(b *testing.B) {
-	for _, n := range []int{10, 200} {
+	for _, n := range []int{10, 200, 5000} {
 		b.Run(fmt.Sprintf("destinations=%d", n), func(b *testing.B) {
 			benchDestinations = n
 			defer func() { benchDestinations = 1 }()

@@ -17,47 +17,27 @@ import (
 // each time its entry runs out.
 type destinationCache struct {
 	mu      sync.Mutex
-	entries map[string]cachedDestination
+	entries expiring[Destination]
 	reads   singleflight.Group
 }
-
-type cachedDestination struct {
-	d     Destination
-	until time.Time
-}
-
-// destinationCacheSweep is the size past which an insert first drops the
-// expired entries, so the cache holds about the destinations in use.
-const destinationCacheSweep = 1024
 
 func (dc *destinationCache) get(id string, now time.Time) (Destination, bool) {
 	dc.mu.Lock()
 	defer dc.mu.Unlock()
-	e, ok := dc.entries[id]
-	if !ok || !now.Before(e.until) {
-		return Destination{}, false
-	}
-	return e.d, true
+	return dc.entries.get(id, now)
 }
 
 func (dc *destinationCache) put(d Destination, until time.Time, now time.Time) {
 	dc.mu.Lock()
 	defer dc.mu.Unlock()
-	if len(dc.entries) >= destinationCacheSweep {
-		for id, e := range dc.entries {
-			if !now.Before(e.until) {
-				delete(dc.entries, id)
-			}
-		}
-	}
-	dc.entries[d.ID] = cachedDestination{d: d, until: until}
+	dc.entries.put(d.ID, d, until, now)
 }
 
 // forget drops a destination, after this process changed it (paused,
 // resumed, disabled): its next delivery reads it again.
 func (dc *destinationCache) forget(id string) {
 	dc.mu.Lock()
-	delete(dc.entries, id)
+	dc.entries.forget(id)
 	dc.mu.Unlock()
 	dc.reads.Forget(id) // a read already under way may predate the change
 }

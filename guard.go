@@ -329,7 +329,7 @@ func (r guardRules) record(g GuardState, now time.Time, res Result, hold time.Du
 // taking turns here costs no concurrency the store would have given.
 type guardCache struct {
 	mu      sync.Mutex
-	entries map[string]cachedGuard
+	entries expiring[GuardState]
 	ordered [guardStripes]sync.Mutex
 }
 
@@ -348,39 +348,23 @@ func (gc *guardCache) inOrder(id string) *sync.Mutex {
 	return m
 }
 
-type cachedGuard struct {
-	g     GuardState
-	until time.Time
-}
-
 func (gc *guardCache) get(id string, now time.Time) (GuardState, bool) {
 	gc.mu.Lock()
 	defer gc.mu.Unlock()
-	e, ok := gc.entries[id]
-	if !ok || !now.Before(e.until) {
-		return GuardState{DestinationID: id}, false
+	if g, ok := gc.entries.get(id, now); ok {
+		return g, true
 	}
-	return e.g, true
+	return GuardState{DestinationID: id}, false
 }
 
 func (gc *guardCache) put(g GuardState, now time.Time, ttl time.Duration) {
 	gc.mu.Lock()
 	defer gc.mu.Unlock()
-	if gc.entries == nil || len(gc.entries) >= destinationCacheSweep {
-		for id, e := range gc.entries {
-			if !now.Before(e.until) {
-				delete(gc.entries, id)
-			}
-		}
-		if gc.entries == nil {
-			gc.entries = map[string]cachedGuard{}
-		}
-	}
 	until := now.Add(max(ttl, 0))
 	if c := g.ClaimableAt(); c.After(until) {
 		until = c
 	}
-	gc.entries[g.DestinationID] = cachedGuard{g: g, until: until}
+	gc.entries.put(g.DestinationID, g, until, now)
 }
 
 // rulesFor returns the client's guard rules for dest.

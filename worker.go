@@ -147,7 +147,6 @@ func (w *worker) init() {
 	w.limits = map[string]int{}
 	w.paused = map[string]time.Time{}
 	w.blocked = map[string]time.Time{}
-	w.dests.entries = map[string]cachedDestination{}
 	w.stopped = make(chan struct{})
 	close(w.stopped) // a client that never started is stopped
 }
