@@ -135,13 +135,19 @@ func BenchmarkWorker(b *testing.B) {
 // holds claims for many destinations at once, and its per-slot bookkeeping
 // (which held claim to start next) looks at each of them. With 5,000, more
 // destinations are in use within the destination cache's TTL than its
-// sweep size (expiring).
+// sweep size (expiring). The own_limit cases give every destination a
+// MaxConcurrency of its own (3), which the worker learns at send time.
 func BenchmarkWorkerManyDestinations(b *testing.B) {
 	for _, n := range []int{10, 200, 5000} {
 		b.Run(fmt.Sprintf("destinations=%d", n), func(b *testing.B) {
 			benchDestinations = n
 			defer func() { benchDestinations = 1 }()
 			benchmarkWorker(b, 4)
+		})
+		b.Run(fmt.Sprintf("destinations=%d/own_limit", n), func(b *testing.B) {
+			benchDestinations = n
+			defer func() { benchDestinations = 1 }()
+			benchmarkWorker(b, 4, func(_ *hookrelay.Config, d *hookrelay.Destination) { d.MaxConcurrency = 3 })
 		})
 	}
 }

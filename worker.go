@@ -18,13 +18,16 @@ type worker struct {
 	stopped   chan struct{} // closed when the loop and all attempts ended
 	wake      chan struct{} // enqueue or a freed slot: claim now
 	inflight  int
-	perDest   map[string]int       // attempts in flight per destination
-	limits    map[string]int       // per-destination limits learned at send time
-	paused    map[string]time.Time // destination → skip claims until
-	blocked   map[string]time.Time // destination → held, rate-limited or open circuit until
-	guards    guardCache
-	due       time.Time // a wake-up the store announced for this time; zero: none
-	dests     destinationCache
+	perDest   map[string]int // attempts in flight per destination
+	limits    map[string]int // per-destination limits learned at send time
+	// limitCounts is how many destinations of limits have each limit, so
+	// that the lowest (lowestLimit) is known without looking at them all.
+	limitCounts map[int]int
+	paused      map[string]time.Time // destination → skip claims until
+	blocked     map[string]time.Time // destination → held, rate-limited or open circuit until
+	guards      guardCache
+	due         time.Time // a wake-up the store announced for this time; zero: none
+	dests       destinationCache
 	// held are claims taken ahead (prefetched) that wait for a free slot.
 	// A claim is a commit, so the worker claims for the slots that will
 	// free up soon too and starts a held claim the moment a slot frees,
@@ -145,6 +148,7 @@ func (w *worker) init() {
 	w.wake = make(chan struct{}, 1)
 	w.perDest = map[string]int{}
 	w.limits = map[string]int{}
+	w.limitCounts = map[int]int{}
 	w.paused = map[string]time.Time{}
 	w.blocked = map[string]time.Time{}
 	w.stopped = make(chan struct{})
@@ -163,12 +167,38 @@ func (w *worker) wakeUp() {
 func (w *worker) noteDestination(d Destination, now time.Time, cfg Config) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if d.MaxConcurrency > 0 {
-		w.limits[d.ID] = d.MaxConcurrency
-	} else {
-		delete(w.limits, d.ID)
-	}
+	w.setLimit(d.ID, max(d.MaxConcurrency, 0))
 	w.notePausedLocked(d.ID, d.Paused || d.Disabled, now.Add(cfg.PausedRecheck))
+}
+
+// setLimit records destination id's own concurrency limit (0: none, the
+// worker's PerDestinationConcurrency applies), with w.mu held.
+func (w *worker) setLimit(id string, limit int) {
+	old, had := w.limits[id]
+	if had && old == limit {
+		return
+	}
+	if had {
+		if w.limitCounts[old]--; w.limitCounts[old] <= 0 {
+			delete(w.limitCounts, old)
+		}
+		delete(w.limits, id)
+	}
+	if limit > 0 {
+		w.limits[id] = limit
+		w.limitCounts[limit]++
+	}
+}
+
+// lowestLimit is the lowest limit of its own a destination was last seen
+// with, with w.mu held; ok is false when none has one.
+func (w *worker) lowestLimit() (lowest int, ok bool) {
+	for l := range w.limitCounts {
+		if !ok || l < lowest {
+			lowest, ok = l, true
+		}
+	}
+	return lowest, ok
 }
 
 // notePaused records whether claims skip destination id because it is
@@ -527,8 +557,10 @@ const writeAhead = 4
 //
 // Each destination may take no more than its room: ClaimAhead times its
 // limit, less its attempts in flight and its held claims. A queue that
-// honours rooms (ClaimsByDestinationRoom) gets them all and fills every
-// free slot across destinations in one claim. A queue that does not (a
+// honours rooms (ClaimsByDestinationRoom) gets those of the destinations
+// with anything in flight or held, and a default room no larger than any
+// other's, and fills every free slot across destinations in one claim. A
+// queue that does not (a
 // broker hands out messages in its own order) may return more for one
 // destination than its room; see blindLimit for how such a claim is sized
 // and keepOrHandBack for what becomes of the excess.
@@ -539,10 +571,20 @@ func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error
 	free := min(ClaimAhead*c.cfg.Concurrency-w.inflight-w.held.n, ClaimAhead*c.cfg.BatchSize)
 	skip := skipping(w.paused, now, nil)
 	skip = skipping(w.blocked, now, skip)
-	rooms := make(map[string]int, len(w.limits)+len(w.perDest)+len(w.held.byDest))
-	for id, limit := range w.limits {
-		rooms[id] = ClaimAhead * limit
+	// Rooms are sent for the destinations with attempts in flight or held
+	// claims; any other takes the default room, which is no more than the
+	// room of the lowest limit a destination has of its own, so that none
+	// is claimed beyond its room. Sending the room of every destination
+	// ever seen with a limit of its own made each claim cost all of them:
+	// with 5,000 such destinations, more than half of a worker's CPU
+	// (BenchmarkWorkerManyDestinations). A destination whose own limit is
+	// above the default is held to the default room while it has nothing
+	// in flight or held, and gets its own from its first claim on.
+	defaultRoom := ClaimAhead * c.cfg.PerDestinationConcurrency
+	if l, ok := w.lowestLimit(); ok {
+		defaultRoom = min(defaultRoom, ClaimAhead*l)
 	}
+	rooms := make(map[string]int, len(w.perDest)+len(w.held.byDest))
 	// Sized for both at once: cloning perDest and then adding the held
 	// claims' destinations grew the map again on most claims.
 	busy := make(map[string]int, len(w.perDest)+len(w.held.byDest))
@@ -579,7 +621,7 @@ func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error
 	claimCtx, cancelClaim := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.LeaseFor)
 	claims, err := c.queue.Claim(claimCtx, ClaimParams{
 		Now: now, Limit: free, LeaseFor: c.cfg.LeaseFor, Holder: c.cfg.Holder, SkipDestinations: skip,
-		DestinationRoom: rooms, DefaultDestinationRoom: ClaimAhead * c.cfg.PerDestinationConcurrency,
+		DestinationRoom: rooms, DefaultDestinationRoom: defaultRoom,
 	})
 	cancelClaim()
 	if err != nil {
