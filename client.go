@@ -304,6 +304,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	c.cfg = cfg
 	c.worker.init()
+	c.worker.perDestDefault = cfg.PerDestinationConcurrency
 	return c, nil
 }
 

@@ -71,3 +71,46 @@ func TestHeldClaimsKeepClaimOrderWhileReusingTheirArrays(t *testing.T) {
 	require.Equal(t, want, got)
 	require.Zero(t, h.n)
 }
+
+// A freed slot starts the oldest held claim whose destination is below its
+// limit: oldestStartable, which searches the heap of destinations' queues
+// past those at their limits, agrees with a look at every destination,
+// whichever destinations are at their limits and however adds and pops
+// reorder the heap.
+func TestOldestStartableIsTheOldestClaimOfADestinationBelowItsLimit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var h heldClaims
+	model := map[string][]int{} // per destination, claim numbers oldest first
+	next := 0
+	for step := range 20000 {
+		dest := fmt.Sprintf("d%d", rng.IntN(12))
+		if rng.IntN(100) < 55 || len(model[dest]) == 0 {
+			h.add(Claim{Delivery: Delivery{ID: fmt.Sprint(next), DestinationID: dest}})
+			model[dest] = append(model[dest], next)
+			next++
+		} else {
+			h.pop(dest)
+			model[dest] = model[dest][1:]
+		}
+		atLimit := map[string]bool{}
+		for i := range 12 {
+			if rng.IntN(3) == 0 {
+				atLimit[fmt.Sprintf("d%d", i)] = true
+			}
+		}
+		want, oldest := "", -1
+		for d, claims := range model {
+			if len(claims) > 0 && !atLimit[d] && (oldest < 0 || claims[0] < oldest) {
+				want, oldest = d, claims[0]
+			}
+		}
+		q := h.oldestStartable(func(id string) bool { return !atLimit[id] })
+		if want == "" {
+			require.Nil(t, q, "step %d: every destination with claims is at its limit", step)
+			continue
+		}
+		require.NotNil(t, q, "step %d", step)
+		require.Equal(t, want, q.id, "step %d", step)
+		require.Equal(t, fmt.Sprint(oldest), q.front().Delivery.ID, "step %d", step)
+	}
+}

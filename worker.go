@@ -2,6 +2,7 @@ package hookrelay
 
 import (
 	"cmp"
+	"container/heap"
 	"context"
 	"maps"
 	"slices"
@@ -38,14 +39,22 @@ type worker struct {
 	// rooms, the last claim's size and its largest share to one
 	// destination (blindLimit); zero before the first claim.
 	mixK, mixM int
+	// perDestDefault is the client's PerDestinationConcurrency, and
+	// startable is startableFor, for heldClaims.oldestStartable.
+	perDestDefault int
+	startable      func(id string) bool
 }
 
 // heldClaims are claims taken ahead, kept per destination in claim order,
 // so a freed slot finds the oldest claim it may start by looking at one
 // claim per destination, not at every held claim (up to ClaimAhead times
-// Concurrency of them, on every freed slot).
+// Concurrency of them, on every freed slot). The destinations' queues are
+// also kept in a heap by their oldest claim (order), so that it looks at
+// the few destinations at their limits that hold older claims, not at
+// every destination with a held claim (oldestStartable).
 type heldClaims struct {
 	byDest map[string]*claimQueue // only destinations with held claims
+	order  queueOrder             // the queues of byDest, oldest claim first
 	spare  []*claimQueue          // emptied queues, kept for their arrays
 	n      int
 	seq    uint64
@@ -67,6 +76,31 @@ type heldClaim struct {
 type claimQueue struct {
 	items []heldClaim
 	head  int
+	id    string // the destination
+	index int    // its place in heldClaims.order
+}
+
+// queueOrder is a min-heap (container/heap) of non-empty claim queues by
+// their oldest claim.
+type queueOrder []*claimQueue
+
+func (o queueOrder) Len() int           { return len(o) }
+func (o queueOrder) Less(i, j int) bool { return o[i].front().seq < o[j].front().seq }
+func (o queueOrder) Swap(i, j int) {
+	o[i], o[j] = o[j], o[i]
+	o[i].index, o[j].index = i, j
+}
+func (o *queueOrder) Push(x any) {
+	q := x.(*claimQueue)
+	q.index = len(*o)
+	*o = append(*o, q)
+}
+func (o *queueOrder) Pop() any {
+	old := *o
+	q := old[len(old)-1]
+	old[len(old)-1] = nil
+	*o = old[:len(old)-1]
+	return q
 }
 
 // maxSpareQueues caps the emptied queues kept for reuse: a worker that
@@ -100,8 +134,10 @@ func (h *heldClaims) add(cl Claim) {
 		} else {
 			q = &claimQueue{}
 		}
+		q.id = id
 		h.byDest[id] = q
 	}
+	first := q.len() == 0
 	if q.head > 0 && len(q.items) == cap(q.items) {
 		// Full at the back with room at the front: move down, not grow.
 		k := copy(q.items, q.items[q.head:])
@@ -109,6 +145,9 @@ func (h *heldClaims) add(cl Claim) {
 		q.items, q.head = q.items[:k], 0
 	}
 	q.items = append(q.items, heldClaim{Claim: cl, seq: h.seq})
+	if first {
+		heap.Push(&h.order, q)
+	}
 	h.n++
 }
 
@@ -118,7 +157,10 @@ func (h *heldClaims) pop(id string) Claim {
 	q := h.byDest[id]
 	cl := q.items[q.head].Claim
 	q.items[q.head] = heldClaim{} // drop its payload and strings
-	if q.head++; q.len() == 0 {
+	if q.head++; q.len() > 0 {
+		heap.Fix(&h.order, q.index) // its oldest claim is newer now
+	} else {
+		heap.Remove(&h.order, q.index)
 		q.items, q.head = q.items[:0], 0
 		delete(h.byDest, id)
 		if len(h.spare) < maxSpareQueues {
@@ -140,11 +182,44 @@ func (h *heldClaims) drain() []Claim {
 	for i, hc := range all {
 		out[i] = hc.Claim
 	}
-	h.byDest, h.spare, h.n = nil, nil, 0
+	h.byDest, h.order, h.spare, h.n = nil, nil, nil, 0
 	return out
 }
 
+// oldestStartable returns the queue whose oldest claim is the oldest of
+// those whose destination may start one (startable), or nil.
+//
+// The heap's root is the oldest of all; a queue whose destination is at
+// its limit may hide older claims of its children, so the search goes down
+// past those only, and not into a subtree whose root is no older than the
+// best found (every claim below is newer). It looks at as many queues as
+// there are destinations at their limits holding older claims, and their
+// children.
+func (h *heldClaims) oldestStartable(startable func(id string) bool) *claimQueue {
+	var best *claimQueue
+	var stackBuf [16]int
+	stack := append(stackBuf[:0], 0)
+	for len(stack) > 0 {
+		i := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if i >= len(h.order) {
+			continue
+		}
+		q := h.order[i]
+		if best != nil && q.front().seq >= best.front().seq {
+			continue
+		}
+		if startable(q.id) {
+			best = q
+			continue
+		}
+		stack = append(stack, 2*i+2, 2*i+1)
+	}
+	return best
+}
+
 func (w *worker) init() {
+	w.startable = w.startableFor
 	w.wake = make(chan struct{}, 1)
 	w.perDest = map[string]int{}
 	w.limits = map[string]int{}
@@ -247,6 +322,17 @@ func (w *worker) unblock(id string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.blocked, id)
+}
+
+// startableFor reports, with w.mu held, whether destination id is below
+// its limit, as limitFor has it. worker.startable is this method value,
+// made once (worker.init), not a closure per freed slot.
+func (w *worker) startableFor(id string) bool {
+	limit, ok := w.limits[id]
+	if !ok {
+		limit = w.perDestDefault
+	}
+	return w.perDest[id] < limit
 }
 
 func (w *worker) limitFor(id string, cfg Config) int {
@@ -803,15 +889,11 @@ func (c *Client) startHeld(ctx context.Context, launch func(Claim)) {
 			w.held.earliest = earliest
 		}
 		for w.inflight < c.cfg.Concurrency {
-			next, oldest := "", uint64(0)
-			for id, q := range w.held.byDest {
-				if w.perDest[id] < w.limitFor(id, c.cfg) && (next == "" || q.front().seq < oldest) {
-					next, oldest = id, q.front().seq
-				}
-			}
-			if next == "" {
+			q := w.held.oldestStartable(w.startable)
+			if q == nil {
 				break
 			}
+			next := q.id
 			w.inflight++
 			w.perDest[next]++
 			start = append(start, w.held.pop(next))
