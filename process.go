@@ -50,6 +50,11 @@ type attemptRun struct {
 	// freeSlot, when set, gives the attempt's worker slot back once its
 	// write is queued for a batch (the worker frees it at the end anyway).
 	freeSlot func()
+	// overLimit, when set, is asked once the destination is looked up
+	// whether the attempt would exceed the destination's concurrency
+	// limit; if so it has taken the claim back (Client.overLimit) and the
+	// attempt ends without sending.
+	overLimit func(Claim) bool
 	// handover is the batch write of the goroutine running the attempt
 	// (batcher.write).
 	handover *batchedWrite
@@ -154,6 +159,11 @@ func (c *Client) resolve(ctx context.Context, claim Claim, run attemptRun) (a at
 			reason = ReasonDestinationDisabled
 		}
 		return a, false, c.release(ctx, d, lease, reason, now.Add(c.cfg.PausedRecheck), now)
+	}
+	if run.overLimit != nil && run.overLimit(claim) {
+		// Before the rate limit takes a token: this attempt waits for a
+		// slot of its destination instead of sending.
+		return a, false, nil
 	}
 	policy := c.policyFor(d, &dest)
 	if policy.MaxAge > 0 && !now.Before(d.WindowStartsAt().Add(policy.MaxAge)) {

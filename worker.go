@@ -480,6 +480,7 @@ func (c *Client) run(ctx context.Context, stopClaim <-chan struct{}, stopped cha
 					w.wakeUp()
 				}
 			}
+			r.overLimit = func(cl Claim) bool { return c.overLimit(ctx, r, cl, settleCtx, launch) }
 			for {
 				runAttempt(r, cl)
 				select {
@@ -502,7 +503,7 @@ func (c *Client) run(ctx context.Context, stopClaim <-chan struct{}, stopped cha
 	runAttempt = func(r *attemptRunner, cl Claim) {
 		defer attempts.Done()
 		r.destID, r.held = cl.Delivery.DestinationID, true
-		err := c.process(ctx, cl, attemptRun{fresh: true, batch: batch, freeSlot: r.freeSlot, handover: r.handover, settleCtx: settleCtx})
+		err := c.process(ctx, cl, attemptRun{fresh: true, batch: batch, freeSlot: r.freeSlot, overLimit: r.overLimit, handover: r.handover, settleCtx: settleCtx})
 		if !r.held && c.claimWanted(r.destID) {
 			// The slot freed when the attempt handed its ledger write over,
 			// and the claim that woke then may have found nothing: a broker
@@ -581,10 +582,47 @@ func (c *Client) run(ctx context.Context, stopClaim <-chan struct{}, stopped cha
 // holds its worker slot, the function that frees the slot, and its batch
 // write. None of it is made per attempt.
 type attemptRunner struct {
-	destID   string
-	held     bool
-	freeSlot func()
-	handover *batchedWrite
+	destID    string
+	held      bool
+	freeSlot  func()
+	overLimit func(Claim) bool
+	handover  *batchedWrite
+}
+
+// overLimit gives back the slot of runner r's attempt, and holds its claim
+// again, if its destination has more attempts in flight than its limit
+// allows. The worker learns a destination's own limit (MaxConcurrency)
+// when an attempt looks the destination up, so until then it starts as
+// many as PerDestinationConcurrency: after a start, or once the limit was
+// lowered. The attempts over the limit wait for its free slots, with no
+// attempt spent and nothing written; the claim goes back to the end of its
+// destination's held claims. It is checked and given back in one step, so
+// of attempts started together exactly those over the limit wait. A worker
+// that is stopping hands the claim back to the queue instead.
+func (c *Client) overLimit(ctx context.Context, r *attemptRunner, cl Claim, settleCtx context.Context, launch func(Claim)) bool {
+	w := &c.worker
+	w.mu.Lock()
+	if !r.held || w.perDest[r.destID] <= w.limitFor(r.destID, c.cfg) {
+		w.mu.Unlock()
+		return false
+	}
+	r.held = false
+	w.inflight--
+	w.perDest[r.destID]-- // it was above the limit, so it stays above zero
+	draining := w.draining
+	if !draining {
+		w.held.add(cl)
+	}
+	w.mu.Unlock()
+	if draining {
+		now := c.clock.Now()
+		if err := c.release(settleCtx, cl.Delivery, cl.Lease, ReasonWorkerStopped, now, now); err != nil {
+			c.observe(ctx, Event{Name: EventWorkerError, Delivery: cl.Delivery, Err: err})
+		}
+		return true
+	}
+	c.startHeld(ctx, launch) // another destination's claim may take the slot
+	return true
 }
 
 // waitFor waits on the client's clock for d, or until wake fires (nil:

@@ -1,0 +1,103 @@
+package hookrelay_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/adapters/memory"
+)
+
+// A destination's own MaxConcurrency holds from the first delivery a
+// worker makes to it, and holds again at once when it is lowered. The
+// worker learns the limit only when an attempt looks the destination up,
+// so it starts as many as PerDestinationConcurrency first; those over the
+// limit wait for the destination's free slots without sending, spending
+// an attempt, or taking a slot another destination could use.
+func TestOwnConcurrencyLimitHoldsFromTheFirstDelivery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 10
+		store := memory.NewStore()
+		dests := memory.NewDestinations(
+			hookrelay.Destination{ID: "narrow", URL: "https://example.com/hook", MaxConcurrency: 1},
+			hookrelay.Destination{ID: "wide", URL: "https://example.com/hook"},
+		)
+		var mu sync.Mutex
+		sending, peak, delivered := map[string]int{}, map[string]int{}, map[string]int{}
+		gate := make(chan struct{})
+		c, err := hookrelay.New(hookrelay.Config{
+			Queue: store, Ledger: store, Destinations: dests,
+			Concurrency: 8, PerDestinationConcurrency: 4,
+			Sender: hookrelay.SenderFunc(func(_ context.Context, p hookrelay.SendParams) hookrelay.Result {
+				id := p.Delivery.DestinationID
+				mu.Lock()
+				sending[id]++
+				peak[id] = max(peak[id], sending[id])
+				mu.Unlock()
+				<-gate
+				mu.Lock()
+				sending[id]--
+				delivered[id]++
+				mu.Unlock()
+				return hookrelay.Delivered(204)
+			}),
+		})
+		require.NoError(t, err)
+		enqueue := func(dest, prefix string) {
+			t.Helper()
+			var ps []hookrelay.EnqueueParams
+			for i := range n {
+				ps = append(ps, hookrelay.EnqueueParams{EventID: fmt.Sprintf("%s_%s_%d", prefix, dest, i), TenantID: "t", DestinationID: dest, EventType: "x", Payload: []byte("{}")})
+			}
+			_, err := c.EnqueueMany(context.Background(), ps)
+			require.NoError(t, err)
+		}
+		enqueue("narrow", "a")
+		enqueue("wide", "a")
+		require.NoError(t, c.Start(context.Background()))
+		synctest.Wait()
+		mu.Lock()
+		assert.Equal(t, 1, sending["narrow"], "sends to narrow (MaxConcurrency 1) on the worker's first round")
+		assert.Equal(t, 4, sending["wide"], "the slots narrow gave back went to wide")
+		mu.Unlock()
+
+		// One by one, so that every send is seen in flight.
+		for range 2 * n {
+			gate <- struct{}{}
+			synctest.Wait()
+		}
+		mu.Lock()
+		assert.Equal(t, map[string]int{"narrow": n, "wide": n}, delivered)
+		assert.Equal(t, 1, peak["narrow"])
+		mu.Unlock()
+
+		// Lowered while the worker knows the old limit: the next attempts
+		// read the destination again once its cached copy is a
+		// DestinationCacheTTL old.
+		require.NoError(t, dests.Put(context.Background(), hookrelay.Destination{ID: "wide", URL: "https://example.com/hook", MaxConcurrency: 2}))
+		time.Sleep(2 * hookrelay.DefaultDestinationCacheTTL)
+		enqueue("wide", "b")
+		synctest.Wait()
+		mu.Lock()
+		assert.Equal(t, 2, sending["wide"], "sends to wide after its limit was lowered to 2")
+		mu.Unlock()
+		for range n {
+			gate <- struct{}{}
+			synctest.Wait()
+			mu.Lock()
+			assert.LessOrEqual(t, sending["wide"], 2)
+			mu.Unlock()
+		}
+		require.NoError(t, c.Stop(context.Background()))
+		mu.Lock()
+		defer mu.Unlock()
+		assert.Equal(t, 2*n, delivered["wide"], "every delivery to wide made")
+	})
+}
