@@ -17,6 +17,8 @@ import "time"
 // (BenchmarkWorkerManyDestinations, docs/benchmarks.md).
 type expiring[V any] struct {
 	entries map[string]expiringEntry[V]
+	// dropped, when set, is told of each entry a sweep drops.
+	dropped func(id string, v V)
 	sweepAt int // the size at which the next insert sweeps; 0: expiringSweepMin
 	sweeps  int // how many sweeps ran (read by tests)
 }
@@ -58,6 +60,9 @@ func (m *expiring[V]) sweep(now time.Time) {
 	for id, e := range m.entries {
 		if !now.Before(e.until) {
 			delete(m.entries, id)
+			if m.dropped != nil {
+				m.dropped(id, e.v)
+			}
 		}
 	}
 	m.sweepAt = 2 * len(m.entries)

@@ -20,7 +20,9 @@ type worker struct {
 	wake      chan struct{} // enqueue or a freed slot: claim now
 	inflight  int
 	perDest   map[string]int // attempts in flight per destination
-	limits    map[string]int // per-destination limits learned at send time
+	// limits are the destinations' own limits learned at send time, each
+	// kept for limitMemory after its destination was last looked up.
+	limits expiring[int]
 	// limitCounts is how many destinations of limits have each limit, so
 	// that the lowest (lowestLimit) is known without looking at them all.
 	limitCounts map[int]int
@@ -222,7 +224,7 @@ func (w *worker) init() {
 	w.startable = w.startableFor
 	w.wake = make(chan struct{}, 1)
 	w.perDest = map[string]int{}
-	w.limits = map[string]int{}
+	w.limits.dropped = w.uncountLimit
 	w.limitCounts = map[int]int{}
 	w.paused = map[string]time.Time{}
 	w.blocked = map[string]time.Time{}
@@ -242,26 +244,43 @@ func (w *worker) wakeUp() {
 func (w *worker) noteDestination(d Destination, now time.Time, cfg Config) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.setLimit(d.ID, max(d.MaxConcurrency, 0))
+	w.setLimit(d.ID, max(d.MaxConcurrency, 0), now)
 	w.notePausedLocked(d.ID, d.Paused || d.Disabled, now.Add(cfg.PausedRecheck))
 }
 
+// limitMemory is how long the worker keeps a destination's own limit
+// after the destination was last looked up for an attempt. A worker that
+// sends to new destinations all the time (one per customer, say) kept the
+// limit of every destination it ever sent to. One forgotten is learned
+// again at its next attempt, and held from that attempt on (overLimit);
+// until then an idle destination may be claimed up to the default room
+// rather than its own.
+const limitMemory = 10 * time.Minute
+
 // setLimit records destination id's own concurrency limit (0: none, the
-// worker's PerDestinationConcurrency applies), with w.mu held.
-func (w *worker) setLimit(id string, limit int) {
-	old, had := w.limits[id]
-	if had && old == limit {
+// worker's PerDestinationConcurrency applies), looked up at now, with w.mu
+// held.
+func (w *worker) setLimit(id string, limit int, now time.Time) {
+	old, had := w.limits.entries[id]
+	if had && old.v != limit {
+		w.uncountLimit(id, old.v)
+		w.limits.forget(id)
+		had = false
+	}
+	if limit <= 0 {
 		return
 	}
-	if had {
-		if w.limitCounts[old]--; w.limitCounts[old] <= 0 {
-			delete(w.limitCounts, old)
-		}
-		delete(w.limits, id)
-	}
-	if limit > 0 {
-		w.limits[id] = limit
+	if !had {
 		w.limitCounts[limit]++
+	}
+	w.limits.put(id, limit, now.Add(limitMemory), now)
+}
+
+// uncountLimit takes a limit that is no longer id's out of limitCounts;
+// it is also what limits calls for the entries its sweeps drop.
+func (w *worker) uncountLimit(_ string, limit int) {
+	if w.limitCounts[limit]--; w.limitCounts[limit] <= 0 {
+		delete(w.limitCounts, limit)
 	}
 }
 
@@ -328,16 +347,19 @@ func (w *worker) unblock(id string) {
 // its limit, as limitFor has it. worker.startable is this method value,
 // made once (worker.init), not a closure per freed slot.
 func (w *worker) startableFor(id string) bool {
-	limit, ok := w.limits[id]
-	if !ok {
-		limit = w.perDestDefault
+	limit := w.perDestDefault
+	if e, ok := w.limits.entries[id]; ok {
+		limit = e.v
 	}
 	return w.perDest[id] < limit
 }
 
+// limitFor is destination id's limit, with w.mu held: its own as last
+// looked up (even past limitMemory, until a sweep drops it), or the
+// worker's PerDestinationConcurrency.
 func (w *worker) limitFor(id string, cfg Config) int {
-	if l, ok := w.limits[id]; ok {
-		return l
+	if e, ok := w.limits.entries[id]; ok {
+		return e.v
 	}
 	return cfg.PerDestinationConcurrency
 }
