@@ -26,7 +26,11 @@ type Destination struct {
 	// this destination when non-nil.
 	Policy *Policy
 	// MaxConcurrency caps attempts in flight to this destination per worker;
-	// zero means the client's PerDestinationConcurrency.
+	// zero means the client's PerDestinationConcurrency. A worker learns it
+	// when an attempt looks the destination up: attempts it started before
+	// (up to PerDestinationConcurrency, after a start or once the limit was
+	// lowered) that would exceed it wait for a free slot of the
+	// destination, without sending or spending an attempt.
 	MaxConcurrency int
 	// MaxPerSecond caps sends to this destination per second, across every
 	// worker sharing the store (a token bucket kept in the store through
