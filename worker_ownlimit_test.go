@@ -2,7 +2,6 @@ package hookrelay_test
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -50,17 +49,8 @@ func TestOwnConcurrencyLimitHoldsFromTheFirstDelivery(t *testing.T) {
 			}),
 		})
 		require.NoError(t, err)
-		enqueue := func(dest, prefix string) {
-			t.Helper()
-			var ps []hookrelay.EnqueueParams
-			for i := range n {
-				ps = append(ps, hookrelay.EnqueueParams{EventID: fmt.Sprintf("%s_%s_%d", prefix, dest, i), TenantID: "t", DestinationID: dest, EventType: "x", Payload: []byte("{}")})
-			}
-			_, err := c.EnqueueMany(context.Background(), ps)
-			require.NoError(t, err)
-		}
-		enqueue("narrow", "a")
-		enqueue("wide", "a")
+		enqueueN(t, c, "narrow", "a_narrow", n)
+		enqueueN(t, c, "wide", "a_wide", n)
 		require.NoError(t, c.Start(context.Background()))
 		synctest.Wait()
 		mu.Lock()
@@ -83,7 +73,7 @@ func TestOwnConcurrencyLimitHoldsFromTheFirstDelivery(t *testing.T) {
 		// DestinationCacheTTL old.
 		require.NoError(t, dests.Put(context.Background(), hookrelay.Destination{ID: "wide", URL: "https://example.com/hook", MaxConcurrency: 2}))
 		time.Sleep(2 * hookrelay.DefaultDestinationCacheTTL)
-		enqueue("wide", "b")
+		enqueueN(t, c, "wide", "b_wide", n)
 		synctest.Wait()
 		mu.Lock()
 		assert.Equal(t, 2, sending["wide"], "sends to wide after its limit was lowered to 2")

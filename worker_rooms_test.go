@@ -35,6 +35,18 @@ func (q *claimRecorder) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]h
 
 func (q *claimRecorder) Unwrap() hookrelay.Queue { return q.Queue }
 
+// enqueueN enqueues n deliveries to destination dest through c, with event
+// IDs prefix_0 … prefix_(n-1).
+func enqueueN(t *testing.T, c *hookrelay.Client, dest, prefix string, n int) {
+	t.Helper()
+	var ps []hookrelay.EnqueueParams
+	for i := range n {
+		ps = append(ps, hookrelay.EnqueueParams{EventID: fmt.Sprintf("%s_%d", prefix, i), TenantID: "t", DestinationID: dest, EventType: "x", Payload: []byte("{}")})
+	}
+	_, err := c.EnqueueMany(context.Background(), ps)
+	require.NoError(t, err)
+}
+
 // A claim carries the rooms of the destinations the worker has something
 // in flight or held for, not of every destination it has seen with a
 // concurrency limit of its own (with thousands of those, each claim cost
@@ -65,15 +77,6 @@ func TestClaimsCarryOnlyTheRoomsOfBusyDestinations(t *testing.T) {
 		}),
 	})
 	require.NoError(t, err)
-	enqueue := func(dest, event string, n int) {
-		t.Helper()
-		var ps []hookrelay.EnqueueParams
-		for i := range n {
-			ps = append(ps, hookrelay.EnqueueParams{EventID: fmt.Sprintf("%s_%d", event, i), TenantID: "t", DestinationID: dest, EventType: "x", Payload: []byte("{}")})
-		}
-		_, err := c.EnqueueMany(context.Background(), ps)
-		require.NoError(t, err)
-	}
 	waitDelivered := func(dest string, n int) {
 		t.Helper()
 		require.Eventually(t, func() bool { // a hang, not a speed check
@@ -85,7 +88,7 @@ func TestClaimsCarryOnlyTheRoomsOfBusyDestinations(t *testing.T) {
 
 	// The worker learns every limit at send time.
 	for _, d := range list {
-		enqueue(d.ID, "first", 1)
+		enqueueN(t, c, d.ID, "first", 1)
 	}
 	require.NoError(t, c.Start(context.Background()))
 	for _, d := range list {
@@ -97,7 +100,7 @@ func TestClaimsCarryOnlyTheRoomsOfBusyDestinations(t *testing.T) {
 	queue.params, queue.got = nil, nil
 	queue.mu.Unlock()
 
-	enqueue("limited", "backlog", backlog)
+	enqueueN(t, c, "limited", "backlog", backlog)
 	require.NoError(t, c.Start(context.Background()))
 	waitDelivered("limited", backlog+1)
 	require.NoError(t, c.Stop(context.Background()))

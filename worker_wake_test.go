@@ -118,23 +118,14 @@ func TestIdleSlotClaimsPastHeldClaimsOfALimitedDestination(t *testing.T) {
 		}
 		c, err := hookrelay.New(cfg)
 		require.NoError(t, err)
-		enqueue := func(c *hookrelay.Client, dest string, n int) {
-			t.Helper()
-			var ps []hookrelay.EnqueueParams
-			for i := range n {
-				ps = append(ps, hookrelay.EnqueueParams{EventID: fmt.Sprintf("%s_%d", dest, i), TenantID: "t", DestinationID: dest, EventType: "x", Payload: []byte("{}")})
-			}
-			_, err := c.EnqueueMany(context.Background(), ps)
-			require.NoError(t, err)
-		}
-		enqueue(c, "first", 1)
-		enqueue(c, "narrow", hookrelay.ClaimAhead*concurrency)
+		enqueueN(t, c, "first", "first", 1)
+		enqueueN(t, c, "narrow", "narrow", hookrelay.ClaimAhead*concurrency)
 		require.NoError(t, c.Start(context.Background()))
 		synctest.Wait()
 
 		producer, err := hookrelay.New(hookrelay.Config{Queue: store, Ledger: store, Destinations: dests})
 		require.NoError(t, err)
-		enqueue(producer, "other", 1)
+		enqueueN(t, producer, "other", "other", 1)
 		synctest.Wait()
 		require.Zero(t, sendingOther.Load(), "nothing woke the worker yet")
 
