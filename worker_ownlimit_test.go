@@ -91,3 +91,52 @@ func TestOwnConcurrencyLimitHoldsFromTheFirstDelivery(t *testing.T) {
 		assert.Equal(t, 2*n, delivered["wide"], "every delivery to wide made")
 	})
 }
+
+// gatedDestinations holds every destination lookup until gate is closed,
+// once gate is set.
+type gatedDestinations struct {
+	hookrelay.Destinations
+	gate chan struct{}
+}
+
+func (d *gatedDestinations) Destination(ctx context.Context, id string) (hookrelay.Destination, error) {
+	if d.gate != nil {
+		<-d.gate
+	}
+	return d.Destinations.Destination(ctx, id)
+}
+
+// An attempt that finds itself over its destination's own limit while the
+// worker is stopping hands its claim back to the queue: claimable again
+// at once, not held by a worker that has already handed back its held
+// claims and left to wait out a lease.
+func TestOverLimitAttemptsOfAStoppingWorkerHandTheirClaimsBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 10
+		store := memory.NewStore()
+		dests := &gatedDestinations{
+			Destinations: memory.NewDestinations(hookrelay.Destination{ID: "narrow", URL: "https://example.com/hook", MaxConcurrency: 1}),
+		}
+		c, err := hookrelay.New(hookrelay.Config{
+			Queue: store, Ledger: store, Destinations: dests,
+			Concurrency: 8, PerDestinationConcurrency: 4, LeaseFor: time.Hour,
+			Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result { return hookrelay.Delivered(204) }),
+		})
+		require.NoError(t, err)
+		enqueueN(t, c, "narrow", "e", n)
+		dests.gate = make(chan struct{})
+		require.NoError(t, c.Start(context.Background()))
+		synctest.Wait() // four attempts wait on the lookup; the rest are held
+		stopped := make(chan error)
+		go func() { stopped <- c.Stop(context.Background()) }()
+		synctest.Wait() // held claims handed back; the four attempts still wait
+		close(dests.gate)
+		require.NoError(t, <-stopped)
+
+		claims, err := store.Claim(context.Background(), hookrelay.ClaimParams{
+			Now: time.Now(), Limit: 2 * n, LeaseFor: time.Minute, Holder: "next",
+		})
+		require.NoError(t, err)
+		assert.Len(t, claims, n-1, "claimable at once after the stop: all but the one delivered")
+	})
+}
