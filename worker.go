@@ -41,8 +41,8 @@ type worker struct {
 	// rooms, the last claim's size and its largest share to one
 	// destination (blindLimit); zero before the first claim.
 	mixK, mixM int
-	// perDestDefault is the client's PerDestinationConcurrency, and
-	// startable is startableFor, for heldClaims.oldestStartable.
+	// perDestDefault is the client's PerDestinationConcurrency (limitFor),
+	// and startable is startableFor, for heldClaims.oldestStartable.
 	perDestDefault int
 	startable      func(id string) bool
 }
@@ -344,24 +344,20 @@ func (w *worker) unblock(id string) {
 }
 
 // startableFor reports, with w.mu held, whether destination id is below
-// its limit, as limitFor has it. worker.startable is this method value,
-// made once (worker.init), not a closure per freed slot.
+// its limit. worker.startable is this method value, made once
+// (worker.init), not a closure per freed slot.
 func (w *worker) startableFor(id string) bool {
-	limit := w.perDestDefault
-	if e, ok := w.limits.entries[id]; ok {
-		limit = e.v
-	}
-	return w.perDest[id] < limit
+	return w.perDest[id] < w.limitFor(id)
 }
 
 // limitFor is destination id's limit, with w.mu held: its own as last
 // looked up (even past limitMemory, until a sweep drops it), or the
 // worker's PerDestinationConcurrency.
-func (w *worker) limitFor(id string, cfg Config) int {
+func (w *worker) limitFor(id string) int {
 	if e, ok := w.limits.entries[id]; ok {
 		return e.v
 	}
-	return cfg.PerDestinationConcurrency
+	return w.perDestDefault
 }
 
 // Start launches the worker and returns at once. The worker claims due
@@ -624,7 +620,7 @@ type attemptRunner struct {
 func (c *Client) overLimit(ctx context.Context, r *attemptRunner, cl Claim, settleCtx context.Context, launch func(Claim)) bool {
 	w := &c.worker
 	w.mu.Lock()
-	if !r.held || w.perDest[r.destID] <= w.limitFor(r.destID, c.cfg) {
+	if !r.held || w.perDest[r.destID] <= w.limitFor(r.destID) {
 		w.mu.Unlock()
 		return false
 	}
@@ -739,7 +735,7 @@ func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error
 		busy[id] += q.len()
 	}
 	for id, n := range busy {
-		if room := ClaimAhead*w.limitFor(id, c.cfg) - n; room <= 0 {
+		if room := ClaimAhead*w.limitFor(id) - n; room <= 0 {
 			// A destination at its room is skipped. A broker hands its
 			// messages back with its SkipDelay, before the ledger's lease:
 			// no ledger write.
@@ -862,7 +858,7 @@ func (c *Client) keepOrHandBack(claims []Claim) (excess []Claim) {
 		id := cl.Delivery.DestinationID
 		per[id]++
 		m = max(m, per[id])
-		if w.perDest[id]+w.held.count(id) >= ClaimAhead*w.limitFor(id, c.cfg) {
+		if w.perDest[id]+w.held.count(id) >= ClaimAhead*w.limitFor(id) {
 			excess = append(excess, cl)
 			continue
 		}
@@ -890,7 +886,7 @@ func (c *Client) claimWanted(destID string) bool {
 	w := &c.worker
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.held.count(destID) >= w.limitFor(destID, c.cfg) {
+	if w.held.count(destID) >= w.limitFor(destID) {
 		return false
 	}
 	return w.claimWorthwhile(c.cfg.Concurrency)

@@ -62,6 +62,7 @@ func TestLimitsOfDestinationsNotSentToAreForgotten(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, 3, lowest, "the old destinations' limit of 1 was forgotten; kept's 3 was not")
 	assert.Equal(t, map[int]int{3: 1, 5: n}, w.limitCounts)
-	assert.Equal(t, 3, w.limitFor("kept", Config{PerDestinationConcurrency: 4}))
-	assert.Equal(t, 4, w.limitFor("old_0", Config{PerDestinationConcurrency: 4}), "a forgotten destination has the default limit until looked up again")
+	w.perDestDefault = 4
+	assert.Equal(t, 3, w.limitFor("kept"))
+	assert.Equal(t, 4, w.limitFor("old_0"), "a forgotten destination has the default limit until looked up again")
 }
