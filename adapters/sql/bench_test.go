@@ -92,27 +92,45 @@ func BenchmarkClaimAndComplete(b *testing.B) {
 	})
 }
 
-// BenchmarkEnqueue measures Create throughput, one delivery per call and
-// 100 per call (one multi-row INSERT).
+// BenchmarkEnqueue measures Create throughput, one delivery per call, 100
+// and 500 per call (one INSERT statement: 500 is a whole chunk, as
+// Client.EnqueueMany's callers in peerbench send). Each delivery carries a
+// 512-byte payload. Besides deliveries/s it reports this process's CPU per
+// delivery (cpu-ns/delivery, GC included, the deliveries' construction
+// too) and, for a server on this machine, the server's
+// (server-cpu-ns/delivery).
 func BenchmarkEnqueue(b *testing.B) {
+	payload := []byte(`{"data":"` + strings.Repeat("x", 512-11) + `"}`)
 	forEachBackendB(b, func(b *testing.B, be backend) {
-		for _, batch := range []int{1, 100} {
+		for _, batch := range []int{1, 100, 500} {
 			b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
 				ctx := context.Background()
 				s := newStore(b, be, Options{})
 				now := time.Now()
 				ds := make([]hookrelay.Delivery, batch)
+				server := serverOfDialect[be.dialect]
+				b.ReportAllocs()
 				b.ResetTimer()
 				start := time.Now()
+				server0, serverSeen0 := proccpu.Servers()[server]
+				cpu0 := proccpu.Self()
 				for i := range b.N {
 					for j := range ds {
 						ds[j] = newDelivery(fmt.Sprintf("evt_%d_%d", i, j), "dst_1", now)
+						ds[j].Payload = payload
 					}
 					if _, err := s.Create(ctx, ds); err != nil {
 						b.Fatal(err)
 					}
 				}
-				b.ReportMetric(float64(b.N*batch)/time.Since(start).Seconds(), "deliveries/s")
+				cpu := proccpu.Self() - cpu0
+				server1, serverSeen1 := proccpu.Servers()[server]
+				n := float64(b.N * batch)
+				b.ReportMetric(n/time.Since(start).Seconds(), "deliveries/s")
+				b.ReportMetric(float64(cpu.Nanoseconds())/n, "cpu-ns/delivery")
+				if server != "" && serverSeen0 && serverSeen1 {
+					b.ReportMetric(float64((server1-server0).Nanoseconds())/n, "server-cpu-ns/delivery")
+				}
 			})
 		}
 	})
