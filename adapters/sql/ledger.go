@@ -23,6 +23,12 @@ func (s *Store) Create(ctx context.Context, deliveries []hookrelay.Delivery) ([]
 	if err != nil {
 		return nil, err
 	}
+	if s.dialect == Postgres {
+		created, err := s.createPgx(ctx, deliveries, rows)
+		if !errors.Is(err, errNotPgx) {
+			return created, err
+		}
+	}
 	var created []bool
 	err = s.inTx(ctx, "create", func(q querier) error {
 		if created, err = s.insertDeliveries(ctx, q, deliveries, rows); err != nil {
@@ -105,21 +111,9 @@ const (
 // concurrent batches lock in the same order), many rows per statement.
 func (s *Store) insertDeliveries(ctx context.Context, q querier, ds []hookrelay.Delivery, rows []deliveryRow) ([]bool, error) {
 	created := make([]bool, len(ds))
-	first := map[string]int{} // ID → index of its first occurrence
-	var order []int
-	for i, d := range ds {
-		if _, dup := first[d.ID]; !dup {
-			first[d.ID] = i
-			order = append(order, i)
-		}
-	}
-	slices.SortFunc(order, func(a, b int) int { return strings.Compare(ds[a].ID, ds[b].ID) })
+	first, order := firstOccurrences(ds)
 	for len(order) > 0 {
-		n, size := 0, 0
-		for n < len(order) && n < insertChunkRows && (n == 0 || size+len(ds[order[n]].Payload) <= insertChunkBytes) {
-			size += len(ds[order[n]].Payload)
-			n++
-		}
+		n := chunkLen(ds, order)
 		chunk := order[:n]
 		order = order[n:]
 		inserted, err := s.insertChunk(ctx, q, chunk, rows)
@@ -133,6 +127,34 @@ func (s *Store) insertDeliveries(ctx context.Context, q querier, ds []hookrelay.
 		}
 	}
 	return created, nil
+}
+
+// firstOccurrences maps each ID of ds to the index of its first
+// occurrence, and returns those indexes in ID order (so two concurrent
+// batches lock in the same order).
+func firstOccurrences(ds []hookrelay.Delivery) (map[string]int, []int) {
+	first := make(map[string]int, len(ds))
+	order := make([]int, 0, len(ds))
+	for i, d := range ds {
+		if _, dup := first[d.ID]; !dup {
+			first[d.ID] = i
+			order = append(order, i)
+		}
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(ds[a].ID, ds[b].ID) })
+	return first, order
+}
+
+// chunkLen is how many of order's first rows one INSERT statement takes:
+// at most insertChunkRows, and insertChunkBytes of payload unless the
+// first row alone is larger.
+func chunkLen(ds []hookrelay.Delivery, order []int) int {
+	n, size := 0, 0
+	for n < len(order) && n < insertChunkRows && (n == 0 || size+len(ds[order[n]].Payload) <= insertChunkBytes) {
+		size += len(ds[order[n]].Payload)
+		n++
+	}
+	return n
 }
 
 // insertChunk inserts rows[idx…] if absent and returns the IDs inserted.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -212,4 +214,69 @@ func TestRetirementAge(t *testing.T) {
 	assert.Equal(t, time.Hour, retirementAge(time.Hour, 0))
 	assert.Equal(t, 52*time.Minute+30*time.Second, retirementAge(time.Hour, 0.5))
 	assert.Greater(t, retirementAge(time.Hour, 0.999999), 45*time.Minute)
+}
+
+// Create announces, in the commit's notification, the earliest due time of
+// the deliveries it created, and nothing when it created none: a repeated
+// enqueue wakes no worker, and a duplicate's due time (it was not stored)
+// does not move the wake-up. A zero due time is "now" (an empty payload).
+// It holds through pgx (one pipelined statement per chunk) and through
+// another driver (the transaction of single statements).
+func TestCreateAnnouncesTheEarliestDeliveryItCreated(t *testing.T) {
+	b := postgresBackend(t)
+	dsn := os.Getenv(b.envVar)
+	other, err := sql.Open("hookrelay-other-postgres", dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = other.Close() })
+	for name, db := range map[string]*sql.DB{"pgx": nil, "another driver": other} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			var s *Store
+			if db == nil {
+				s = newStore(t, b, Options{})
+			} else {
+				s, err = New(db, Options{Dialect: Postgres, TablePrefix: randomPrefix()})
+				require.NoError(t, err)
+				require.NoError(t, s.Migrate(ctx))
+				t.Cleanup(func() { dropTables(t, s) })
+			}
+			listener, err := pgx.Connect(ctx, dsn)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = listener.Close(context.Background()) })
+			_, err = listener.Exec(ctx, "LISTEN "+pgx.Identifier{s.dueChannel()}.Sanitize())
+			require.NoError(t, err)
+			next := func() string {
+				t.Helper()
+				wctx, cancel := context.WithTimeout(ctx, 20*time.Second) // a hang guard, not a speed check
+				defer cancel()
+				n, err := listener.WaitForNotification(wctx)
+				require.NoError(t, err, "no announcement")
+				return n.Payload
+			}
+			at := func(d time.Duration) string { return strconv.FormatInt(t0.Add(d).UnixNano(), 10) }
+			create := func(ds ...hookrelay.Delivery) {
+				t.Helper()
+				_, err := s.Create(ctx, ds)
+				require.NoError(t, err)
+			}
+
+			a, c := newDelivery("evt_a", "dst_1", t0.Add(2*time.Second)), newDelivery("evt_c", "dst_1", t0.Add(time.Second))
+			create(a, c)
+			assert.Equal(t, at(time.Second), next(), "the earliest of the new deliveries")
+
+			early := a
+			early.NextAttemptAt = t0 // a duplicate: not stored, so not announced
+			create(early, newDelivery("evt_d", "dst_1", t0.Add(3*time.Second)))
+			assert.Equal(t, at(3*time.Second), next(), "the earliest of what was created, not of the input")
+
+			create(a, c) // nothing new: no announcement, so the next one is evt_e's
+			create(newDelivery("evt_e", "dst_1", t0.Add(4*time.Second)))
+			assert.Equal(t, at(4*time.Second), next(), "a repeated enqueue announced work")
+
+			now := newDelivery("evt_f", "dst_1", t0.Add(5*time.Second))
+			now.NextAttemptAt = time.Time{}
+			create(now)
+			assert.Equal(t, "", next(), "a zero due time is announced as now")
+		})
+	}
 }
