@@ -6,8 +6,9 @@ package hookrelay
 // DeadLetterLedger, RedriveAuditLog, RedriveLedger, RedriveAuditLister,
 // LedgerStats, AttemptStats, HistoryCleaner), a Queue's in queue.go
 // (ClaimsByDestinationRoom, LedgerQueue, DueNotifier), a Destinations
-// port's in destination.go (DestinationFinder, DestinationEnabler,
-// DestinationLister, DestinationPauser, DestinationGuard).
+// port's in destination.go (DestinationFinder, DestinationBatchReader,
+// DestinationEnabler, DestinationLister, DestinationPauser,
+// DestinationGuard).
 //
 // A wrapper around a port — metrics, tracing, a fault injector — hides
 // them unless it says what it wraps: a wrapper that has an Unwrap method

@@ -350,9 +350,56 @@ type EnqueueResult struct {
 // Prepare validates params and builds the pending delivery records that
 // Enqueue would store, without storing them. Adapters with transactional
 // enqueue (the SQL adapter's EnqueueTx) store what Prepare returns. Errors
-// name the offending field and the position in params.
+// name the offending field and the position in params. When params name
+// more than one destination and the Destinations port is a
+// DestinationBatchReader, the destinations are read in one call.
 func (c *Client) Prepare(ctx context.Context, params []EnqueueParams) ([]Delivery, error) {
-	return c.prepare(ctx, params, c.destinations.Destination)
+	resolve, err := c.destinationsOf(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	return c.prepare(ctx, params, resolve)
+}
+
+// destinationsOf returns how Prepare looks params' destinations up: read
+// together beforehand when there are several and the port can
+// (DestinationBatchReader), else one Destination call each. A destination
+// the batch did not return is asked for alone, so that a missing one is
+// reported by the port exactly as before, at the first event naming it.
+func (c *Client) destinationsOf(ctx context.Context, params []EnqueueParams) (func(context.Context, string) (Destination, error), error) {
+	single := c.destinations.Destination
+	reader, ok := As[DestinationBatchReader](c.destinations)
+	if !ok || len(params) < 2 {
+		return single, nil
+	}
+	seen := make(map[string]bool, len(params))
+	var ids []string
+	for _, p := range params {
+		// An ID prepare will refuse is not read.
+		if id := p.DestinationID; id != "" && len(id) <= 255 && !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) < 2 {
+		return single, nil
+	}
+	found, err := reader.DestinationsByID(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("enqueue: read %d destinations: %w", len(ids), err)
+	}
+	byID := make(map[string]Destination, len(found))
+	for _, d := range found {
+		if seen[d.ID] { // what was asked for only
+			byID[d.ID] = d
+		}
+	}
+	return func(ctx context.Context, id string) (Destination, error) {
+		if d, ok := byID[id]; ok {
+			return d, nil
+		}
+		return single(ctx, id)
+	}, nil
 }
 
 // prepare is Prepare with destinations looked up by resolve.

@@ -77,6 +77,23 @@ type DestinationFinder interface {
 	DestinationsFor(ctx context.Context, params DestinationsForParams) ([]Destination, error)
 }
 
+// DestinationBatchReader is an optional ability of Destinations (the memory
+// and SQL stores have it), found with As: read many destinations by ID in
+// one call. Client.Prepare (so Enqueue and EnqueueMany too) uses it when its events name more than one destination, so an
+// EnqueueMany fanned out to N destinations reads them in one round trip
+// instead of N. Without it each destination is read with Destination.
+// Implementations must be safe for concurrent use.
+type DestinationBatchReader interface {
+	// DestinationsByID returns the destinations whose IDs are among ids,
+	// each once, in any order, paused and disabled ones included (with
+	// their flags), every field as Destination returns it. An ID matches
+	// only the destination with exactly that ID, byte for byte. An ID no
+	// destination has is left out, not an error; none found is an empty
+	// result. ids may repeat an ID and may be many (a store splits a long
+	// list into several reads as it must).
+	DestinationsByID(ctx context.Context, ids []string) ([]Destination, error)
+}
+
 // DestinationsForParams are the inputs of DestinationFinder.DestinationsFor.
 type DestinationsForParams struct {
 	// TenantID selects the destinations whose TenantID is exactly this;

@@ -301,6 +301,42 @@ var brokenStores = []brokenStore{
 		},
 		caughtBy: []string{"DestinationGuard/StateRoundTrips", "DestinationGuard/StartedWorkerHoldsEveryDeliveryOnRetryAfter"},
 	},
+	{
+		name:    "BatchReadRepeatsRepeatedIDs",
+		harness: batchReaderHarness(func(d *memory.Destinations) hookrelaytest.DestinationStore { return &repeatsIDs{d} }),
+		caughtBy: []string{
+			"DestinationBatchReader/EachDestinationOnceAsDestinationReturnsIt",
+			"DestinationBatchReader/ALongListIsReadWhole",
+		},
+	},
+	{
+		name:     "BatchReadSkipsPausedAndDisabled",
+		harness:  batchReaderHarness(func(d *memory.Destinations) hookrelaytest.DestinationStore { return &skipsSwitchedOff{d} }),
+		caughtBy: []string{"DestinationBatchReader/EachDestinationOnceAsDestinationReturnsIt"},
+	},
+	{
+		name:     "BatchReadFoldsCase",
+		harness:  batchReaderHarness(func(d *memory.Destinations) hookrelaytest.DestinationStore { return &foldsCase{d} }),
+		caughtBy: []string{"DestinationBatchReader/IDsMatchExactly"},
+	},
+	{
+		name:     "BatchReadReadsOneStatementsWorth",
+		harness:  batchReaderHarness(func(d *memory.Destinations) hookrelaytest.DestinationStore { return &firstChunkOnly{d} }),
+		caughtBy: []string{"DestinationBatchReader/ALongListIsReadWhole"},
+	},
+	{
+		name:    "BatchReadFailsOnAnUnknownID",
+		harness: batchReaderHarness(func(d *memory.Destinations) hookrelaytest.DestinationStore { return &failsOnUnknown{d} }),
+		caughtBy: []string{
+			"DestinationBatchReader/EachDestinationOnceAsDestinationReturnsIt",
+			"DestinationBatchReader/UnknownIDsAreLeftOutWithoutAnError",
+		},
+	},
+	{
+		name:     "BatchReadIgnoresACancelledContext",
+		harness:  batchReaderHarness(func(d *memory.Destinations) hookrelaytest.DestinationStore { return &batchIgnoresContext{d} }),
+		caughtBy: []string{"DestinationBatchReader/CancelledContextIsRefused"},
+	},
 }
 
 // brokenStoreEnv names the broken store TestBrokenStore runs the suite on.

@@ -83,6 +83,7 @@ func Run(t *testing.T, newHarness NewHarness) {
 	t.Run("ClaimsByDestinationRoom", func(t *testing.T) { RunClaimsByDestinationRoom(t, newHarness) })
 	t.Run("Redrive", func(t *testing.T) { RunRedrive(t, newHarness) })
 	t.Run("Publish", func(t *testing.T) { RunPublish(t, newHarness) })
+	t.Run("DestinationBatchReader", func(t *testing.T) { RunDestinationBatchReader(t, newHarness) })
 	t.Run("Retention", func(t *testing.T) { RunRetention(t, newHarness) })
 	t.Run("UnpublishedRecovery", func(t *testing.T) { RunUnpublishedRecovery(t, newHarness) })
 	t.Run("DestinationGuard", func(t *testing.T) { RunDestinationGuard(t, newHarness) })

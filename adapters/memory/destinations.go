@@ -25,6 +25,8 @@ var (
 	_ hookrelay.DestinationEnabler = (*Destinations)(nil)
 	_ hookrelay.DestinationLister  = (*Destinations)(nil)
 	_ hookrelay.DestinationGuard   = (*Destinations)(nil)
+
+	_ hookrelay.DestinationBatchReader = (*Destinations)(nil)
 )
 
 // NewDestinations returns a set holding ds. It panics on an empty ID, which
@@ -89,6 +91,24 @@ func (s *Destinations) Destination(ctx context.Context, id string) (hookrelay.De
 		return hookrelay.Destination{}, fmt.Errorf("%w: %q", hookrelay.ErrDestinationNotFound, id)
 	}
 	return cloneDestination(d), nil
+}
+
+// DestinationsByID implements hookrelay.DestinationBatchReader.
+func (s *Destinations) DestinationsByID(ctx context.Context, ids []string) ([]hookrelay.Destination, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("hookrelay/memory: destinations by ID: %w", err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := []hookrelay.Destination{}
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if d, ok := s.m[id]; ok && !seen[id] {
+			seen[id] = true
+			out = append(out, cloneDestination(d))
+		}
+	}
+	return out, nil
 }
 
 // Disable implements hookrelay.Destinations.

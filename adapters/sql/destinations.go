@@ -79,6 +79,63 @@ func (s *Store) Destination(ctx context.Context, id string) (hookrelay.Destinati
 	return d, nil
 }
 
+var _ hookrelay.DestinationBatchReader = (*Store)(nil)
+
+// destinationsByIDChunk bounds the IDs of one DestinationsByID statement,
+// under every dialect's parameter limit.
+const destinationsByIDChunk = 512
+
+// DestinationsByID implements hookrelay.DestinationBatchReader: one
+// SELECT … WHERE id IN (…) per 512 IDs. A chunk's placeholders are padded
+// to a power of two (repeating its last ID), so the statement texts a
+// connection prepares are at most ten, whatever the lists. An ID Put would
+// refuse (empty, overlong, not UTF-8, with a NUL) cannot be stored and is
+// not looked for. The IDs are matched exactly: the id columns compare
+// bytes on every dialect (TEXT on PostgreSQL and SQLite, VARBINARY on
+// MySQL).
+func (s *Store) DestinationsByID(ctx context.Context, ids []string) ([]hookrelay.Destination, error) {
+	seen := make(map[string]bool, len(ids))
+	var want []string
+	for _, id := range ids {
+		if !seen[id] && checkString("ID", id, true) == nil {
+			seen[id] = true
+			want = append(want, id)
+		}
+	}
+	out := []hookrelay.Destination{}
+	for len(want) > 0 {
+		n := min(len(want), destinationsByIDChunk)
+		chunk := want[:n]
+		want = want[n:]
+		padded := 1
+		for padded < n {
+			padded *= 2
+		}
+		args := make([]any, padded)
+		for i := range padded {
+			args[i] = chunk[min(i, n-1)]
+		}
+		rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+destinationCols+` FROM {dst} WHERE id IN (`+placeholders(padded)+`)`), args...)
+		if err != nil {
+			return nil, s.dbErr("destinations by ID", err)
+		}
+		for rows.Next() {
+			d, err := scanDestination(rows)
+			if err != nil {
+				_ = rows.Close()
+				return nil, s.destinationErr("destinations by ID", err)
+			}
+			out = append(out, d)
+		}
+		err = rows.Err()
+		_ = rows.Close()
+		if err != nil {
+			return nil, s.dbErr("destinations by ID", err)
+		}
+	}
+	return out, nil
+}
+
 // undecodableDestination is a destination row whose JSON columns do not
 // decode. The decoder's message could quote a secret: it names the row only.
 type undecodableDestination struct{ id string }

@@ -1,0 +1,99 @@
+package hookrelaytest_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/adapters/memory"
+	"github.com/hookrelay/hookrelay/hookrelaytest"
+)
+
+// batchReaderHarness is the memory harness with its destinations wrapped
+// by one of the broken DestinationBatchReaders below (listed in
+// brokenStores).
+func batchReaderHarness(wrap func(*memory.Destinations) hookrelaytest.DestinationStore) func() hookrelaytest.Harness {
+	return func() hookrelaytest.Harness {
+		h := storeHarness(memory.NewStore())
+		h.Destinations = wrap(memory.NewDestinations())
+		return h
+	}
+}
+
+// lookUp reads ids one by one through Destination, keeping what it finds:
+// the broken readers below are built on it.
+func lookUp(ctx context.Context, d *memory.Destinations, ids []string, keep func(hookrelay.Destination) bool) ([]hookrelay.Destination, error) {
+	out := []hookrelay.Destination{}
+	for _, id := range ids {
+		if dest, err := d.Destination(ctx, id); err == nil && keep(dest) {
+			out = append(out, dest)
+		}
+	}
+	return out, nil
+}
+
+// repeatsIDs returns a destination once for every time its ID is asked for.
+type repeatsIDs struct{ *memory.Destinations }
+
+func (s *repeatsIDs) DestinationsByID(ctx context.Context, ids []string) ([]hookrelay.Destination, error) {
+	return lookUp(ctx, s.Destinations, ids, func(hookrelay.Destination) bool { return true })
+}
+
+// skipsSwitchedOff leaves out paused and disabled destinations.
+type skipsSwitchedOff struct{ *memory.Destinations }
+
+func (s *skipsSwitchedOff) DestinationsByID(ctx context.Context, ids []string) ([]hookrelay.Destination, error) {
+	all, err := s.Destinations.DestinationsByID(ctx, ids)
+	out := []hookrelay.Destination{}
+	for _, d := range all {
+		if !d.Paused && !d.Disabled {
+			out = append(out, d)
+		}
+	}
+	return out, err
+}
+
+// foldsCase matches IDs without regard to case, as a case-insensitive
+// collation would.
+type foldsCase struct{ *memory.Destinations }
+
+func (s *foldsCase) DestinationsByID(ctx context.Context, ids []string) ([]hookrelay.Destination, error) {
+	all, err := s.Destinations.DestinationsFor(ctx, hookrelay.DestinationsForParams{})
+	out := []hookrelay.Destination{}
+	for _, d := range all {
+		for _, id := range ids {
+			if strings.EqualFold(strings.TrimSpace(d.ID), id) {
+				out = append(out, d)
+				break
+			}
+		}
+	}
+	return out, err
+}
+
+// firstChunkOnly reads the first 512 IDs, as a store that forgot to loop
+// over its statements would.
+type firstChunkOnly struct{ *memory.Destinations }
+
+func (s *firstChunkOnly) DestinationsByID(ctx context.Context, ids []string) ([]hookrelay.Destination, error) {
+	return s.Destinations.DestinationsByID(ctx, ids[:min(len(ids), 512)])
+}
+
+// failsOnUnknown refuses the whole read when one ID has no destination.
+type failsOnUnknown struct{ *memory.Destinations }
+
+func (s *failsOnUnknown) DestinationsByID(ctx context.Context, ids []string) ([]hookrelay.Destination, error) {
+	out, err := s.Destinations.DestinationsByID(ctx, ids)
+	if err == nil && len(out) < len(ids) {
+		return nil, fmt.Errorf("%w: some of %d IDs", hookrelay.ErrDestinationNotFound, len(ids))
+	}
+	return out, err
+}
+
+// batchIgnoresContext reads even when the context is cancelled.
+type batchIgnoresContext struct{ *memory.Destinations }
+
+func (s *batchIgnoresContext) DestinationsByID(_ context.Context, ids []string) ([]hookrelay.Destination, error) {
+	return s.Destinations.DestinationsByID(context.Background(), ids)
+}
