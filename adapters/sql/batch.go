@@ -53,21 +53,16 @@ func (s *Store) RecordBatch(ctx context.Context, writes []hookrelay.LedgerWrite)
 		ops[i] = &all[i]
 	}
 	due := earliestRetry(writes, errs)
-	var err error
-	for range maxTxTries {
-		if s.dialect == Postgres {
-			err = s.recordBatchPipeline(ctx, ops, errs, due)
-		} else if s.dialect == SQLite {
-			err = s.inTx(ctx, "record batch", func(q querier) error { return s.recordBatchSQLite(ctx, q, ops, errs) })
-		} else {
-			err = s.inTx(ctx, "record batch", func(q querier) error { return s.recordBatchMySQL(ctx, q, ops, errs) })
+	err := retried(func() error {
+		switch s.dialect {
+		case Postgres:
+			return s.recordBatchPipeline(ctx, ops, errs, due)
+		case SQLite:
+			return s.inTx(ctx, "record batch", func(q querier) error { return s.recordBatchSQLite(ctx, q, ops, errs) })
+		default:
+			return s.inTx(ctx, "record batch", func(q querier) error { return s.recordBatchMySQL(ctx, q, ops, errs) })
 		}
-		var re *retryable
-		if !errors.As(err, &re) {
-			break
-		}
-		err = re.err
-	}
+	})
 	if err != nil {
 		return nil, err
 	}

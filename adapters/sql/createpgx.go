@@ -2,7 +2,6 @@ package hooksql
 
 import (
 	"context"
-	"errors"
 
 	"github.com/jackc/pgx/v5"
 
@@ -53,18 +52,23 @@ SELECT id FROM ins UNION ALL SELECT NULL FROM announce`
 func (s *Store) createPgx(ctx context.Context, ds []hookrelay.Delivery, rows []deliveryRow) ([]bool, error) {
 	first, order := firstOccurrences(ds)
 	query := s.q(insertUnnestPostgres)
-	var b pgx.Batch
+	var chunks [][]any
 	for rest := order; len(rest) > 0; {
 		n := chunkLen(ds, rest)
-		b.Queue(query, unnestArgs(rows, rest[:n], s.dueChannel())...)
+		chunks = append(chunks, unnestArgs(rows, rest[:n], s.dueChannel()))
 		rest = rest[n:]
 	}
 	var created []bool
-	var err error
-	for range maxTxTries {
+	err := retried(func() error {
 		created = make([]bool, len(ds))
-		err = s.withPgxConn(ctx, "create", func(c *pgx.Conn) error {
-			br := c.SendBatch(ctx, &b)
+		// A new batch for each try: pgx keeps what it learns of a
+		// statement on a connection in the batch's queued queries.
+		b := &pgx.Batch{}
+		for _, args := range chunks {
+			b.Queue(query, args...)
+		}
+		return s.withPgxConn(ctx, "create", func(c *pgx.Conn) error {
+			br := c.SendBatch(ctx, b)
 			for range b.Len() {
 				res, err := br.Query()
 				if err != nil {
@@ -90,12 +94,7 @@ func (s *Store) createPgx(ctx context.Context, ds []hookrelay.Delivery, rows []d
 			}
 			return nil
 		})
-		var re *retryable
-		if !errors.As(err, &re) {
-			break
-		}
-		err = re.err
-	}
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package hooksql
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -521,4 +522,32 @@ func queryColumnOn[T any](t *testing.T, q querier, query string, args ...any) []
 	}
 	require.NoError(t, rows.Err())
 	return out
+}
+
+// A transaction that lost a deadlock or serialization race is run again,
+// up to maxTxTries times in all; the error returned carries no retryable
+// mark, and any other error ends it at once.
+func TestRetriedRunsATransactionAgainOnlyAfterARetryableFailure(t *testing.T) {
+	lost := errors.New("deadlock detected")
+	calls := 0
+	err := retried(func() error {
+		calls++
+		if calls < 3 {
+			return &retryable{err: lost}
+		}
+		return nil
+	})
+	assert.NoError(t, err)
+	assert.Equal(t, 3, calls, "run until it succeeds")
+
+	calls = 0
+	err = retried(func() error { calls++; return &retryable{err: lost} })
+	assert.Equal(t, maxTxTries, calls, "bounded")
+	assert.Same(t, lost, err, "the last failure, unmarked")
+
+	calls = 0
+	other := errors.New("unique violation")
+	err = retried(func() error { calls++; return other })
+	assert.Equal(t, 1, calls, "any other failure is not run again")
+	assert.Same(t, other, err)
 }

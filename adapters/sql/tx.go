@@ -25,16 +25,26 @@ const maxTxTries = 4
 // have effects outside the transaction). fn returns its errors already
 // translated; inTx translates only its own begin and commit failures.
 func (s *Store) inTx(ctx context.Context, op string, fn func(q querier) error) error {
-	var err error
-	for range maxTxTries {
+	return retried(func() error {
 		switch {
 		case s.dialect == SQLite && s.txStmts:
-			err = s.inSQLiteStmtTx(ctx, op, fn)
+			return s.inSQLiteStmtTx(ctx, op, fn)
 		case s.dialect == SQLite:
-			err = s.inSQLiteTx(ctx, op, fn)
+			return s.inSQLiteTx(ctx, op, fn)
 		default:
-			err = s.inPoolTx(ctx, op, fn)
+			return s.inPoolTx(ctx, op, fn)
 		}
+	})
+}
+
+// retried runs tx, a whole transaction, again while it fails with a
+// *retryable error (a deadlock or serialization failure), up to maxTxTries
+// times in all, and returns the last error with the retryable mark taken
+// off.
+func retried(tx func() error) error {
+	var err error
+	for range maxTxTries {
+		err = tx()
 		var re *retryable
 		if !errors.As(err, &re) {
 			return err
