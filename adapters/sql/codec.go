@@ -80,6 +80,21 @@ func checkString(field, v string, required bool) error {
 	return nil
 }
 
+// lookupID is id as the argument of a read or change by ID. An ID no
+// record can have (checkString refuses it: empty, over the length limit,
+// not UTF-8, with a NUL) is looked for as "", which nothing has either
+// (every write refuses an empty ID), so the call answers exactly as for
+// an unknown ID on every dialect. PostgreSQL refuses bytes that are not
+// UTF-8, and NUL, in a text argument: such an ID, from a console URL, a
+// CLI argument or a message on a broker subject, was a database error
+// there and not found elsewhere.
+func lookupID(id string) string {
+	if checkString("ID", id, true) != nil {
+		return ""
+	}
+	return id
+}
+
 func badDelivery(field, problem string) error {
 	return &hookrelay.ValidationError{Err: hookrelay.ErrInvalidDelivery, Field: field, Problem: problem}
 }

@@ -69,7 +69,7 @@ func boolInt(b bool) int {
 
 // Destination implements hookrelay.Destinations.
 func (s *Store) Destination(ctx context.Context, id string) (hookrelay.Destination, error) {
-	d, err := scanDestination(s.db.QueryRowContext(ctx, s.q(`SELECT `+destinationCols+` FROM {dst} WHERE id = ?`), id))
+	d, err := scanDestination(s.db.QueryRowContext(ctx, s.q(`SELECT `+destinationCols+` FROM {dst} WHERE id = ?`), lookupID(id)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return hookrelay.Destination{}, fmt.Errorf("%w: %q", hookrelay.ErrDestinationNotFound, id)
 	}
@@ -188,14 +188,14 @@ func scanDestination(r scanner) (hookrelay.Destination, error) {
 // destination is a no-op and keeps the first reason.
 func (s *Store) Disable(ctx context.Context, p hookrelay.DisableParams) error {
 	return s.updateDestination(ctx, "disable destination", p.ID,
-		"UPDATE {dst} SET disabled = 1, disabled_reason = ? WHERE id = ? AND disabled = 0", cleanText(p.Reason), p.ID)
+		"UPDATE {dst} SET disabled = 1, disabled_reason = ? WHERE id = ? AND disabled = 0", cleanText(p.Reason), lookupID(p.ID))
 }
 
 // SetPaused pauses or resumes a destination. A paused destination's
 // deliveries are not sent and spend no attempts.
 func (s *Store) SetPaused(ctx context.Context, id string, paused bool) error {
 	if err := s.updateDestination(ctx, "pause destination", id,
-		"UPDATE {dst} SET paused = ? WHERE id = ?", boolInt(paused), id); err != nil {
+		"UPDATE {dst} SET paused = ? WHERE id = ?", boolInt(paused), lookupID(id)); err != nil {
 		return err
 	}
 	if !paused {
@@ -209,7 +209,7 @@ func (s *Store) SetPaused(ctx context.Context, id string, paused bool) error {
 // disabled_reason.
 func (s *Store) Enable(ctx context.Context, id string) error {
 	return s.updateDestination(ctx, "enable destination", id,
-		"UPDATE {dst} SET disabled = 0, disabled_reason = '' WHERE id = ?", id)
+		"UPDATE {dst} SET disabled = 0, disabled_reason = '' WHERE id = ?", lookupID(id))
 }
 
 // ListDestinations implements hookrelay.DestinationLister. It reads no URL,
@@ -251,7 +251,7 @@ func (s *Store) updateDestination(ctx context.Context, op, id, update string, ar
 		return nil
 	}
 	var one int
-	err = s.db.QueryRowContext(ctx, s.q("SELECT 1 FROM {dst} WHERE id = ?"), id).Scan(&one)
+	err = s.db.QueryRowContext(ctx, s.q("SELECT 1 FROM {dst} WHERE id = ?"), lookupID(id)).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%w: %q", hookrelay.ErrDestinationNotFound, id)
 	}

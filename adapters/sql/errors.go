@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -35,11 +38,36 @@ func (s *Store) dbErr(op string, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("hooksql: %s: %w", op, context.DeadlineExceeded)
 	}
-	e := fmt.Errorf("%w: %s: %s", ErrDatabase, op, redact(err.Error(), s.secrets))
+	e := fmt.Errorf("%w: %s: %s", ErrDatabase, printable(op), printable(redact(err.Error(), s.secrets)))
 	if isRetryable(err) {
 		return &retryable{err: e}
 	}
 	return e
+}
+
+// printable is s with every byte that is not UTF-8 written as \xNN and
+// every control character escaped as Go would quote it: an operation names
+// the ID it was given, and an error message is one line of text whatever
+// that ID holds.
+func printable(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for len(s) > 0 {
+		r, size := utf8.DecodeRuneInString(s)
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[0])
+		case unicode.IsControl(r):
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[:size])
+		}
+		s = s[size:]
+	}
+	return b.String()
 }
 
 // isRetryable reports a deadlock or serialization failure, after which the

@@ -97,7 +97,7 @@ func leaseRefused(err error) bool {
 // transaction: a locking read, then the update when it may run.
 func (s *Store) acquireLeaseIn(ctx context.Context, q querier, p hookrelay.AcquireLeaseParams, now, expires int64) (hookrelay.Claim, error) {
 	var leaseExpires sql.NullInt64
-	d, token, err := scanDelivery(q.QueryRowContext(ctx, s.q("SELECT "+selectDeliveryCols+", lease_expires_at FROM {d} WHERE id = ?"+s.lockSuffix(false)), p.ID), &leaseExpires)
+	d, token, err := scanDelivery(q.QueryRowContext(ctx, s.q("SELECT "+selectDeliveryCols+", lease_expires_at FROM {d} WHERE id = ?"+s.lockSuffix(false)), lookupID(p.ID)), &leaseExpires)
 	var de *DecodeError
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -163,7 +163,7 @@ func (s *Store) acquireLeasesPostgres(ctx context.Context, params []hookrelay.Ac
 			continue
 		}
 		entries = append(entries, entry{i: i, now: now, expires: expires})
-		stmts = append(stmts, stmtArgs{query: query, args: []any{p.ID, p.Holder, expires, now, p.ID, now, now}})
+		stmts = append(stmts, stmtArgs{query: query, args: []any{lookupID(p.ID), p.Holder, expires, now, lookupID(p.ID), now, now}})
 	}
 	// read judges one entry's row; it fails only for a store failure.
 	read := func(k int, r scanner) error {

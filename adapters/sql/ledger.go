@@ -255,7 +255,7 @@ func (s *Store) hasInsertReturning(ctx context.Context) (bool, error) {
 // Get implements hookrelay.Ledger. A row that cannot be decoded is
 // reported as a *DecodeError.
 func (s *Store) Get(ctx context.Context, id string) (hookrelay.Delivery, error) {
-	d, _, err := scanDelivery(s.db.QueryRowContext(ctx, s.q("SELECT "+selectDeliveryCols+" FROM {d} WHERE id = ?"), id))
+	d, _, err := scanDelivery(s.db.QueryRowContext(ctx, s.q("SELECT "+selectDeliveryCols+" FROM {d} WHERE id = ?"), lookupID(id)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return hookrelay.Delivery{}, fmt.Errorf("hooksql: get %q: %w", id, hookrelay.ErrNotFound)
 	}
@@ -272,7 +272,7 @@ func (s *Store) Get(ctx context.Context, id string) (hookrelay.Delivery, error) 
 // WasDelivered implements hookrelay.Ledger.
 func (s *Store) WasDelivered(ctx context.Context, id string) (bool, error) {
 	var state string
-	err := s.db.QueryRowContext(ctx, s.q("SELECT state FROM {d} WHERE id = ?"), id).Scan(&state)
+	err := s.db.QueryRowContext(ctx, s.q("SELECT state FROM {d} WHERE id = ?"), lookupID(id)).Scan(&state)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -290,7 +290,7 @@ func (s *Store) Attempts(ctx context.Context, id string) ([]hookrelay.Attempt, e
 		reason, status_code, detail, next_attempt_at, 0 AS kept, seq FROM {a} WHERE delivery_id = ?
 		UNION ALL SELECT id, delivering_attempt, delivering_started_at, delivering_finished_at, `+deliveredKind+`, last_outcome,
 		last_reason, delivering_status_code, COALESCE(delivering_detail, ''), NULL, 1, 0 FROM {d}
-		WHERE id = ? AND delivering_attempt IS NOT NULL ORDER BY 11, 12`), id, id)
+		WHERE id = ? AND delivering_attempt IS NOT NULL ORDER BY 11, 12`), lookupID(id), lookupID(id))
 	if err != nil {
 		return nil, s.dbErr("attempts "+id, err)
 	}
@@ -332,7 +332,7 @@ var deliveredKind = strconv.Itoa(int(hookrelay.KindDelivered))
 // if it does not.
 func (s *Store) exists(ctx context.Context, id string) error {
 	var one int
-	err := s.db.QueryRowContext(ctx, s.q("SELECT 1 FROM {d} WHERE id = ?"), id).Scan(&one)
+	err := s.db.QueryRowContext(ctx, s.q("SELECT 1 FROM {d} WHERE id = ?"), lookupID(id)).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("hooksql: delivery %q: %w", id, hookrelay.ErrNotFound)
 	}

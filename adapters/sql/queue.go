@@ -709,7 +709,8 @@ func (s *Store) endLease(ctx context.Context, op, id string, lease hookrelay.Lea
 		token   int64
 		expires sql.NullInt64
 	)
-	err := s.db.QueryRowContext(ctx, s.q("SELECT lease_token, lease_expires_at FROM {d} WHERE id = ?"), id).Scan(&token, &expires)
+	key := lookupID(id)
+	err := s.db.QueryRowContext(ctx, s.q("SELECT lease_token, lease_expires_at FROM {d} WHERE id = ?"), key).Scan(&token, &expires)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("hooksql: %s %q: %w", op, id, hookrelay.ErrNotFound)
@@ -720,7 +721,7 @@ func (s *Store) endLease(ctx context.Context, op, id string, lease hookrelay.Lea
 	case !expires.Valid:
 		return nil // the lease already ended
 	}
-	res, err := s.db.ExecContext(ctx, s.q(update+" WHERE id = ? AND lease_token = ?"), append(args, id, lease.Token)...)
+	res, err := s.db.ExecContext(ctx, s.q(update+" WHERE id = ? AND lease_token = ?"), append(args, key, lease.Token)...)
 	if err != nil {
 		return s.dbErr(op+" "+id, err)
 	}
@@ -731,7 +732,7 @@ func (s *Store) endLease(ctx context.Context, op, id string, lease hookrelay.Lea
 	}
 	// Nothing changed: a claim took the row over since the read, or (MySQL
 	// counts changed rows, not matched ones) the update was a no-op.
-	if err := s.db.QueryRowContext(ctx, s.q("SELECT lease_token FROM {d} WHERE id = ?"), id).Scan(&token); err != nil {
+	if err := s.db.QueryRowContext(ctx, s.q("SELECT lease_token FROM {d} WHERE id = ?"), key).Scan(&token); err != nil {
 		return s.dbErr(op+" "+id, err)
 	}
 	if token != lease.Token {

@@ -155,11 +155,12 @@ func (s *Store) RedriveDelivery(ctx context.Context, p hookrelay.RedriveDelivery
 		return hookrelay.Delivery{}, false, err
 	}
 	moved := false
+	key := lookupID(p.ID)
 	err = s.inTx(ctx, "redrive "+p.ID, func(q querier) error {
 		moved = false
 		var state string
 		var attempt int
-		err := q.QueryRowContext(ctx, s.q("SELECT state, attempt FROM {d} WHERE id = ?"+s.lockSuffix(false)), p.ID).Scan(&state, &attempt)
+		err := q.QueryRowContext(ctx, s.q("SELECT state, attempt FROM {d} WHERE id = ?"+s.lockSuffix(false)), key).Scan(&state, &attempt)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("hooksql: redrive %q: %w", p.ID, hookrelay.ErrNotFound)
 		}
@@ -170,13 +171,13 @@ func (s *Store) RedriveDelivery(ctx context.Context, p hookrelay.RedriveDelivery
 			return nil
 		}
 		var last sql.NullInt64
-		if err := q.QueryRowContext(ctx, s.q("SELECT MAX(number) FROM {a} WHERE delivery_id = ?"), p.ID).Scan(&last); err != nil {
+		if err := q.QueryRowContext(ctx, s.q("SELECT MAX(number) FROM {a} WHERE delivery_id = ?"), key).Scan(&last); err != nil {
 			return s.dbErr("redrive "+p.ID, err)
 		}
 		next := max(attempt, int(last.Int64)+1)
 		res, err := q.ExecContext(ctx, s.q("UPDATE {d} SET state = 'pending', attempt = ?, budget_start = ?, window_start = ?, next_attempt_at = ?, updated_at = ?,"+
 			" lease_token = lease_token + 1, lease_holder = '', lease_expires_at = NULL WHERE id = ? AND state = 'dead'"),
-			next, next, now, now, now, p.ID)
+			next, next, now, now, now, key)
 		if err != nil {
 			return s.dbErr("redrive "+p.ID, err)
 		}
@@ -297,7 +298,7 @@ func (s *Store) readAudit(ctx context.Context, q querier, id string, lock bool) 
 	if lock {
 		suffix = s.lockSuffix(false)
 	}
-	a, err := scanAudit(q.QueryRowContext(ctx, s.q("SELECT "+auditCols+" FROM {r} WHERE id = ?"+suffix), id))
+	a, err := scanAudit(q.QueryRowContext(ctx, s.q("SELECT "+auditCols+" FROM {r} WHERE id = ?"+suffix), lookupID(id)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return hookrelay.RedriveAudit{}, fmt.Errorf("hooksql: %w: %q", hookrelay.ErrRedriveNotFound, id)
 	}

@@ -358,7 +358,7 @@ func (s *Store) AttemptSummary(ctx context.Context, id string) (hookrelay.Attemp
 		outcome, reason sql.NullString
 	)
 	err := s.db.QueryRowContext(ctx, s.q(`SELECT s.attempts, s.first_started_at, s.last_finished_at, s.last_status_code, s.last_outcome, s.last_reason
-		FROM {d} d LEFT JOIN {sum} s ON s.delivery_id = d.id WHERE d.id = ?`), id).Scan(&n, &first, &last, &status, &outcome, &reason)
+		FROM {d} d LEFT JOIN {sum} s ON s.delivery_id = d.id WHERE d.id = ?`), lookupID(id)).Scan(&n, &first, &last, &status, &outcome, &reason)
 	if errors.Is(err, sql.ErrNoRows) {
 		return sum, fmt.Errorf("hooksql: attempt summary %q: %w", id, hookrelay.ErrNotFound)
 	}

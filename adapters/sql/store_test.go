@@ -551,3 +551,15 @@ func TestRetriedRunsATransactionAgainOnlyAfterARetryableFailure(t *testing.T) {
 	assert.Equal(t, 1, calls, "any other failure is not run again")
 	assert.Same(t, other, err)
 }
+
+// A database error is one line of valid UTF-8 whatever the operation's
+// input held: bytes that are not UTF-8 as \xNN, control characters escaped
+// as Go quotes them, the rest (accents included) as it was; and the DSN
+// password is still redacted from the driver's text.
+func TestDatabaseErrorsArePrintable(t *testing.T) {
+	s := &Store{secrets: []string{"s3cret-pw"}}
+	err := s.dbErr("get caf\u00e9\xff\x00\nforged: line", errors.New("password=s3cret-pw\x1b[31m failed\r\n"))
+	require.ErrorIs(t, err, ErrDatabase)
+	assert.Equal(t, `hooksql: database error: get café\xff\x00\nforged: line: password=[redacted]\x1b[31m failed\r\n`, err.Error())
+	assert.Equal(t, "plain text, é", printable("plain text, é"), "printable text is kept as it is")
+}
