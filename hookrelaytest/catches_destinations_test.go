@@ -2,8 +2,10 @@ package hookrelaytest_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/adapters/memory"
@@ -96,4 +98,27 @@ type batchIgnoresContext struct{ *memory.Destinations }
 
 func (s *batchIgnoresContext) DestinationsByID(_ context.Context, ids []string) ([]hookrelay.Destination, error) {
 	return s.Destinations.DestinationsByID(context.Background(), ids)
+}
+
+// rawIDInError names an unknown destination in its error as it was given,
+// unquoted, so an ID with a line break splits the log line.
+type rawIDInError struct{ *memory.Destinations }
+
+func (s *rawIDInError) Destination(ctx context.Context, id string) (hookrelay.Destination, error) {
+	d, err := s.Destinations.Destination(ctx, id)
+	if errors.Is(err, hookrelay.ErrDestinationNotFound) {
+		return d, fmt.Errorf("%w: %s", hookrelay.ErrDestinationNotFound, id)
+	}
+	return d, err
+}
+
+// refusesUnstorableIDs answers a read by an ID that is not UTF-8 with a
+// store failure, as a PostgreSQL store handing it to the server does.
+type refusesUnstorableIDs struct{ *memory.Store }
+
+func (s *refusesUnstorableIDs) Get(ctx context.Context, id string) (hookrelay.Delivery, error) {
+	if !utf8.ValidString(id) {
+		return hookrelay.Delivery{}, errors.New("database error: invalid byte sequence for encoding UTF8")
+	}
+	return s.Store.Get(ctx, id)
 }

@@ -337,6 +337,16 @@ var brokenStores = []brokenStore{
 		harness:  batchReaderHarness(func(d *memory.Destinations) hookrelaytest.DestinationStore { return &batchIgnoresContext{d} }),
 		caughtBy: []string{"DestinationBatchReader/CancelledContextIsRefused"},
 	},
+	{
+		name:     "UnknownDestinationNamedUnquoted",
+		harness:  batchReaderHarness(func(d *memory.Destinations) hookrelaytest.DestinationStore { return &rawIDInError{d} }),
+		caughtBy: []string{"UnstorableIDs/Destinations"},
+	},
+	{
+		name:     "UnstorableIDIsAStoreFailure",
+		harness:  func() hookrelaytest.Harness { return storeHarness(&refusesUnstorableIDs{Store: memory.NewStore()}) },
+		caughtBy: []string{"UnstorableIDs/Ledger"},
+	},
 }
 
 // brokenStoreEnv names the broken store TestBrokenStore runs the suite on.

@@ -84,6 +84,7 @@ func Run(t *testing.T, newHarness NewHarness) {
 	t.Run("Redrive", func(t *testing.T) { RunRedrive(t, newHarness) })
 	t.Run("Publish", func(t *testing.T) { RunPublish(t, newHarness) })
 	t.Run("DestinationBatchReader", func(t *testing.T) { RunDestinationBatchReader(t, newHarness) })
+	t.Run("UnstorableIDs", func(t *testing.T) { RunUnstorableIDs(t, newHarness) })
 	t.Run("Retention", func(t *testing.T) { RunRetention(t, newHarness) })
 	t.Run("UnpublishedRecovery", func(t *testing.T) { RunUnpublishedRecovery(t, newHarness) })
 	t.Run("DestinationGuard", func(t *testing.T) { RunDestinationGuard(t, newHarness) })
