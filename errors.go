@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/hookrelay/hookrelay/internal/errtext"
 )
 
 // Sentinel errors returned by the core and translated to by adapters at
@@ -127,7 +129,7 @@ func (e *OpError) Error() string {
 		return fmt.Sprintf("hookrelay: %s: %v", e.Op, e.Err)
 	}
 	id := e.DeliveryID
-	if len(id) > quoteMax { // a caller's over-long ID: name it by a prefix
+	if !errtext.Plain(id) { // a caller's over-long or odd ID: quoted, by a prefix
 		id = quote(id)
 	}
 	return fmt.Sprintf("hookrelay: %s %s: %v", e.Op, id, e.Err)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/hookrelay/hookrelay/internal/errtext"
 )
 
 // MaxEventTypeBytes bounds an event type and an event-type pattern.
@@ -91,14 +93,4 @@ func eventTypePatternProblem(p string) string {
 
 // quotePrefix quotes at most the first 40 bytes of s (cut on a rune
 // boundary), so an error never echoes a long input.
-func quotePrefix(s string) string {
-	const limit = 40
-	if len(s) <= limit {
-		return fmt.Sprintf("%q", s)
-	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%q…", s[:cut])
-}
+func quotePrefix(s string) string { return errtext.QuoteN(s, 40) }

@@ -3,7 +3,8 @@ package hookrelay
 import (
 	"errors"
 	"fmt"
-	"unicode/utf8"
+
+	"github.com/hookrelay/hookrelay/internal/errtext"
 )
 
 // Bounds of EnqueueParams.Scope, checked by Client.Prepare (and so by
@@ -18,22 +19,10 @@ const (
 	MaxScopeValueBytes = 1024
 )
 
-// quoteMax is how much of an input an error message quotes.
-const quoteMax = 64
-
-// quote returns s quoted for an error message: at most its first quoteMax
-// bytes (cut on a rune boundary, "…" marking the cut), so that an
-// over-long input cannot make an over-long error.
-func quote(s string) string {
-	if len(s) <= quoteMax {
-		return fmt.Sprintf("%q", s)
-	}
-	cut := quoteMax
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%q…", s[:cut])
-}
+// quote returns s quoted for an error message: at most its first
+// errtext.QuoteMax bytes, so that an over-long input cannot make an
+// over-long error.
+func quote(s string) string { return errtext.Quote(s) }
 
 // checkScope refuses a Scope over MaxScopeLabels labels, or with a key or
 // value over its size limit; the error names the label by a short prefix
