@@ -11,20 +11,26 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/internal/errtext"
 )
 
 // unstorableIDs are IDs no store can hold (not UTF-8, a NUL byte, over
-// 255 bytes) and one it can that a careless error message would print
-// raw (a line break). IDs like these reach a store from outside: a URL of
-// the console, a CLI argument, a message on a broker subject.
-var unstorableIDs = []string{"\xff\xfe", "nul\x00inside", strings.Repeat("x", 256), "line\nbreak\r"}
+// 255 bytes, 64 KiB) and one it can that a careless error message would
+// print raw (a line break). IDs like these reach a store from outside: a
+// URL of the console, a CLI argument, a message on a broker subject.
+var unstorableIDs = []string{"\xff\xfe", "nul\x00inside", strings.Repeat("x", 256), strings.Repeat("y", 64<<10), "line\nbreak\r"}
+
+// maxErrorBytes bounds an error message that names an ID: an error quotes
+// a prefix of a long input, not all of it.
+const maxErrorBytes = 1024
 
 // RunUnstorableIDs checks that every read or change by ID treats an ID no
 // record could have exactly as it treats an unknown one (the same
 // not-found error, or the same empty answer), on the Ledger, the
 // Destinations and the abilities the harness has (DestinationEnabler,
 // DestinationBatchReader, LeaseLedger, RedriveLedger); and that an error
-// naming such an ID prints it quoted: valid UTF-8, no control character.
+// naming such an ID prints it quoted: valid UTF-8, no control character,
+// and a long one cut (at most maxErrorBytes in all).
 // A store that hands such an ID to a database refusing it (PostgreSQL
 // refuses bytes that are not UTF-8, and NUL) answers a database error
 // instead.
@@ -47,11 +53,12 @@ func RunUnstorableIDs(t *testing.T, newHarness NewHarness) {
 			}
 			return "another error"
 		}
-		assert.Equal(t, kind(want), kind(got), "%s %q answers as for an unknown ID; got %v", what, id, got)
+		assert.Equal(t, kind(want), kind(got), "%s %s answers as for an unknown ID; got %.200v", what, errtext.Quote(id), got)
 		if got != nil {
 			msg := got.Error()
-			assert.True(t, utf8.ValidString(msg), "%s %q: the error is not valid UTF-8: %q", what, id, msg)
-			assert.False(t, strings.ContainsFunc(msg, unicode.IsControl), "%s %q: the error holds a control character: %q", what, id, msg)
+			assert.True(t, utf8.ValidString(msg), "%s %s: the error is not valid UTF-8: %s", what, errtext.Quote(id), errtext.QuoteN(msg, 200))
+			assert.False(t, strings.ContainsFunc(msg, unicode.IsControl), "%s %s: the error holds a control character: %s", what, errtext.Quote(id), errtext.QuoteN(msg, 200))
+			assert.LessOrEqual(t, len(msg), maxErrorBytes, "%s of a %d-byte ID: the error is %d bytes", what, len(id), len(msg))
 		}
 	}
 
@@ -65,10 +72,10 @@ func RunUnstorableIDs(t *testing.T, newHarness NewHarness) {
 			same(t, "Get", id, want, err, hookrelay.ErrNotFound)
 			delivered, err := h.Ledger.WasDelivered(ctx, id)
 			same(t, "WasDelivered", id, wantWas, err, hookrelay.ErrNotFound)
-			assert.Equal(t, wantDelivered, delivered, "WasDelivered %q", id)
+			assert.Equal(t, wantDelivered, delivered, "WasDelivered %s", errtext.Quote(id))
 			attempts, err := h.Ledger.Attempts(ctx, id)
 			same(t, "Attempts", id, wantA, err, hookrelay.ErrNotFound)
-			assert.Len(t, attempts, len(wantAttempts), "Attempts %q", id)
+			assert.Len(t, attempts, len(wantAttempts), "Attempts %s", errtext.Quote(id))
 		}
 	})
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/internal/errtext"
 )
 
 // Destinations is an in-memory hookrelay.Destinations. It is safe for
@@ -63,15 +64,15 @@ func (s *Destinations) Put(ctx context.Context, d hookrelay.Destination) error {
 		return fmt.Errorf("hookrelay/memory: destination ID must not be empty")
 	}
 	if err := hookrelay.ValidateEventTypes(d.EventTypes); err != nil {
-		return fmt.Errorf("hookrelay/memory: destination %q: %w", d.ID, err)
+		return fmt.Errorf("hookrelay/memory: destination %s: %w", errtext.Quote(d.ID), err)
 	}
 	if d.Policy != nil {
 		if err := d.Policy.Validate(); err != nil {
-			return fmt.Errorf("hookrelay/memory: destination %q: %w", d.ID, err)
+			return fmt.Errorf("hookrelay/memory: destination %s: %w", errtext.Quote(d.ID), err)
 		}
 	}
 	if err := d.ValidateLimits(); err != nil {
-		return fmt.Errorf("hookrelay/memory: destination %q: %w", d.ID, err)
+		return fmt.Errorf("hookrelay/memory: destination %s: %w", errtext.Quote(d.ID), err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -88,7 +89,7 @@ func (s *Destinations) Destination(ctx context.Context, id string) (hookrelay.De
 	defer s.mu.RUnlock()
 	d, ok := s.m[id]
 	if !ok {
-		return hookrelay.Destination{}, fmt.Errorf("%w: %q", hookrelay.ErrDestinationNotFound, id)
+		return hookrelay.Destination{}, fmt.Errorf("%w: %s", hookrelay.ErrDestinationNotFound, errtext.Quote(id))
 	}
 	return cloneDestination(d), nil
 }
@@ -155,7 +156,7 @@ func (s *Destinations) update(id string, f func(*hookrelay.Destination)) error {
 	defer s.mu.Unlock()
 	d, ok := s.m[id]
 	if !ok {
-		return fmt.Errorf("%w: %q", hookrelay.ErrDestinationNotFound, id)
+		return fmt.Errorf("%w: %s", hookrelay.ErrDestinationNotFound, errtext.Quote(id))
 	}
 	f(&d)
 	s.m[id] = d

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/internal/errtext"
 )
 
 var (
@@ -124,7 +125,7 @@ func (s *Store) CreateRedriveAudit(ctx context.Context, a hookrelay.RedriveAudit
 		s.audits = map[string]*hookrelay.RedriveAudit{}
 	}
 	if _, ok := s.audits[a.ID]; ok {
-		return fmt.Errorf("hookrelay/memory: redrive audit %q already exists", a.ID)
+		return fmt.Errorf("hookrelay/memory: redrive audit %s already exists", errtext.Quote(a.ID))
 	}
 	a = cloneAudit(a)
 	s.audits[a.ID] = &a
@@ -140,7 +141,7 @@ func (s *Store) RedriveAudit(ctx context.Context, id string) (hookrelay.RedriveA
 	defer s.mu.Unlock()
 	a, ok := s.audits[id]
 	if !ok {
-		return hookrelay.RedriveAudit{}, fmt.Errorf("%w: %q", hookrelay.ErrRedriveNotFound, id)
+		return hookrelay.RedriveAudit{}, fmt.Errorf("%w: %s", hookrelay.ErrRedriveNotFound, errtext.Quote(id))
 	}
 	return cloneAudit(*a), nil
 }
@@ -154,7 +155,7 @@ func (s *Store) UpdateRedriveAudit(ctx context.Context, u hookrelay.RedriveAudit
 	defer s.mu.Unlock()
 	a, ok := s.audits[u.ID]
 	if !ok {
-		return hookrelay.RedriveAudit{}, fmt.Errorf("%w: %q", hookrelay.ErrRedriveNotFound, u.ID)
+		return hookrelay.RedriveAudit{}, fmt.Errorf("%w: %s", hookrelay.ErrRedriveNotFound, errtext.Quote(u.ID))
 	}
 	u.Apply(a)
 	return cloneAudit(*a), nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/internal/errtext"
 )
 
 // recordBatchMySQL is RecordBatch's transaction on MySQL and MariaDB, in a
@@ -47,7 +48,7 @@ func (s *Store) recordBatchMySQL(ctx context.Context, q querier, ops []*fencedOp
 		o := ops[i]
 		r, ok := rows[o.f.id]
 		if !ok {
-			errs[i] = fmt.Errorf("hooksql: %s %q: %w", o.op, o.f.id, hookrelay.ErrNotFound)
+			errs[i] = fmt.Errorf("hooksql: %s %s: %w", o.op, errtext.Quote(o.f.id), hookrelay.ErrNotFound)
 			continue
 		}
 		switch err := o.f.check(o.op, r.state, r.token, r.attempt, r.ended); err {
@@ -71,7 +72,7 @@ func (s *Store) recordBatchMySQL(ctx context.Context, q querier, ops []*fencedOp
 	for _, i := range others {
 		o := ops[i]
 		if _, err := q.ExecContext(ctx, s.q("UPDATE {d} SET "+o.set+" WHERE id = ?"), append(slices.Clone(o.setArgs()), o.f.id)...); err != nil {
-			return s.dbErr(o.op+" "+o.f.id, err)
+			return s.dbErr(o.op+" "+errtext.Quote(o.f.id), err)
 		}
 	}
 	if err := s.insertAttempts(ctx, q, ops, written); err != nil {

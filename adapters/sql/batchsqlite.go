@@ -3,6 +3,8 @@ package hooksql
 import (
 	"context"
 	"slices"
+
+	"github.com/hookrelay/hookrelay/internal/errtext"
 )
 
 // recordBatchSQLite is RecordBatch's transaction on SQLite: per write, the
@@ -25,17 +27,17 @@ func (s *Store) recordBatchSQLite(ctx context.Context, q querier, ops []*fencedO
 			" AND state = 'pending' AND lease_expires_at IS NOT NULL AND (? = 0 OR attempt = ?)"),
 			append(slices.Clone(o.setArgs()), f.id, f.lease.Token, f.attempt, f.attempt)...)
 		if err != nil {
-			return s.dbErr(o.op+" "+f.id, err)
+			return s.dbErr(o.op+" "+errtext.Quote(f.id), err)
 		}
 		n, err := res.RowsAffected()
 		if err != nil {
-			return s.dbErr(o.op+" "+f.id, err)
+			return s.dbErr(o.op+" "+errtext.Quote(f.id), err)
 		}
 		if n > 0 {
 			errs[i] = nil
 			if o.hasAttempt {
 				if _, err := q.ExecContext(ctx, s.qp("INSERT INTO {a} ("+insertAttemptCols+") VALUES (?,?,?,?,?,?,?,?,?,?)"), o.attempt.args()...); err != nil {
-					return s.dbErr(o.op+" "+f.id+": attempt", err)
+					return s.dbErr(o.op+" "+errtext.Quote(f.id)+": attempt", err)
 				}
 			}
 			continue

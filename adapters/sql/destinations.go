@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/internal/errtext"
 )
 
 // Put adds or replaces a destination; the next attempt to it sees the
@@ -23,18 +24,18 @@ func (s *Store) Put(ctx context.Context, d hookrelay.Destination) error {
 		return fmt.Errorf("hooksql: put destination: %w", err)
 	}
 	if err := checkString("TenantID", d.TenantID, false); err != nil {
-		return fmt.Errorf("hooksql: put destination %q: %w", d.ID, err)
+		return fmt.Errorf("hooksql: put destination %s: %w", errtext.Quote(d.ID), err)
 	}
 	if d.Policy != nil {
 		if err := d.Policy.Validate(); err != nil {
-			return fmt.Errorf("hooksql: put destination %q: %w", d.ID, err)
+			return fmt.Errorf("hooksql: put destination %s: %w", errtext.Quote(d.ID), err)
 		}
 	}
 	if err := hookrelay.ValidateEventTypes(d.EventTypes); err != nil {
-		return fmt.Errorf("hooksql: put destination %q: %w", d.ID, err)
+		return fmt.Errorf("hooksql: put destination %s: %w", errtext.Quote(d.ID), err)
 	}
 	if err := d.ValidateLimits(); err != nil {
-		return fmt.Errorf("hooksql: put destination %q: %w", d.ID, err)
+		return fmt.Errorf("hooksql: put destination %s: %w", errtext.Quote(d.ID), err)
 	}
 	secrets, err1 := json.Marshal(d.Secrets)
 	headers, err2 := json.Marshal(d.Headers)
@@ -43,18 +44,18 @@ func (s *Store) Put(ctx context.Context, d hookrelay.Destination) error {
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		// json.Marshal of strings cannot fail; say which field, never its
 		// value.
-		return fmt.Errorf("hooksql: put destination %q: cannot encode secrets, headers, policy or event types", d.ID)
+		return fmt.Errorf("hooksql: put destination %s: cannot encode secrets, headers, policy or event types", errtext.Quote(d.ID))
 	}
 	return s.inTx(ctx, "put destination", func(q querier) error {
 		if _, err := q.ExecContext(ctx, s.q("DELETE FROM {dst} WHERE id = ?"), d.ID); err != nil {
-			return s.dbErr("put destination "+d.ID, err)
+			return s.dbErr("put destination "+errtext.Quote(d.ID), err)
 		}
 		if _, err := q.ExecContext(ctx, s.q(`INSERT INTO {dst} (id, tenant_id, url, secrets, headers, policy,
 			max_concurrency, timeout_ns, paused, disabled, disabled_reason, event_types, max_per_second) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`),
 			d.ID, d.TenantID, cleanText(d.URL), string(secrets), string(headers), string(policy),
 			d.MaxConcurrency, int64(d.Timeout), boolInt(d.Paused), boolInt(d.Disabled), cleanText(d.DisabledReason),
 			string(eventTypes), d.MaxPerSecond); err != nil {
-			return s.dbErr("put destination "+d.ID, err)
+			return s.dbErr("put destination "+errtext.Quote(d.ID), err)
 		}
 		return nil
 	})
@@ -71,10 +72,10 @@ func boolInt(b bool) int {
 func (s *Store) Destination(ctx context.Context, id string) (hookrelay.Destination, error) {
 	d, err := scanDestination(s.db.QueryRowContext(ctx, s.q(`SELECT `+destinationCols+` FROM {dst} WHERE id = ?`), lookupID(id)))
 	if errors.Is(err, sql.ErrNoRows) {
-		return hookrelay.Destination{}, fmt.Errorf("%w: %q", hookrelay.ErrDestinationNotFound, id)
+		return hookrelay.Destination{}, fmt.Errorf("%w: %s", hookrelay.ErrDestinationNotFound, errtext.Quote(id))
 	}
 	if err != nil {
-		return hookrelay.Destination{}, s.destinationErr("destination "+id, err)
+		return hookrelay.Destination{}, s.destinationErr("destination "+errtext.Quote(id), err)
 	}
 	return d, nil
 }
@@ -243,17 +244,17 @@ func (s *Store) ListDestinations(ctx context.Context) ([]hookrelay.DestinationSt
 func (s *Store) updateDestination(ctx context.Context, op, id, update string, args ...any) error {
 	res, err := s.db.ExecContext(ctx, s.q(update), args...)
 	if err != nil {
-		return s.dbErr(op+" "+id, err)
+		return s.dbErr(op+" "+errtext.Quote(id), err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return s.dbErr(op+" "+id, err)
+		return s.dbErr(op+" "+errtext.Quote(id), err)
 	} else if n > 0 {
 		return nil
 	}
 	var one int
 	err = s.db.QueryRowContext(ctx, s.q("SELECT 1 FROM {dst} WHERE id = ?"), lookupID(id)).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("%w: %q", hookrelay.ErrDestinationNotFound, id)
+		return fmt.Errorf("%w: %s", hookrelay.ErrDestinationNotFound, errtext.Quote(id))
 	}
-	return s.dbErr(op+" "+id, err)
+	return s.dbErr(op+" "+errtext.Quote(id), err)
 }

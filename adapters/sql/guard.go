@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/internal/errtext"
 )
 
 var _ hookrelay.DestinationGuard = (*Store)(nil)
@@ -57,12 +58,12 @@ func (s *Store) UpdateGuard(ctx context.Context, p hookrelay.UpdateGuardParams) 
 				insert += " ON CONFLICT (destination_id) DO NOTHING"
 			}
 			if _, err := q.ExecContext(ctx, s.q(insert), p.DestinationID, zeroTime, zeroTime, zeroTime, zeroTime, zeroTime, zeroTime); err != nil {
-				return s.dbErr("update guard "+p.DestinationID, err)
+				return s.dbErr("update guard "+errtext.Quote(p.DestinationID), err)
 			}
 			g, err = scanGuard(q.QueryRowContext(ctx, read, p.DestinationID))
 		}
 		if err != nil {
-			return s.dbErr("update guard "+p.DestinationID, err)
+			return s.dbErr("update guard "+errtext.Quote(p.DestinationID), err)
 		}
 		g = p.Update(g)
 		g.DestinationID = p.DestinationID
@@ -82,7 +83,7 @@ func (s *Store) UpdateGuard(ctx context.Context, p hookrelay.UpdateGuardParams) 
 			cleanText(g.Probe), times[4], times[5], p.DestinationID}
 		if _, err := q.ExecContext(ctx, s.q("UPDATE {g} SET tokens = ?, refilled_at = ?, limited_until = ?, held_until = ?,"+
 			" failures = ?, circuit = ?, open_until = ?, probe = ?, failing_since = ?, claimable_at = ? WHERE destination_id = ?"), args...); err != nil {
-			return s.dbErr("update guard "+p.DestinationID, err)
+			return s.dbErr("update guard "+errtext.Quote(p.DestinationID), err)
 		}
 		out = g
 		return nil

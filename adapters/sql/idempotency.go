@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hookrelay/hookrelay/adapters/http/recipient"
+	"github.com/hookrelay/hookrelay/internal/errtext"
 )
 
 // IdempotencyStore is the recipient kit's recipient.IdempotencyStore on the
@@ -104,7 +105,7 @@ func (i *IdempotencyStore) Begin(ctx context.Context, p recipient.BeginParams) (
 				resp.Body = []byte{}
 			}
 			if err := json.Unmarshal([]byte(header), &resp.Header); err != nil {
-				return recipient.BeginResult{}, fmt.Errorf("hooksql: idempotency record %q: stored header is not valid JSON", p.Key)
+				return recipient.BeginResult{}, fmt.Errorf("hooksql: idempotency record %s: stored header is not valid JSON", errtext.Quote(p.Key))
 			}
 			return recipient.BeginResult{State: recipient.StateCompleted, Response: resp, BodyHash: bodyHash}, nil
 		case p.Now.Before(decTime(started).Add(p.StaleAfter)):
@@ -123,7 +124,7 @@ func (i *IdempotencyStore) Begin(ctx context.Context, p recipient.BeginParams) (
 			return recipient.BeginResult{State: recipient.StateStarted, Token: token}, nil
 		}
 	}
-	return recipient.BeginResult{}, fmt.Errorf("%w: idempotency begin %q: the record kept changing; try again", ErrDatabase, p.Key)
+	return recipient.BeginResult{}, fmt.Errorf("%w: idempotency begin %s: the record kept changing; try again", ErrDatabase, errtext.Quote(p.Key))
 }
 
 // Complete implements recipient.IdempotencyStore.
@@ -135,7 +136,7 @@ func (i *IdempotencyStore) Complete(ctx context.Context, p recipient.CompletePar
 	}
 	header, err := json.Marshal(p.Response.Header)
 	if err != nil {
-		return fmt.Errorf("hooksql: idempotency complete %q: cannot encode the response header", p.Key)
+		return fmt.Errorf("hooksql: idempotency complete %s: cannot encode the response header", errtext.Quote(p.Key))
 	}
 	var body any
 	if p.Response.Body != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/internal/errtext"
 )
 
 var _ hookrelay.LeaseLedger = (*Store)(nil)
@@ -20,7 +21,7 @@ var _ hookrelay.LeaseLedger = (*Store)(nil)
 func (s *Store) AcquireLease(ctx context.Context, p hookrelay.AcquireLeaseParams) (hookrelay.Claim, error) {
 	if s.dialect == Postgres {
 		// Its input is checked there, as each entry of a batch's.
-		claims, errs, err := s.acquireLeasesPostgres(ctx, []hookrelay.AcquireLeaseParams{p}, "acquire lease "+p.ID)
+		claims, errs, err := s.acquireLeasesPostgres(ctx, []hookrelay.AcquireLeaseParams{p}, "acquire lease "+errtext.Quote(p.ID))
 		if err != nil {
 			return hookrelay.Claim{}, err
 		}
@@ -101,18 +102,18 @@ func (s *Store) acquireLeaseIn(ctx context.Context, q querier, p hookrelay.Acqui
 	var de *DecodeError
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return hookrelay.Claim{}, fmt.Errorf("hooksql: acquire lease %q: %w", p.ID, hookrelay.ErrNotFound)
+		return hookrelay.Claim{}, fmt.Errorf("hooksql: acquire lease %s: %w", errtext.Quote(p.ID), hookrelay.ErrNotFound)
 	case errors.As(err, &de):
 		return hookrelay.Claim{}, err
 	case err != nil:
-		return hookrelay.Claim{}, s.dbErr("acquire lease "+p.ID, err)
+		return hookrelay.Claim{}, s.dbErr("acquire lease "+errtext.Quote(p.ID), err)
 	}
 	if err := refusal(p, d, leaseExpires, now); err != nil {
 		return hookrelay.Claim{}, err
 	}
 	if _, err := q.ExecContext(ctx, s.q("UPDATE {d} SET lease_token = lease_token + 1, lease_holder = ?, lease_expires_at = ?, touched_at = ? WHERE id = ?"),
 		p.Holder, expires, now, p.ID); err != nil {
-		return hookrelay.Claim{}, s.dbErr("acquire lease "+p.ID, err)
+		return hookrelay.Claim{}, s.dbErr("acquire lease "+errtext.Quote(p.ID), err)
 	}
 	return hookrelay.Claim{Delivery: d, Lease: hookrelay.Lease{Token: token + 1, Holder: p.Holder, ExpiresAt: decTime(expires)}}, nil
 }
@@ -122,9 +123,9 @@ func (s *Store) acquireLeaseIn(ctx context.Context, q querier, p hookrelay.Acqui
 func refusal(p hookrelay.AcquireLeaseParams, d hookrelay.Delivery, leaseExpires sql.NullInt64, now int64) error {
 	switch {
 	case d.State != hookrelay.StatePending:
-		return fmt.Errorf("hooksql: acquire lease %q: delivery is %s: %w", p.ID, d.State, hookrelay.ErrInvalidState)
+		return fmt.Errorf("hooksql: acquire lease %s: delivery is %s: %w", errtext.Quote(p.ID), d.State, hookrelay.ErrInvalidState)
 	case leaseExpires.Valid && leaseExpires.Int64 > now:
-		return fmt.Errorf("hooksql: acquire lease %q: another holder's lease is live: %w", p.ID, hookrelay.ErrLeaseLost)
+		return fmt.Errorf("hooksql: acquire lease %s: another holder's lease is live: %w", errtext.Quote(p.ID), hookrelay.ErrLeaseLost)
 	case d.NextAttemptAt.After(p.Now):
 		return &hookrelay.NotDueError{ID: p.ID, At: d.NextAttemptAt}
 	}
@@ -174,7 +175,7 @@ func (s *Store) acquireLeasesPostgres(ctx context.Context, params []hookrelay.Ac
 		var de *DecodeError
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			errs[e.i] = fmt.Errorf("hooksql: acquire lease %q: %w", p.ID, hookrelay.ErrNotFound)
+			errs[e.i] = fmt.Errorf("hooksql: acquire lease %s: %w", errtext.Quote(p.ID), hookrelay.ErrNotFound)
 		case errors.As(err, &de):
 			errs[e.i] = err
 		case err != nil:
@@ -186,7 +187,7 @@ func (s *Store) acquireLeasesPostgres(ctx context.Context, params []hookrelay.Ac
 		default:
 			errs[e.i] = refusal(p, d, leaseExpires, e.now)
 			if errs[e.i] == nil { // the statement and the record disagree: not expected
-				errs[e.i] = fmt.Errorf("hooksql: acquire lease %q: not leased: %w", p.ID, ErrDatabase)
+				errs[e.i] = fmt.Errorf("hooksql: acquire lease %s: not leased: %w", errtext.Quote(p.ID), ErrDatabase)
 			}
 		}
 		return nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/internal/errtext"
 )
 
 // Create implements hookrelay.Ledger: it stores new pending deliveries,
@@ -89,11 +90,8 @@ func (s *Store) encodeAll(deliveries []hookrelay.Delivery) ([]deliveryRow, error
 	for i, d := range deliveries {
 		r, err := s.encodeDelivery(d)
 		if err != nil {
-			id := d.ID // quote a prefix only: the ID may be what was refused
-			if len(id) > 40 {
-				id = id[:40] + "…"
-			}
-			return nil, fmt.Errorf("hooksql: create deliveries[%d] (id %q): %w", i, id, err)
+			// A prefix only: the ID may be what was refused.
+			return nil, fmt.Errorf("hooksql: create deliveries[%d] (id %s): %w", i, errtext.QuoteN(d.ID, 40), err)
 		}
 		rows[i] = r
 	}
@@ -257,14 +255,14 @@ func (s *Store) hasInsertReturning(ctx context.Context) (bool, error) {
 func (s *Store) Get(ctx context.Context, id string) (hookrelay.Delivery, error) {
 	d, _, err := scanDelivery(s.db.QueryRowContext(ctx, s.q("SELECT "+selectDeliveryCols+" FROM {d} WHERE id = ?"), lookupID(id)))
 	if errors.Is(err, sql.ErrNoRows) {
-		return hookrelay.Delivery{}, fmt.Errorf("hooksql: get %q: %w", id, hookrelay.ErrNotFound)
+		return hookrelay.Delivery{}, fmt.Errorf("hooksql: get %s: %w", errtext.Quote(id), hookrelay.ErrNotFound)
 	}
 	var de *DecodeError
 	if errors.As(err, &de) {
 		return hookrelay.Delivery{}, err
 	}
 	if err != nil {
-		return hookrelay.Delivery{}, s.dbErr("get "+id, err)
+		return hookrelay.Delivery{}, s.dbErr("get "+errtext.Quote(id), err)
 	}
 	return d, nil
 }
@@ -277,7 +275,7 @@ func (s *Store) WasDelivered(ctx context.Context, id string) (bool, error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, s.dbErr("was delivered "+id, err)
+		return false, s.dbErr("was delivered "+errtext.Quote(id), err)
 	}
 	return state == string(hookrelay.StateDelivered), nil
 }
@@ -292,7 +290,7 @@ func (s *Store) Attempts(ctx context.Context, id string) ([]hookrelay.Attempt, e
 		last_reason, delivering_status_code, COALESCE(delivering_detail, ''), NULL, 1, 0 FROM {d}
 		WHERE id = ? AND delivering_attempt IS NOT NULL ORDER BY 11, 12`), lookupID(id), lookupID(id))
 	if err != nil {
-		return nil, s.dbErr("attempts "+id, err)
+		return nil, s.dbErr("attempts "+errtext.Quote(id), err)
 	}
 	defer rows.Close()
 	var out []hookrelay.Attempt
@@ -307,14 +305,14 @@ func (s *Store) Attempts(ctx context.Context, id string) ([]hookrelay.Attempt, e
 		)
 		if err := rows.Scan(&a.DeliveryID, &a.Number, &started, &finished, &kind, &outcome,
 			&a.Reason, &a.StatusCode, &a.Detail, &next, &kept, &seq); err != nil {
-			return nil, s.dbErr("attempts "+id, err)
+			return nil, s.dbErr("attempts "+errtext.Quote(id), err)
 		}
 		a.StartedAt, a.FinishedAt, a.NextAttemptAt = decTime(started), decTime(finished), decNullTime(next)
 		a.Kind, a.Outcome = hookrelay.Kind(kind), hookrelay.Outcome(outcome)
 		out = append(out, a)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.dbErr("attempts "+id, err)
+		return nil, s.dbErr("attempts "+errtext.Quote(id), err)
 	}
 	if len(out) == 0 {
 		if err := s.exists(ctx, id); err != nil {
@@ -334,9 +332,9 @@ func (s *Store) exists(ctx context.Context, id string) error {
 	var one int
 	err := s.db.QueryRowContext(ctx, s.q("SELECT 1 FROM {d} WHERE id = ?"), lookupID(id)).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("hooksql: delivery %q: %w", id, hookrelay.ErrNotFound)
+		return fmt.Errorf("hooksql: delivery %s: %w", errtext.Quote(id), hookrelay.ErrNotFound)
 	}
-	return s.dbErr("get "+id, err)
+	return s.dbErr("get "+errtext.Quote(id), err)
 }
 
 // fence is what a ledger write checks, under a row lock, before it writes:
@@ -364,10 +362,10 @@ func (s *Store) checkFence(ctx context.Context, q querier, op string, f fence) e
 	err := q.QueryRowContext(ctx, s.qp("SELECT state, lease_token, attempt, lease_expires_at FROM {d} WHERE id = ?"+s.lockSuffix(false)), f.id).
 		Scan(&state, &token, &attempt, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("hooksql: %s %q: %w", op, f.id, hookrelay.ErrNotFound)
+		return fmt.Errorf("hooksql: %s %s: %w", op, errtext.Quote(f.id), hookrelay.ErrNotFound)
 	}
 	if err != nil {
-		return s.dbErr(op+" "+f.id, err)
+		return s.dbErr(op+" "+errtext.Quote(f.id), err)
 	}
 	return f.check(op, state, token, attempt, !expires.Valid)
 }
@@ -382,15 +380,15 @@ func (s *Store) checkFence(ctx context.Context, q querier, op string, f fence) e
 func (f fence) check(op, state string, token int64, attempt int, ended bool) error {
 	switch {
 	case token != f.lease.Token || f.lease.Token == 0:
-		return fmt.Errorf("hooksql: %s %q: lease token %d is not the current one: %w", op, f.id, f.lease.Token, hookrelay.ErrLeaseLost)
+		return fmt.Errorf("hooksql: %s %s: lease token %d is not the current one: %w", op, errtext.Quote(f.id), f.lease.Token, hookrelay.ErrLeaseLost)
 	case state == string(hookrelay.StateDelivered) && f.deliveredOK:
 		return errNoop
 	case state != string(hookrelay.StatePending):
-		return fmt.Errorf("hooksql: %s %q: record is %s: %w", op, f.id, state, hookrelay.ErrInvalidState)
+		return fmt.Errorf("hooksql: %s %s: record is %s: %w", op, errtext.Quote(f.id), state, hookrelay.ErrInvalidState)
 	case ended:
-		return fmt.Errorf("hooksql: %s %q: lease token %d was already ended: %w", op, f.id, f.lease.Token, hookrelay.ErrLeaseLost)
+		return fmt.Errorf("hooksql: %s %s: lease token %d was already ended: %w", op, errtext.Quote(f.id), f.lease.Token, hookrelay.ErrLeaseLost)
 	case f.attempt != 0 && attempt != f.attempt:
-		return fmt.Errorf("hooksql: %s %q: attempt %d is not the current attempt %d: %w", op, f.id, f.attempt, attempt, hookrelay.ErrLeaseLost)
+		return fmt.Errorf("hooksql: %s %s: attempt %d is not the current attempt %d: %w", op, errtext.Quote(f.id), f.attempt, attempt, hookrelay.ErrLeaseLost)
 	}
 	return nil
 }
@@ -500,11 +498,11 @@ func (s *Store) applyFenced(ctx context.Context, q querier, o fencedOp) error {
 		return err
 	}
 	if _, err := q.ExecContext(ctx, s.qp("UPDATE {d} SET "+o.set+" WHERE id = ?"), append(slices.Clone(o.setArgs()), o.f.id)...); err != nil {
-		return s.dbErr(o.op+" "+o.f.id, err)
+		return s.dbErr(o.op+" "+errtext.Quote(o.f.id), err)
 	}
 	if o.hasAttempt {
 		if _, err := q.ExecContext(ctx, s.qp("INSERT INTO {a} ("+insertAttemptCols+") VALUES (?,?,?,?,?,?,?,?,?,?)"), o.attempt.args()...); err != nil {
-			return s.dbErr(o.op+" "+o.f.id+": attempt", err)
+			return s.dbErr(o.op+" "+errtext.Quote(o.f.id)+": attempt", err)
 		}
 	}
 	return nil
@@ -548,10 +546,10 @@ type fenceRead struct {
 // into the write's result.
 func (s *Store) judgePostgres(o fencedOp, r fenceRead, err error) error {
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("hooksql: %s %q: %w", o.op, o.f.id, hookrelay.ErrNotFound)
+		return fmt.Errorf("hooksql: %s %s: %w", o.op, errtext.Quote(o.f.id), hookrelay.ErrNotFound)
 	}
 	if err != nil {
-		return s.dbErr(o.op+" "+o.f.id, err)
+		return s.dbErr(o.op+" "+errtext.Quote(o.f.id), err)
 	}
 	if r.written == 1 {
 		return nil
@@ -564,7 +562,7 @@ func (s *Store) judgePostgres(o fencedOp, r fenceRead, err error) error {
 		// checking it again on the row's newest version, wrote nothing:
 		// a write committed meanwhile changed the row. Not written;
 		// rejudge reads the row again to say why.
-		return &changedErr{fmt.Errorf("hooksql: %s %q: the record changed concurrently: %w", o.op, o.f.id, hookrelay.ErrLeaseLost)}
+		return &changedErr{fmt.Errorf("hooksql: %s %s: the record changed concurrently: %w", o.op, errtext.Quote(o.f.id), hookrelay.ErrLeaseLost)}
 	default:
 		return err
 	}
@@ -655,7 +653,7 @@ func attemptOp(op string, f fence, attempt *hookrelay.Attempt, set string, args 
 	if attempt != nil {
 		var err error
 		if o.attempt, err = encodeAttempt(f.id, *attempt); err != nil {
-			return fencedOp{}, fmt.Errorf("hooksql: %s %q: %w", op, f.id, err)
+			return fencedOp{}, fmt.Errorf("hooksql: %s %s: %w", op, errtext.Quote(f.id), err)
 		}
 		o.hasAttempt = true
 	}

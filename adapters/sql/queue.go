@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/internal/errtext"
 )
 
 // enqueueCheckPostgres is Enqueue's check on PostgreSQL through pgx: how
@@ -713,30 +714,30 @@ func (s *Store) endLease(ctx context.Context, op, id string, lease hookrelay.Lea
 	err := s.db.QueryRowContext(ctx, s.q("SELECT lease_token, lease_expires_at FROM {d} WHERE id = ?"), key).Scan(&token, &expires)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("hooksql: %s %q: %w", op, id, hookrelay.ErrNotFound)
+		return fmt.Errorf("hooksql: %s %s: %w", op, errtext.Quote(id), hookrelay.ErrNotFound)
 	case err != nil:
-		return s.dbErr(op+" "+id, err)
+		return s.dbErr(op+" "+errtext.Quote(id), err)
 	case token != lease.Token || lease.Token == 0:
-		return fmt.Errorf("hooksql: %s %q: lease token %d is not the current one: %w", op, id, lease.Token, hookrelay.ErrLeaseLost)
+		return fmt.Errorf("hooksql: %s %s: lease token %d is not the current one: %w", op, errtext.Quote(id), lease.Token, hookrelay.ErrLeaseLost)
 	case !expires.Valid:
 		return nil // the lease already ended
 	}
 	res, err := s.db.ExecContext(ctx, s.q(update+" WHERE id = ? AND lease_token = ?"), append(args, key, lease.Token)...)
 	if err != nil {
-		return s.dbErr(op+" "+id, err)
+		return s.dbErr(op+" "+errtext.Quote(id), err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return s.dbErr(op+" "+id, err)
+		return s.dbErr(op+" "+errtext.Quote(id), err)
 	} else if n > 0 {
 		return nil
 	}
 	// Nothing changed: a claim took the row over since the read, or (MySQL
 	// counts changed rows, not matched ones) the update was a no-op.
 	if err := s.db.QueryRowContext(ctx, s.q("SELECT lease_token FROM {d} WHERE id = ?"), key).Scan(&token); err != nil {
-		return s.dbErr(op+" "+id, err)
+		return s.dbErr(op+" "+errtext.Quote(id), err)
 	}
 	if token != lease.Token {
-		return fmt.Errorf("hooksql: %s %q: lease token %d is not the current one: %w", op, id, lease.Token, hookrelay.ErrLeaseLost)
+		return fmt.Errorf("hooksql: %s %s: lease token %d is not the current one: %w", op, errtext.Quote(id), lease.Token, hookrelay.ErrLeaseLost)
 	}
 	return nil
 }

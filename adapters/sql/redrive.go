@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/internal/errtext"
 )
 
 var (
@@ -156,34 +157,34 @@ func (s *Store) RedriveDelivery(ctx context.Context, p hookrelay.RedriveDelivery
 	}
 	moved := false
 	key := lookupID(p.ID)
-	err = s.inTx(ctx, "redrive "+p.ID, func(q querier) error {
+	err = s.inTx(ctx, "redrive "+errtext.Quote(p.ID), func(q querier) error {
 		moved = false
 		var state string
 		var attempt int
 		err := q.QueryRowContext(ctx, s.q("SELECT state, attempt FROM {d} WHERE id = ?"+s.lockSuffix(false)), key).Scan(&state, &attempt)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("hooksql: redrive %q: %w", p.ID, hookrelay.ErrNotFound)
+			return fmt.Errorf("hooksql: redrive %s: %w", errtext.Quote(p.ID), hookrelay.ErrNotFound)
 		}
 		if err != nil {
-			return s.dbErr("redrive "+p.ID, err)
+			return s.dbErr("redrive "+errtext.Quote(p.ID), err)
 		}
 		if state != string(hookrelay.StateDead) {
 			return nil
 		}
 		var last sql.NullInt64
 		if err := q.QueryRowContext(ctx, s.q("SELECT MAX(number) FROM {a} WHERE delivery_id = ?"), key).Scan(&last); err != nil {
-			return s.dbErr("redrive "+p.ID, err)
+			return s.dbErr("redrive "+errtext.Quote(p.ID), err)
 		}
 		next := max(attempt, int(last.Int64)+1)
 		res, err := q.ExecContext(ctx, s.q("UPDATE {d} SET state = 'pending', attempt = ?, budget_start = ?, window_start = ?, next_attempt_at = ?, updated_at = ?,"+
 			" lease_token = lease_token + 1, lease_holder = '', lease_expires_at = NULL WHERE id = ? AND state = 'dead'"),
 			next, next, now, now, now, key)
 		if err != nil {
-			return s.dbErr("redrive "+p.ID, err)
+			return s.dbErr("redrive "+errtext.Quote(p.ID), err)
 		}
 		n, err := res.RowsAffected()
 		if err != nil {
-			return s.dbErr("redrive "+p.ID, err)
+			return s.dbErr("redrive "+errtext.Quote(p.ID), err)
 		}
 		moved = n == 1
 		if moved {
@@ -283,7 +284,7 @@ func (s *Store) CreateRedriveAudit(ctx context.Context, a hookrelay.RedriveAudit
 		return err
 	}
 	if _, err := s.db.ExecContext(ctx, s.q("INSERT INTO {r} ("+auditCols+") VALUES ("+placeholders(len(row))+")"), row...); err != nil {
-		return s.dbErr("create redrive audit "+a.ID, err)
+		return s.dbErr("create redrive audit "+errtext.Quote(a.ID), err)
 	}
 	return nil
 }
@@ -300,11 +301,11 @@ func (s *Store) readAudit(ctx context.Context, q querier, id string, lock bool) 
 	}
 	a, err := scanAudit(q.QueryRowContext(ctx, s.q("SELECT "+auditCols+" FROM {r} WHERE id = ?"+suffix), lookupID(id)))
 	if errors.Is(err, sql.ErrNoRows) {
-		return hookrelay.RedriveAudit{}, fmt.Errorf("hooksql: %w: %q", hookrelay.ErrRedriveNotFound, id)
+		return hookrelay.RedriveAudit{}, fmt.Errorf("hooksql: %w: %s", hookrelay.ErrRedriveNotFound, errtext.Quote(id))
 	}
 	var de *AuditDecodeError
 	if err != nil && !errors.As(err, &de) {
-		return hookrelay.RedriveAudit{}, s.dbErr("redrive audit "+id, err)
+		return hookrelay.RedriveAudit{}, s.dbErr("redrive audit "+errtext.Quote(id), err)
 	}
 	return a, err
 }
@@ -338,7 +339,7 @@ func (s *Store) ListRedriveAudits(ctx context.Context, p hookrelay.ListRedriveAu
 // read-modify-write under the row's lock.
 func (s *Store) UpdateRedriveAudit(ctx context.Context, u hookrelay.RedriveAuditUpdate) (hookrelay.RedriveAudit, error) {
 	var out hookrelay.RedriveAudit
-	err := s.inTx(ctx, "update redrive audit "+u.ID, func(q querier) error {
+	err := s.inTx(ctx, "update redrive audit "+errtext.Quote(u.ID), func(q querier) error {
 		a, err := s.readAudit(ctx, q, u.ID, true)
 		if err != nil {
 			return err
@@ -357,7 +358,7 @@ func (s *Store) UpdateRedriveAudit(ctx context.Context, u hookrelay.RedriveAudit
 			set.WriteString(strings.TrimSpace(c) + " = ?")
 		}
 		if _, err := q.ExecContext(ctx, s.q("UPDATE {r} SET "+set.String()+" WHERE id = ?"), append(row[1:], a.ID)...); err != nil {
-			return s.dbErr("update redrive audit "+u.ID, err)
+			return s.dbErr("update redrive audit "+errtext.Quote(u.ID), err)
 		}
 		out = a
 		return nil

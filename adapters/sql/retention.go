@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/internal/errtext"
 )
 
 var (
@@ -360,10 +361,10 @@ func (s *Store) AttemptSummary(ctx context.Context, id string) (hookrelay.Attemp
 	err := s.db.QueryRowContext(ctx, s.q(`SELECT s.attempts, s.first_started_at, s.last_finished_at, s.last_status_code, s.last_outcome, s.last_reason
 		FROM {d} d LEFT JOIN {sum} s ON s.delivery_id = d.id WHERE d.id = ?`), lookupID(id)).Scan(&n, &first, &last, &status, &outcome, &reason)
 	if errors.Is(err, sql.ErrNoRows) {
-		return sum, fmt.Errorf("hooksql: attempt summary %q: %w", id, hookrelay.ErrNotFound)
+		return sum, fmt.Errorf("hooksql: attempt summary %s: %w", errtext.Quote(id), hookrelay.ErrNotFound)
 	}
 	if err != nil {
-		return sum, s.dbErr("attempt summary "+id, err)
+		return sum, s.dbErr("attempt summary "+errtext.Quote(id), err)
 	}
 	if !n.Valid {
 		return sum, nil
