@@ -109,6 +109,8 @@ func RunDestinationBatchReader(t *testing.T, newHarness NewHarness) {
 		cancel()
 		_, err := r.DestinationsByID(cancelled, []string{"dest_1", "dest_2"})
 		assert.ErrorIs(t, err, context.Canceled)
+		_, err = r.DestinationsByID(cancelled, nil)
+		assert.ErrorIs(t, err, context.Canceled, "with nothing to read as well")
 	})
 }
 

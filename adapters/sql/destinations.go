@@ -95,6 +95,9 @@ const destinationsByIDChunk = 512
 // bytes on every dialect (TEXT on PostgreSQL and SQLite, VARBINARY on
 // MySQL).
 func (s *Store) DestinationsByID(ctx context.Context, ids []string) ([]hookrelay.Destination, error) {
+	if err := ctx.Err(); err != nil { // refused even when there is nothing to read
+		return nil, s.dbErr("destinations by ID", err)
+	}
 	seen := make(map[string]bool, len(ids))
 	var want []string
 	for _, id := range ids {
