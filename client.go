@@ -354,23 +354,21 @@ type EnqueueResult struct {
 // more than one destination and the Destinations port is a
 // DestinationBatchReader, the destinations are read in one call.
 func (c *Client) Prepare(ctx context.Context, params []EnqueueParams) ([]Delivery, error) {
-	resolve, err := c.destinationsOf(ctx, params)
-	if err != nil {
-		return nil, err
-	}
-	return c.prepare(ctx, params, resolve)
+	return c.prepare(ctx, params, c.destinationsOf(params))
 }
 
-// destinationsOf returns how Prepare looks params' destinations up: read
-// together beforehand when there are several and the port can
-// (DestinationBatchReader), else one Destination call each. A destination
-// the batch did not return is asked for alone, so that a missing one is
-// reported by the port exactly as before, at the first event naming it.
-func (c *Client) destinationsOf(ctx context.Context, params []EnqueueParams) (func(context.Context, string) (Destination, error), error) {
+// destinationsOf returns how Prepare looks params' destinations up: all of
+// them read together when there are several and the port can
+// (DestinationBatchReader), else one Destination call each. The batch is
+// read at the first lookup, so an event refused before it is refused
+// without a read, as with single reads. A destination the batch did not
+// return is asked for alone, so that a missing one is reported by the port
+// exactly as before, at the first event naming it.
+func (c *Client) destinationsOf(params []EnqueueParams) func(context.Context, string) (Destination, error) {
 	single := c.destinations.Destination
 	reader, ok := As[DestinationBatchReader](c.destinations)
 	if !ok || len(params) < 2 {
-		return single, nil
+		return single
 	}
 	seen := make(map[string]bool, len(params))
 	var ids []string
@@ -382,24 +380,27 @@ func (c *Client) destinationsOf(ctx context.Context, params []EnqueueParams) (fu
 		}
 	}
 	if len(ids) < 2 {
-		return single, nil
+		return single
 	}
-	found, err := reader.DestinationsByID(ctx, ids)
-	if err != nil {
-		return nil, fmt.Errorf("enqueue: read %d destinations: %w", len(ids), err)
-	}
-	byID := make(map[string]Destination, len(found))
-	for _, d := range found {
-		if seen[d.ID] { // what was asked for only
-			byID[d.ID] = d
-		}
-	}
+	var byID map[string]Destination // nil until the batch is read
 	return func(ctx context.Context, id string) (Destination, error) {
+		if byID == nil {
+			found, err := reader.DestinationsByID(ctx, ids)
+			if err != nil {
+				return Destination{}, fmt.Errorf("read %d destinations: %w", len(ids), err)
+			}
+			byID = make(map[string]Destination, len(found))
+			for _, d := range found {
+				if seen[d.ID] { // what was asked for only
+					byID[d.ID] = d
+				}
+			}
+		}
 		if d, ok := byID[id]; ok {
 			return d, nil
 		}
 		return single(ctx, id)
-	}, nil
+	}
 }
 
 // prepare is Prepare with destinations looked up by resolve.

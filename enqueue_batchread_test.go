@@ -103,3 +103,14 @@ func TestEnqueueOfOneDestinationReadsItAlone(t *testing.T) {
 	_, err := c.EnqueueMany(context.Background(), append(fanOut("evt_1", "d1"), fanOut("evt_2", "d1")...))
 	require.NoError(t, err)
 }
+
+// An event refused for its own fields is refused before any destination is
+// read: a store failure does not hide the input's error.
+func TestEnqueueManyRefusesABadFirstEventWithoutReading(t *testing.T) {
+	c, _, _, _ := newBatchReadClient(t) // any read fails the test: none is expected
+	ps := fanOut("evt_1", "d1", "d2")
+	ps[0].EventType = ""
+	_, err := c.EnqueueMany(context.Background(), ps)
+	require.ErrorIs(t, err, hookrelay.ErrInvalidDelivery)
+	assert.ErrorContains(t, err, "EventType")
+}
