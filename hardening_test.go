@@ -2,6 +2,7 @@ package hookrelay_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -192,4 +193,20 @@ func TestOperatorErrorsQuoteAShortPrefix(t *testing.T) {
 	_, err = c.Delivery(ctx, huge)
 	require.ErrorIs(t, err, hookrelay.ErrNotFound)
 	assert.Less(t, len(err.Error()), 400, "%.1000s", err)
+}
+
+// An OpError names a plain delivery ID as it is, and quotes any other (a
+// line break, bytes that are not UTF-8, a space), so an ID cannot split a
+// log line or make one invalid text.
+func TestOpErrorQuotesADeliveryIDThatIsNotPlain(t *testing.T) {
+	e := &hookrelay.OpError{Op: "ledger.get", DeliveryID: "whd_4f2a", Err: errors.New("down")}
+	assert.Equal(t, "hookrelay: ledger.get whd_4f2a: down", e.Error())
+	for id, want := range map[string]string{
+		"whd_1\nlevel=error forged": `"whd_1\nlevel=error forged"`,
+		"whd_\xff":                  `"whd_\xff"`,
+		"whd 1":                     `"whd 1"`,
+	} {
+		e.DeliveryID = id
+		assert.Equal(t, "hookrelay: ledger.get "+want+": down", e.Error())
+	}
 }
