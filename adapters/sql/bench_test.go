@@ -94,7 +94,9 @@ func BenchmarkClaimAndComplete(b *testing.B) {
 
 // BenchmarkEnqueue measures Create throughput, one delivery per call, 100
 // and 500 per call (one INSERT statement: 500 is a whole chunk, as
-// Client.EnqueueMany's callers in peerbench send). Each delivery carries a
+// Client.EnqueueMany's callers in peerbench send), and EnqueueTx's
+// (tx/…: a transaction of its own around each call, begun and committed
+// by the caller as in the outbox pattern). Each delivery carries a
 // 512-byte payload. Besides deliveries/s it reports this process's CPU per
 // delivery (cpu-ns/delivery, GC included, the deliveries' construction
 // too) and, for a server on this machine, the server's
@@ -102,8 +104,16 @@ func BenchmarkClaimAndComplete(b *testing.B) {
 func BenchmarkEnqueue(b *testing.B) {
 	payload := []byte(`{"data":"` + strings.Repeat("x", 512-11) + `"}`)
 	forEachBackendB(b, func(b *testing.B, be backend) {
-		for _, batch := range []int{1, 100, 500} {
-			b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+		for _, tc := range []struct {
+			name    string
+			batch   int
+			enqueue func(context.Context, *Store, []hookrelay.Delivery) error
+		}{
+			{"batch=1", 1, create}, {"batch=100", 100, create}, {"batch=500", 500, create},
+			{"tx/batch=1", 1, enqueueTx}, {"tx/batch=100", 100, enqueueTx},
+		} {
+			batch, enqueue := tc.batch, tc.enqueue
+			b.Run(tc.name, func(b *testing.B) {
 				ctx := context.Background()
 				s := newStore(b, be, Options{})
 				now := time.Now()
@@ -119,7 +129,7 @@ func BenchmarkEnqueue(b *testing.B) {
 						ds[j] = newDelivery(fmt.Sprintf("evt_%d_%d", i, j), "dst_1", now)
 						ds[j].Payload = payload
 					}
-					if _, err := s.Create(ctx, ds); err != nil {
+					if err := enqueue(ctx, s, ds); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -134,6 +144,23 @@ func BenchmarkEnqueue(b *testing.B) {
 			})
 		}
 	})
+}
+
+func create(ctx context.Context, s *Store, ds []hookrelay.Delivery) error {
+	_, err := s.Create(ctx, ds)
+	return err
+}
+
+func enqueueTx(ctx context.Context, s *Store, ds []hookrelay.Delivery) error {
+	tx, err := s.DB().BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if _, err := s.EnqueueTx(ctx, tx, ds); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
 }
 
 // seeded caches stores filled by seedPending across a benchmark's runs.

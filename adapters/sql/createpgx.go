@@ -2,6 +2,7 @@ package hooksql
 
 import (
 	"context"
+	"database/sql"
 
 	"github.com/jackc/pgx/v5"
 
@@ -97,6 +98,38 @@ func (s *Store) createPgx(ctx context.Context, ds []hookrelay.Delivery, rows []d
 	})
 	if err != nil {
 		return nil, err
+	}
+	return created, nil
+}
+
+// createUnnest is createPgx's statements run one by one on q (the
+// caller's transaction, in EnqueueTx), through database/sql: for a pool of
+// pgx's stdlib driver, which passes slices through as arrays.
+func (s *Store) createUnnest(ctx context.Context, q querier, ds []hookrelay.Delivery, rows []deliveryRow) ([]bool, error) {
+	first, order := firstOccurrences(ds)
+	query := s.q(insertUnnestPostgres)
+	created := make([]bool, len(ds))
+	for len(order) > 0 {
+		n := chunkLen(ds, order)
+		res, err := q.QueryContext(ctx, query, unnestArgs(rows, order[:n], s.dueChannel())...)
+		if err != nil {
+			return nil, s.dbErr("create", err)
+		}
+		for res.Next() {
+			var id sql.NullString // NULL: the announcement's row
+			if err := res.Scan(&id); err != nil {
+				_ = res.Close()
+				return nil, s.dbErr("create", err)
+			}
+			if i, ok := first[id.String]; id.Valid && ok {
+				created[i] = true
+			}
+		}
+		if err := res.Err(); err != nil {
+			return nil, s.dbErr("create", err)
+		}
+		_ = res.Close()
+		order = order[n:]
 	}
 	return created, nil
 }

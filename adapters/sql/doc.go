@@ -54,7 +54,8 @@
 // repeated enqueue a no-op. Create and EnqueueTx insert many rows per
 // statement; on PostgreSQL through pgx, Create is one pipelined statement
 // per 500 rows (INSERT … SELECT FROM unnest of one array per column) that
-// also announces the rows it inserted to listening workers. PublishTx does the same for a fan-out built by
+// also announces the rows it inserted to listening workers, and EnqueueTx
+// runs the same statement in the caller's transaction. PublishTx does the same for a fan-out built by
 // Client.PreparePublish: the business write and every subscribed
 // destination's delivery commit together.
 //

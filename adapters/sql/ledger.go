@@ -75,6 +75,11 @@ func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, deliveries []hookrela
 	if err != nil {
 		return nil, err
 	}
+	if s.pgxArgs {
+		// The statement of Create on pgx, in the caller's transaction: one
+		// round trip a chunk, the announcement included.
+		return s.createUnnest(ctx, tx, deliveries, rows)
+	}
 	created, err := s.insertDeliveries(ctx, tx, deliveries, rows)
 	if err != nil {
 		return nil, err

@@ -216,20 +216,26 @@ func TestRetirementAge(t *testing.T) {
 	assert.Greater(t, retirementAge(time.Hour, 0.999999), 45*time.Minute)
 }
 
-// Create announces, in the commit's notification, the earliest due time of
-// the deliveries it created, and nothing when it created none: a repeated
-// enqueue wakes no worker, and a duplicate's due time (it was not stored)
-// does not move the wake-up. A zero due time is "now" (an empty payload).
-// It holds through pgx (one pipelined statement per chunk) and through
-// another driver (the transaction of single statements).
+// Create and EnqueueTx announce, in the commit's notification, the
+// earliest due time of the deliveries they created, and nothing when they
+// created none: a repeated enqueue wakes no worker, and a duplicate's due
+// time (it was not stored) does not move the wake-up. A zero due time is
+// "now" (an empty payload). It holds through pgx (Create: one pipelined
+// statement per chunk; EnqueueTx: the same statement in the caller's
+// transaction) and through another driver (single statements).
 func TestCreateAnnouncesTheEarliestDeliveryItCreated(t *testing.T) {
 	b := postgresBackend(t)
 	dsn := os.Getenv(b.envVar)
 	other, err := sql.Open("hookrelay-other-postgres", dsn)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = other.Close() })
-	for name, db := range map[string]*sql.DB{"pgx": nil, "another driver": other} {
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		db   *sql.DB
+		tx   bool
+	}{{"Create/pgx", nil, false}, {"Create/another driver", other, false}, {"EnqueueTx/pgx", nil, true}, {"EnqueueTx/another driver", other, true}} {
+		db := tc.db
+		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			var s *Store
 			if db == nil {
@@ -256,8 +262,16 @@ func TestCreateAnnouncesTheEarliestDeliveryItCreated(t *testing.T) {
 			at := func(d time.Duration) string { return strconv.FormatInt(t0.Add(d).UnixNano(), 10) }
 			create := func(ds ...hookrelay.Delivery) {
 				t.Helper()
-				_, err := s.Create(ctx, ds)
+				if !tc.tx {
+					_, err := s.Create(ctx, ds)
+					require.NoError(t, err)
+					return
+				}
+				tx, err := s.DB().BeginTx(ctx, nil)
 				require.NoError(t, err)
+				_, err = s.EnqueueTx(ctx, tx, ds)
+				require.NoError(t, err)
+				require.NoError(t, tx.Commit())
 			}
 
 			a, c := newDelivery("evt_a", "dst_1", t0.Add(2*time.Second)), newDelivery("evt_c", "dst_1", t0.Add(time.Second))

@@ -121,6 +121,10 @@ type Store struct {
 
 	queries sync.Map // raw query → query with tables and placeholders bound
 
+	// pgxArgs: the pool's driver is pgx's stdlib, which takes slices as
+	// array arguments through database/sql (EnqueueTx's statement).
+	pgxArgs bool
+
 	// txStmts: SQLite transactions are *sql.Tx and run prepared statements
 	// (stmts.go); set by OpenSQLite, whose DSN makes BeginTx immediate.
 	txStmts      bool
@@ -196,9 +200,10 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 	if opts.MaxPayloadBytes == 0 {
 		opts.MaxPayloadBytes = DefaultMaxPayloadBytes
 	}
+	_, pgxArgs := db.Driver().(*stdlib.Driver)
 	return &Store{
 		db: db, dialect: opts.Dialect, prefix: opts.TablePrefix, maxPay: opts.MaxPayloadBytes,
-		sqliteWriter: make(chan struct{}, 1),
+		sqliteWriter: make(chan struct{}, 1), pgxArgs: pgxArgs && opts.Dialect == Postgres,
 	}, nil
 }
 

@@ -190,27 +190,47 @@ func TestNilAndEmptyPayloadAndScopeStayApart(t *testing.T) {
 	})
 }
 
+// Create and EnqueueTx (each dialect's statements; on PostgreSQL through
+// pgx, the unnest statement) report which deliveries they created, within
+// a batch of two statements and across calls.
 func TestCreateReportsDuplicatesWithinABatchAndAcrossChunks(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		ctx := context.Background()
-		s := newStore(t, b, Options{})
-		var batch []hookrelay.Delivery
-		for i := range insertChunkRows + 100 { // two INSERT statements
-			batch = append(batch, newDelivery(fmt.Sprintf("evt_%04d", i), "dst_1", t0))
-		}
-		batch = append(batch, batch[3]) // duplicate within the batch
-		created, err := s.Create(ctx, batch)
-		require.NoError(t, err)
-		require.Len(t, created, len(batch))
-		for i := range insertChunkRows + 100 {
-			require.True(t, created[i], "row %d", i)
-		}
-		assert.False(t, created[len(batch)-1], "the second copy in one batch is not created")
+		for _, viaTx := range []bool{false, true} {
+			t.Run(map[bool]string{false: "Create", true: "EnqueueTx"}[viaTx], func(t *testing.T) {
+				ctx := context.Background()
+				s := newStore(t, b, Options{})
+				create := func(ds []hookrelay.Delivery) ([]bool, error) {
+					if !viaTx {
+						return s.Create(ctx, ds)
+					}
+					tx, err := s.DB().BeginTx(ctx, nil)
+					require.NoError(t, err)
+					created, err := s.EnqueueTx(ctx, tx, ds)
+					require.NoError(t, err)
+					return created, tx.Commit()
+				}
+				var batch []hookrelay.Delivery
+				for i := range insertChunkRows + 100 { // two INSERT statements
+					batch = append(batch, newDelivery(fmt.Sprintf("evt_%04d", i), "dst_1", t0))
+				}
+				batch = append(batch, batch[3]) // duplicate within the batch
+				created, err := create(batch)
+				require.NoError(t, err)
+				require.Len(t, created, len(batch))
+				for i := range insertChunkRows + 100 {
+					require.True(t, created[i], "row %d", i)
+				}
+				assert.False(t, created[len(batch)-1], "the second copy in one batch is not created")
 
-		created, err = s.Create(ctx, batch[:2])
-		require.NoError(t, err)
-		assert.Equal(t, []bool{false, false}, created, "a repeated enqueue is a no-op")
-		require.NoError(t, s.Enqueue(ctx, batch))
+				created, err = create(append(batch[:2:2], newDelivery("evt_new", "dst_1", t0)))
+				require.NoError(t, err)
+				assert.Equal(t, []bool{false, false, true}, created, "a repeated enqueue is a no-op")
+				require.NoError(t, s.Enqueue(ctx, batch))
+				got, err := s.Get(ctx, batch[insertChunkRows+50].ID)
+				require.NoError(t, err, "a row of the second statement is stored")
+				assert.Equal(t, batch[insertChunkRows+50].Payload, got.Payload)
+			})
+		}
 	})
 }
 
