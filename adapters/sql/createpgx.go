@@ -51,14 +51,8 @@ SELECT id FROM ins UNION ALL SELECT NULL FROM announce`
 // failure runs it again, as inTx does. It returns errNotPgx, having done
 // nothing, when the pool's driver is not pgx's.
 func (s *Store) createPgx(ctx context.Context, ds []hookrelay.Delivery, rows []deliveryRow) ([]bool, error) {
-	first, order := firstOccurrences(ds)
+	first, chunks := s.unnestChunks(ds, rows)
 	query := s.q(insertUnnestPostgres)
-	var chunks [][]any
-	for rest := order; len(rest) > 0; {
-		n := chunkLen(ds, rest)
-		chunks = append(chunks, unnestArgs(rows, rest[:n], s.dueChannel()))
-		rest = rest[n:]
-	}
 	var created []bool
 	err := retried(func() error {
 		created = make([]bool, len(ds))
@@ -76,14 +70,9 @@ func (s *Store) createPgx(ctx context.Context, ds []hookrelay.Delivery, rows []d
 					_ = br.Close()
 					return s.dbErr("create", err)
 				}
-				var id *string // NULL: the announcement's row
+				var id sql.NullString
 				if _, err := pgx.ForEachRow(res, []any{&id}, func() error {
-					if id == nil {
-						return nil
-					}
-					if i, ok := first[*id]; ok {
-						created[i] = true
-					}
+					markCreated(created, first, id)
 					return nil
 				}); err != nil {
 					_ = br.Close()
@@ -106,32 +95,51 @@ func (s *Store) createPgx(ctx context.Context, ds []hookrelay.Delivery, rows []d
 // caller's transaction, in EnqueueTx), through database/sql: for a pool of
 // pgx's stdlib driver, which passes slices through as arrays.
 func (s *Store) createUnnest(ctx context.Context, q querier, ds []hookrelay.Delivery, rows []deliveryRow) ([]bool, error) {
-	first, order := firstOccurrences(ds)
+	first, chunks := s.unnestChunks(ds, rows)
 	query := s.q(insertUnnestPostgres)
 	created := make([]bool, len(ds))
-	for len(order) > 0 {
-		n := chunkLen(ds, order)
-		res, err := q.QueryContext(ctx, query, unnestArgs(rows, order[:n], s.dueChannel())...)
-		if err != nil {
+	for _, args := range chunks {
+		if err := func() error {
+			res, err := q.QueryContext(ctx, query, args...)
+			if err != nil {
+				return err
+			}
+			defer res.Close()
+			for res.Next() {
+				var id sql.NullString
+				if err := res.Scan(&id); err != nil {
+					return err
+				}
+				markCreated(created, first, id)
+			}
+			return res.Err()
+		}(); err != nil {
 			return nil, s.dbErr("create", err)
 		}
-		for res.Next() {
-			var id sql.NullString // NULL: the announcement's row
-			if err := res.Scan(&id); err != nil {
-				_ = res.Close()
-				return nil, s.dbErr("create", err)
-			}
-			if i, ok := first[id.String]; id.Valid && ok {
-				created[i] = true
-			}
-		}
-		if err := res.Err(); err != nil {
-			return nil, s.dbErr("create", err)
-		}
-		_ = res.Close()
-		order = order[n:]
 	}
 	return created, nil
+}
+
+// unnestChunks maps each ID of ds to its first occurrence and returns the
+// insertUnnestPostgres arguments of each chunk of the new rows, in ID
+// order (firstOccurrences, chunkLen).
+func (s *Store) unnestChunks(ds []hookrelay.Delivery, rows []deliveryRow) (map[string]int, [][]any) {
+	first, order := firstOccurrences(ds)
+	var chunks [][]any
+	for len(order) > 0 {
+		n := chunkLen(ds, order)
+		chunks = append(chunks, unnestArgs(rows, order[:n], s.dueChannel()))
+		order = order[n:]
+	}
+	return first, chunks
+}
+
+// markCreated records a row the statement returned: an inserted ID, or
+// NULL for the announcement's row, which marks nothing.
+func markCreated(created []bool, first map[string]int, id sql.NullString) {
+	if i, ok := first[id.String]; id.Valid && ok {
+		created[i] = true
+	}
 }
 
 // unnestArgs is insertUnnestPostgres's arguments for rows[idx…]: a slice
