@@ -366,8 +366,11 @@ func (c *Client) Prepare(ctx context.Context, params []EnqueueParams) ([]Deliver
 // exactly as before, at the first event naming it.
 func (c *Client) destinationsOf(params []EnqueueParams) func(context.Context, string) (Destination, error) {
 	single := c.destinations.Destination
+	if len(params) < 2 { // a single Enqueue: no ability lookup
+		return single
+	}
 	reader, ok := As[DestinationBatchReader](c.destinations)
-	if !ok || len(params) < 2 {
+	if !ok {
 		return single
 	}
 	seen := make(map[string]bool, len(params))
