@@ -65,7 +65,8 @@ const (
 const ReasonInvalidSecret = "invalid_signing_secret"
 
 // ReasonInvalidHeader is the permanent reason for a destination header
-// that cannot be sent (a bad name, or a CR, LF or NUL in the value).
+// that cannot be sent (a bad name, or a control character other than tab,
+// such as CR, LF or NUL, in the value).
 const ReasonInvalidHeader = "invalid_destination_header"
 
 // Config configures a Sender. Zero fields take the documented defaults.
@@ -269,7 +270,13 @@ func validHeader(name, value string) bool {
 			return false
 		}
 	}
-	return !strings.ContainsAny(value, "\r\n\x00")
+	// As the transport checks a value: no control character but tab.
+	for _, c := range []byte(value) {
+		if c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // SendTimeout implements hookrelay.SendTimeouter: the destination's

@@ -709,3 +709,27 @@ func TestSetHeadersIsTheHeaderSetSequence(t *testing.T) {
 		})
 	}
 }
+
+// TestHeaderValueWithAControlCharacterIsPermanent: the transport refuses
+// every control character but tab in a header value, at every send; such a
+// destination header is bad input, permanent and never sent, not a
+// network error retried until the attempts run out.
+func TestHeaderValueWithAControlCharacterIsPermanent(t *testing.T) {
+	srv, seen := recordingServer(t, http.StatusOK)
+	s := newTestSender(t, Config{})
+	for _, v := range []string{"a\x01b", "a\x1fb", "a\x7fb", "a\vb", "a\fb", "a\rb", "a\nb", "a\x00b"} {
+		p := sendParams(srv.URL, "{}")
+		p.Destination.Headers = map[string]string{"X-Api-Key": v}
+		res := s.Send(context.Background(), p)
+		assert.Equal(t, hookrelay.KindPermanent, res.Kind, "%q", v)
+		assert.Equal(t, ReasonInvalidHeader, res.Reason, "%q", v)
+	}
+	assert.Empty(t, seen())
+
+	// Tab and non-ASCII bytes are sent.
+	p := sendParams(srv.URL, "{}")
+	p.Destination.Headers = map[string]string{"X-Api-Key": "a\tb", "X-Name": "Zoë"}
+	assert.Equal(t, hookrelay.KindDelivered, s.Send(context.Background(), p).Kind)
+	require.Len(t, seen(), 1)
+	assert.Equal(t, "a\tb", seen()[0].header.Get("X-Api-Key"))
+}
