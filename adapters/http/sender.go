@@ -262,13 +262,8 @@ func decodeKeys(secrets []string) ([][]byte, error) {
 // validHeader reports whether a destination header can be sent as is;
 // the transport would otherwise refuse it at send time, every time.
 func validHeader(name, value string) bool {
-	if name == "" {
+	if name == "" || badNameByte(name) >= 0 {
 		return false
-	}
-	for _, c := range []byte(name) {
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
 	}
 	// As the transport checks a value: no control character but tab.
 	for _, c := range []byte(value) {
@@ -277,6 +272,31 @@ func validHeader(name, value string) bool {
 		}
 	}
 	return true
+}
+
+// badNameByte is the index of the first byte of a header name that is not
+// an HTTP token character, or -1.
+func badNameByte(name string) int {
+	for i, c := range []byte(name) {
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// invalidHeaderDetail describes why a destination header validHeader
+// refused cannot be sent. A bad name is quoted only up to its first bad
+// byte: a name that is a whole header line ("Authorization: Bearer …")
+// holds the credential after it.
+func invalidHeaderDetail(name string) string {
+	if name == "" {
+		return "a destination header has an empty name"
+	}
+	if i := badNameByte(name); i >= 0 {
+		return fmt.Sprintf("destination header name %q is followed by %q (byte %d), which a header name cannot contain", name[:i], name[i], i)
+	}
+	return fmt.Sprintf("destination header %q has a control character in its value", name)
 }
 
 // SendTimeout implements hookrelay.SendTimeouter: the destination's
@@ -351,7 +371,7 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 	for name, value := range dest.Headers {
 		if !validHeader(name, value) {
 			return hookrelay.Permanent(ReasonInvalidHeader).
-				WithDetail(redact(fmt.Sprintf("destination header %q has an invalid name or value", name), secrets.get()))
+				WithDetail(redact(invalidHeaderDetail(name), secrets.get()))
 		}
 	}
 

@@ -733,3 +733,23 @@ func TestHeaderValueWithAControlCharacterIsPermanent(t *testing.T) {
 	require.Len(t, seen(), 1)
 	assert.Equal(t, "a\tb", seen()[0].header.Get("X-Api-Key"))
 }
+
+// TestInvalidHeaderNameDetailHoldsNoSecret: a whole header line written as
+// a name ("Authorization: Bearer <token>") is refused, and the Detail
+// names the header and the bad character without the token after it.
+func TestInvalidHeaderNameDetailHoldsNoSecret(t *testing.T) {
+	s := newTestSender(t, Config{})
+	for _, name := range []string{
+		"Authorization: Bearer Tk9-secret-token-123",
+		"Authorization Bearer Tk9-secret-token-123",
+		"X-Api-Key=Tk9-secret-token-123",
+		"X-Api-Key:Tk9-secret-token-123\r\n",
+	} {
+		p := sendParams("https://hooks.example.com/", "{}")
+		p.Destination.Headers = map[string]string{name: ""}
+		res := s.Send(context.Background(), p)
+		assert.Equal(t, ReasonInvalidHeader, res.Reason, "%q", name)
+		assert.NotContains(t, res.Detail, "Tk9", "%q", name)
+		assert.Contains(t, res.Detail, name[:9], "%q: names the header", name)
+	}
+}
