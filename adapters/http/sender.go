@@ -553,7 +553,8 @@ func errorDetail(err error) string {
 // decoded key bytes in raw, base64 and hex forms), header values
 // (Authorization and the like, and the token after an auth scheme), URL
 // credentials (raw, escaped, and as the "Basic base64(user:password)" value
-// Send builds from them, as Go's client does) and URL query values.
+// Send builds from them, as Go's client does) and URL query values (raw
+// and decoded).
 func secretsOf(d hookrelay.Destination) []string {
 	var out []string
 	add := func(s string) {
@@ -595,9 +596,20 @@ func secretsOf(d hookrelay.Destination) []string {
 		add(name + ":" + pw)
 	}
 	if u, err := url.Parse(d.URL); err == nil {
-		for _, vs := range u.Query() { // ?token=… is a credential too
-			for _, v := range vs {
+		// ?token=… is a credential too: as the URL spells it (what a
+		// recipient echoing the request URI shows) and decoded. The query
+		// is split by hand: url.ParseQuery drops a pair with a ';' or a
+		// bad escape, value included.
+		for _, seps := range []string{"&", "&;"} {
+			for _, pair := range strings.FieldsFunc(u.RawQuery, func(r rune) bool { return strings.ContainsRune(seps, r) }) {
+				_, v, _ := strings.Cut(pair, "=")
 				add(v)
+				if dv, err := url.QueryUnescape(v); err == nil {
+					add(dv)
+				}
+				if dv, err := url.PathUnescape(v); err == nil {
+					add(dv)
+				}
 			}
 		}
 	}
