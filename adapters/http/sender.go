@@ -521,16 +521,20 @@ func dropPartialSecret(s string, secrets []string) string {
 	}
 }
 
-// truncate cuts s to at most n bytes on a rune boundary and makes it valid
-// UTF-8.
+// truncate makes s valid UTF-8 (U+FFFD for each run of bytes that are
+// not), then cuts it to at most n bytes on a rune boundary. Replacing
+// first keeps the text after a byte that is not UTF-8 and holds the limit
+// though a replacement is longer than the byte it replaces.
 func truncate(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) > n {
-		s = s[:n]
-		for len(s) > 0 && !utf8.ValidString(s) {
-			s = s[:len(s)-1]
+		cut := n
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
 		}
+		s = s[:cut]
 	}
-	return strings.ToValidUTF8(s, "\uFFFD")
+	return s
 }
 
 // errorDetail describes a round-trip error without the request URL: a

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/assert"
@@ -751,5 +752,29 @@ func TestInvalidHeaderNameDetailHoldsNoSecret(t *testing.T) {
 		assert.Equal(t, ReasonInvalidHeader, res.Reason, "%q", name)
 		assert.NotContains(t, res.Detail, "Tk9", "%q", name)
 		assert.Contains(t, res.Detail, name[:9], "%q: names the header", name)
+	}
+}
+
+// TestSnippetOfInvalidUTF8StaysWithinTheLimit: a body that is not UTF-8
+// (Latin-1, binary) keeps its text, with U+FFFD for the bytes that are not
+// UTF-8, and its snippet is never longer than MaxSnippetBytes, whether the
+// body is shorter than the limit or longer.
+func TestSnippetOfInvalidUTF8StaysWithinTheLimit(t *testing.T) {
+	const n = 64
+	for _, body := range []string{
+		strings.Repeat("a\xff", n/2),                          // exactly n bytes, half of them invalid
+		strings.Repeat("\xfc", n),                             // one invalid run
+		"Fehler: ung\xfcltig " + strings.Repeat("a\xff", 4*n), // longer than n, invalid early
+		"\x1f\x8b" + strings.Repeat("\x00\xff", 2*n),          // gzip
+	} {
+		// With a secret, more than n bytes are read (the margin).
+		for _, secrets := range [][]string{nil, {"Sx1-some-secret-value"}} {
+			got := readSnippet(strings.NewReader(body), n, secrets)
+			assert.LessOrEqual(t, len(got), n, "%q", body)
+			assert.True(t, utf8.ValidString(got), "%q", got)
+			if strings.HasPrefix(body, "Fehler") {
+				assert.True(t, strings.HasPrefix(got, "Fehler: ung\uFFFDltig a\uFFFDa"), "%q", got)
+			}
+		}
 	}
 }
