@@ -46,7 +46,8 @@ const (
 // hookrelay.ReasonRateLimited, …).
 const (
 	// ReasonInvalidURL: the destination URL does not parse as an absolute
-	// URL, or names its host by a number in a spelling that is not dialled.
+	// URL, has a port outside 1–65535, or names its host by a number in a
+	// spelling that is not dialled.
 	ReasonInvalidURL = "invalid_url"
 	// ReasonUnsupportedScheme: the destination URL is neither http nor
 	// https.
@@ -348,6 +349,14 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return hookrelay.Permanent(ReasonUnsupportedScheme).
 			WithDetail(redact(fmt.Sprintf("scheme %q is not http or https", u.Scheme), secrets.get()))
+	}
+	if port := u.Port(); port != "" {
+		// url.Parse takes any digits; the dialer refuses a port out of
+		// range at every send, as a network error.
+		if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+			return hookrelay.Permanent(ReasonInvalidURL).
+				WithDetail("destination URL port is not in the range 1-65535")
+		}
 	}
 	if a, numeric, ok := numericHost(u.Hostname()); numeric {
 		// The resolver would fail on these (a retried dns_failure) while

@@ -544,6 +544,9 @@ func TestBadInputNeverReachesTheNetwork(t *testing.T) {
 	}{
 		{"unparsable", "http://user:pw@[::1/x", "{}", testSecret, ReasonInvalidURL},
 		{"bad port", "http://example.com:port/", "{}", testSecret, ReasonInvalidURL},
+		{"port out of range", "http://example.com:65536/", "{}", testSecret, ReasonInvalidURL},
+		{"huge port", "http://example.com:99999999999999999999/", "{}", testSecret, ReasonInvalidURL},
+		{"port 0", "http://example.com:0/", "{}", testSecret, ReasonInvalidURL},
 		{"relative", "/hooks", "{}", testSecret, ReasonInvalidURL},
 		{"empty", "", "{}", testSecret, ReasonInvalidURL},
 		{"no host", "http:///path", "{}", testSecret, ReasonInvalidURL},
