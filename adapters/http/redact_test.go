@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -167,5 +168,34 @@ func TestDetailIsRedactedWhenNoBodyWasRead(t *testing.T) {
 		for _, f := range leakForms() {
 			assertNoPrefixLeaks(t, res.Detail, f.secret, path+": "+f.name)
 		}
+	}
+}
+
+// TestQueryTokenIsRedactedAsItWasSent: a recipient that echoes the request
+// URI shows a query token as the URL spells it, percent-encoded or after a
+// ';' that Go's query parser refuses; a framework that decodes it shows
+// it decoded. Every spelling is masked.
+func TestQueryTokenIsRedactedAsItWasSent(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, "no route for POST "+r.URL.RequestURI()+" | ")
+		q, _ := url.QueryUnescape(r.URL.RawQuery)
+		_, _ = io.WriteString(w, "query "+q)
+	}))
+	t.Cleanup(srv.Close)
+	s := newTestSender(t, Config{MaxSnippetBytes: 4096})
+	for _, query := range []string{
+		"?token=Qt7%2Fsecret%2Bvalue%3D%3D",
+		"?token=Qt7+secret+value",
+		"?a=1;token=Qt7secretvalue",
+		"?token=Qt7secret;value",
+		"?sig=Qt7%zzsecretvalue",
+	} {
+		p := sendParams(srv.URL+"/in"+query, "{}")
+		res := s.Send(context.Background(), p)
+		require.Equal(t, hookrelay.ReasonNotFound, res.Reason, query)
+		assert.Contains(t, res.Detail, "/in?", query)
+		assertNoPrefixLeaks(t, res.Detail, "Qt7secret", query)
+		assert.NotContains(t, res.Detail, "Qt7", query)
 	}
 }

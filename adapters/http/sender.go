@@ -46,7 +46,8 @@ const (
 // hookrelay.ReasonRateLimited, …).
 const (
 	// ReasonInvalidURL: the destination URL does not parse as an absolute
-	// URL, or names its host by a number in a spelling that is not dialled.
+	// URL, has a port outside 1–65535, or names its host by a number in a
+	// spelling that is not dialled.
 	ReasonInvalidURL = "invalid_url"
 	// ReasonUnsupportedScheme: the destination URL is neither http nor
 	// https.
@@ -65,7 +66,8 @@ const (
 const ReasonInvalidSecret = "invalid_signing_secret"
 
 // ReasonInvalidHeader is the permanent reason for a destination header
-// that cannot be sent (a bad name, or a CR, LF or NUL in the value).
+// that cannot be sent (a bad name, or a control character other than tab,
+// such as CR, LF or NUL, in the value).
 const ReasonInvalidHeader = "invalid_destination_header"
 
 // Config configures a Sender. Zero fields take the documented defaults.
@@ -261,15 +263,41 @@ func decodeKeys(secrets []string) ([][]byte, error) {
 // validHeader reports whether a destination header can be sent as is;
 // the transport would otherwise refuse it at send time, every time.
 func validHeader(name, value string) bool {
-	if name == "" {
+	if name == "" || badNameByte(name) >= 0 {
 		return false
 	}
-	for _, c := range []byte(name) {
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+	// As the transport checks a value: no control character but tab.
+	for _, c := range []byte(value) {
+		if c < ' ' && c != '\t' || c == 0x7f {
 			return false
 		}
 	}
-	return !strings.ContainsAny(value, "\r\n\x00")
+	return true
+}
+
+// badNameByte is the index of the first byte of a header name that is not
+// an HTTP token character, or -1.
+func badNameByte(name string) int {
+	for i, c := range []byte(name) {
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// invalidHeaderDetail describes why a destination header validHeader
+// refused cannot be sent. A bad name is quoted only up to its first bad
+// byte: a name that is a whole header line ("Authorization: Bearer …")
+// holds the credential after it.
+func invalidHeaderDetail(name string) string {
+	if name == "" {
+		return "a destination header has an empty name"
+	}
+	if i := badNameByte(name); i >= 0 {
+		return fmt.Sprintf("destination header name %q is followed by %q (byte %d), which a header name cannot contain", name[:i], name[i], i)
+	}
+	return fmt.Sprintf("destination header %q has a control character in its value", name)
 }
 
 // SendTimeout implements hookrelay.SendTimeouter: the destination's
@@ -322,6 +350,14 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 		return hookrelay.Permanent(ReasonUnsupportedScheme).
 			WithDetail(redact(fmt.Sprintf("scheme %q is not http or https", u.Scheme), secrets.get()))
 	}
+	if port := u.Port(); port != "" {
+		// url.Parse takes any digits; the dialer refuses a port out of
+		// range at every send, as a network error.
+		if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+			return hookrelay.Permanent(ReasonInvalidURL).
+				WithDetail("destination URL port is not in the range 1-65535")
+		}
+	}
 	if a, numeric, ok := numericHost(u.Hostname()); numeric {
 		// The resolver would fail on these (a retried dns_failure) while
 		// other software reads them as addresses: refused at once.
@@ -344,7 +380,7 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 	for name, value := range dest.Headers {
 		if !validHeader(name, value) {
 			return hookrelay.Permanent(ReasonInvalidHeader).
-				WithDetail(redact(fmt.Sprintf("destination header %q has an invalid name or value", name), secrets.get()))
+				WithDetail(redact(invalidHeaderDetail(name), secrets.get()))
 		}
 	}
 
@@ -494,16 +530,20 @@ func dropPartialSecret(s string, secrets []string) string {
 	}
 }
 
-// truncate cuts s to at most n bytes on a rune boundary and makes it valid
-// UTF-8.
+// truncate makes s valid UTF-8 (U+FFFD for each run of bytes that are
+// not), then cuts it to at most n bytes on a rune boundary. Replacing
+// first keeps the text after a byte that is not UTF-8 and holds the limit
+// though a replacement is longer than the byte it replaces.
 func truncate(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) > n {
-		s = s[:n]
-		for len(s) > 0 && !utf8.ValidString(s) {
-			s = s[:len(s)-1]
+		cut := n
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
 		}
+		s = s[:cut]
 	}
-	return strings.ToValidUTF8(s, "\uFFFD")
+	return s
 }
 
 // errorDetail describes a round-trip error without the request URL: a
@@ -526,7 +566,8 @@ func errorDetail(err error) string {
 // decoded key bytes in raw, base64 and hex forms), header values
 // (Authorization and the like, and the token after an auth scheme), URL
 // credentials (raw, escaped, and as the "Basic base64(user:password)" value
-// Send builds from them, as Go's client does) and URL query values.
+// Send builds from them, as Go's client does) and URL query values (raw
+// and decoded).
 func secretsOf(d hookrelay.Destination) []string {
 	var out []string
 	add := func(s string) {
@@ -568,9 +609,20 @@ func secretsOf(d hookrelay.Destination) []string {
 		add(name + ":" + pw)
 	}
 	if u, err := url.Parse(d.URL); err == nil {
-		for _, vs := range u.Query() { // ?token=… is a credential too
-			for _, v := range vs {
+		// ?token=… is a credential too: as the URL spells it (what a
+		// recipient echoing the request URI shows) and decoded. The query
+		// is split by hand: url.ParseQuery drops a pair with a ';' or a
+		// bad escape, value included.
+		for _, seps := range []string{"&", "&;"} {
+			for _, pair := range strings.FieldsFunc(u.RawQuery, func(r rune) bool { return strings.ContainsRune(seps, r) }) {
+				_, v, _ := strings.Cut(pair, "=")
 				add(v)
+				if dv, err := url.QueryUnescape(v); err == nil {
+					add(dv)
+				}
+				if dv, err := url.PathUnescape(v); err == nil {
+					add(dv)
+				}
 			}
 		}
 	}

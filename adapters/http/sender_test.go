@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/assert"
@@ -543,6 +544,9 @@ func TestBadInputNeverReachesTheNetwork(t *testing.T) {
 	}{
 		{"unparsable", "http://user:pw@[::1/x", "{}", testSecret, ReasonInvalidURL},
 		{"bad port", "http://example.com:port/", "{}", testSecret, ReasonInvalidURL},
+		{"port out of range", "http://example.com:65536/", "{}", testSecret, ReasonInvalidURL},
+		{"huge port", "http://example.com:99999999999999999999/", "{}", testSecret, ReasonInvalidURL},
+		{"port 0", "http://example.com:0/", "{}", testSecret, ReasonInvalidURL},
 		{"relative", "/hooks", "{}", testSecret, ReasonInvalidURL},
 		{"empty", "", "{}", testSecret, ReasonInvalidURL},
 		{"no host", "http:///path", "{}", testSecret, ReasonInvalidURL},
@@ -707,5 +711,73 @@ func TestSetHeadersIsTheHeaderSetSequence(t *testing.T) {
 			want.Add("User-Agent", "extra")
 			assert.Equal(t, want, got)
 		})
+	}
+}
+
+// TestHeaderValueWithAControlCharacterIsPermanent: the transport refuses
+// every control character but tab in a header value, at every send; such a
+// destination header is bad input, permanent and never sent, not a
+// network error retried until the attempts run out.
+func TestHeaderValueWithAControlCharacterIsPermanent(t *testing.T) {
+	srv, seen := recordingServer(t, http.StatusOK)
+	s := newTestSender(t, Config{})
+	for _, v := range []string{"a\x01b", "a\x1fb", "a\x7fb", "a\vb", "a\fb", "a\rb", "a\nb", "a\x00b"} {
+		p := sendParams(srv.URL, "{}")
+		p.Destination.Headers = map[string]string{"X-Api-Key": v}
+		res := s.Send(context.Background(), p)
+		assert.Equal(t, hookrelay.KindPermanent, res.Kind, "%q", v)
+		assert.Equal(t, ReasonInvalidHeader, res.Reason, "%q", v)
+	}
+	assert.Empty(t, seen())
+
+	// Tab and non-ASCII bytes are sent.
+	p := sendParams(srv.URL, "{}")
+	p.Destination.Headers = map[string]string{"X-Api-Key": "a\tb", "X-Name": "Zoë"}
+	assert.Equal(t, hookrelay.KindDelivered, s.Send(context.Background(), p).Kind)
+	require.Len(t, seen(), 1)
+	assert.Equal(t, "a\tb", seen()[0].header.Get("X-Api-Key"))
+}
+
+// TestInvalidHeaderNameDetailHoldsNoSecret: a whole header line written as
+// a name ("Authorization: Bearer <token>") is refused, and the Detail
+// names the header and the bad character without the token after it.
+func TestInvalidHeaderNameDetailHoldsNoSecret(t *testing.T) {
+	s := newTestSender(t, Config{})
+	for _, name := range []string{
+		"Authorization: Bearer Tk9-secret-token-123",
+		"Authorization Bearer Tk9-secret-token-123",
+		"X-Api-Key=Tk9-secret-token-123",
+		"X-Api-Key:Tk9-secret-token-123\r\n",
+	} {
+		p := sendParams("https://hooks.example.com/", "{}")
+		p.Destination.Headers = map[string]string{name: ""}
+		res := s.Send(context.Background(), p)
+		assert.Equal(t, ReasonInvalidHeader, res.Reason, "%q", name)
+		assert.NotContains(t, res.Detail, "Tk9", "%q", name)
+		assert.Contains(t, res.Detail, name[:9], "%q: names the header", name)
+	}
+}
+
+// TestSnippetOfInvalidUTF8StaysWithinTheLimit: a body that is not UTF-8
+// (Latin-1, binary) keeps its text, with U+FFFD for the bytes that are not
+// UTF-8, and its snippet is never longer than MaxSnippetBytes, whether the
+// body is shorter than the limit or longer.
+func TestSnippetOfInvalidUTF8StaysWithinTheLimit(t *testing.T) {
+	const n = 64
+	for _, body := range []string{
+		strings.Repeat("a\xff", n/2),                          // exactly n bytes, half of them invalid
+		strings.Repeat("\xfc", n),                             // one invalid run
+		"Fehler: ung\xfcltig " + strings.Repeat("a\xff", 4*n), // longer than n, invalid early
+		"\x1f\x8b" + strings.Repeat("\x00\xff", 2*n),          // gzip
+	} {
+		// With a secret, more than n bytes are read (the margin).
+		for _, secrets := range [][]string{nil, {"Sx1-some-secret-value"}} {
+			got := readSnippet(strings.NewReader(body), n, secrets)
+			assert.LessOrEqual(t, len(got), n, "%q", body)
+			assert.True(t, utf8.ValidString(got), "%q", got)
+			if strings.HasPrefix(body, "Fehler") {
+				assert.True(t, strings.HasPrefix(got, "Fehler: ung\uFFFDltig a\uFFFDa"), "%q", got)
+			}
+		}
 	}
 }

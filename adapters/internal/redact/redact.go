@@ -21,8 +21,10 @@ var rules = []struct {
 	re   *regexp.Regexp
 	with string
 }{
-	// scheme://user:password@host → scheme://[REDACTED]@host
-	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#\s@]+@`), "${1}" + Mask + "@"},
+	// scheme://user:password@host → scheme://[REDACTED]@host, up to the
+	// authority's last '@' as Go's url.Parse reads it (a password may
+	// hold one)
+	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#\s]+@`), "${1}" + Mask + "@"},
 	// Authorization: <anything up to the end of the header value>
 	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization|x-api-key|api[-_]?key|cookie)("?\s*[:=]\s*"?)[^\r\n,;"'}]+`), "${1}${2}" + Mask},
 	// A credential after an auth scheme: "Bearer abc", "Basic dXNlcg=="

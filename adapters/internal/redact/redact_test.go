@@ -12,6 +12,10 @@ func TestTextMasksSecrets(t *testing.T) {
 		{"url credentials", `Post "https://user:s3cret@hooks.example.com/in": dial tcp: refused`,
 			`Post "https://[REDACTED]@hooks.example.com/in": dial tcp: refused`},
 		{"url user only", "http://tok3n@example.com/", "http://[REDACTED]@example.com/"},
+		// Go's url.Parse takes the last '@' of the authority: the
+		// password may hold one.
+		{"url password with @", `Post "https://user:p@ss@w0rd@hooks.example.com/in?x=a@b": EOF`,
+			`Post "https://[REDACTED]@hooks.example.com/in?x=a@b": EOF`},
 		{"authorization header", "sent Authorization: Bearer abc.def-ghi, got 401",
 			"sent Authorization: [REDACTED], got 401"},
 		{"api key in json", `{"x-api-key":"k-123456"}`, `{"x-api-key":"[REDACTED]"}`},
