@@ -99,12 +99,21 @@ func verify(keys [][]byte, h http.Header, body []byte, now time.Time, tolerance 
 	if err != nil {
 		return ErrInvalidTimestamp
 	}
-	// Compare in seconds so that extreme timestamps cannot overflow.
+	// Timestamps more than a second beyond the tolerance are settled in
+	// whole seconds, so that extreme values cannot overflow; the others by
+	// the exact difference from now, which has a fraction of a second that
+	// the timestamp has not.
 	nowUnix, tol := now.Unix(), int64(tolerance/time.Second)
 	switch {
-	case unix < nowUnix-tol:
+	case unix < nowUnix-tol-1:
 		return ErrTimestampTooOld
-	case unix > nowUnix+tol:
+	case unix > nowUnix+tol+1:
+		return ErrTimestampTooNew
+	}
+	switch age := now.Sub(time.Unix(unix, 0)); {
+	case age > tolerance:
+		return ErrTimestampTooOld
+	case age < -tolerance:
 		return ErrTimestampTooNew
 	}
 	if !signature.Match(keys, id, unix, body, signature.Parse(sig)) {
