@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -183,7 +184,9 @@ func (v *Verifier) Verify(h http.Header, body []byte) error {
 // spending them.
 func (v *Verifier) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(io.LimitReader(r.Body, v.maxBody+1))
+		// One byte beyond the limit tells an oversized body; at the
+		// largest limit there is no byte beyond.
+		body, err := io.ReadAll(io.LimitReader(r.Body, v.maxBody+min(1, math.MaxInt64-v.maxBody)))
 		if err != nil {
 			http.Error(w, "recipient: cannot read body", http.StatusBadRequest)
 			return

@@ -3,6 +3,7 @@ package recipient
 import (
 	"encoding/base64"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -194,4 +195,29 @@ func TestVerifyToleranceIsExact(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestVerifierMiddlewareLargestBodyLimit: MaxBodyBytes at its largest (no
+// practical limit) still reads and verifies the body; the one byte read
+// beyond the limit to detect an oversized body must not overflow it.
+func TestVerifierMiddlewareLargestBodyLimit(t *testing.T) {
+	mock := clock.NewMock()
+	mock.Set(now)
+	v, err := NewVerifier(VerifierConfig{Secrets: []string{secretNew}, Clock: mock, MaxBodyBytes: math.MaxInt64})
+	require.NoError(t, err)
+	var gotBody string
+	h := v.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		gotBody = string(b)
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	body := `{"ok":true}`
+	req := httptest.NewRequest(http.MethodPost, "/hooks", strings.NewReader(body))
+	for k, vs := range signedHeader(t, secretNew, "whd_1", now, []byte(body)) {
+		req.Header[k] = vs
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	assert.Equal(t, http.StatusAccepted, rec.Code, rec.Body.String())
+	assert.Equal(t, body, gotBody)
 }
