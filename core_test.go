@@ -145,7 +145,10 @@ func TestEnvelopeRefusesUnknownVersionsAndGarbage(t *testing.T) {
 	_, err := hookrelay.UnmarshalEnvelope([]byte(`{"v":2,"id":"whd_x"}`))
 	require.ErrorIs(t, err, hookrelay.ErrUnknownEnvelopeVersion)
 	assert.Contains(t, err.Error(), "version 2")
-	for _, bad := range []string{`not json`, `{"id":"whd_x"}`, `{"v":1}`, `{"v":1,"id":5}`} {
+	// A version below 1 was never written by any library: the message is
+	// malformed (dead-lettered), not a newer library's (parked forever).
+	for _, bad := range []string{`not json`, `{"id":"whd_x"}`, `{"v":1}`, `{"v":1,"id":5}`,
+		`{"v":0,"id":"whd_x","event_id":"e","destination_id":"d"}`, `{"v":-1,"id":"whd_x","event_id":"e","destination_id":"d"}`} {
 		_, err := hookrelay.UnmarshalEnvelope([]byte(bad))
 		assert.Error(t, err, bad)
 		assert.False(t, errors.Is(err, hookrelay.ErrUnknownEnvelopeVersion), bad)

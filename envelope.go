@@ -43,8 +43,8 @@ func MarshalEnvelope(d Delivery) ([]byte, error) {
 
 // UnmarshalEnvelope decodes an envelope of any version this library knows.
 // A newer version returns an error wrapping ErrUnknownEnvelopeVersion; a
-// malformed message returns an error naming the problem. The decoded
-// delivery is pending.
+// malformed message (a version below 1 included) returns an error naming
+// the problem. The decoded delivery is pending.
 func UnmarshalEnvelope(b []byte) (Delivery, error) {
 	var head struct {
 		V *int `json:"v"`
@@ -71,6 +71,10 @@ func UnmarshalEnvelope(b []byte) (Delivery, error) {
 			NextAttemptAt: e.NextAttemptAt, PolicyVersion: e.PolicyVersion, State: StatePending,
 		}, nil
 	default:
+		if *head.V < 1 {
+			// No library ever wrote it: malformed, not a newer library's.
+			return Delivery{}, fmt.Errorf("hookrelay: decode envelope: invalid version %d (versions start at 1)", *head.V)
+		}
 		return Delivery{}, fmt.Errorf("%w: envelope version %d (this library reads versions 1 to %d)",
 			ErrUnknownEnvelopeVersion, *head.V, EnvelopeVersion)
 	}

@@ -182,7 +182,8 @@ func retryable(status int) bool {
 //
 // Put it after signature verification, so a forged request cannot claim
 // an ID. The handler's response is buffered: next cannot stream, flush or
-// hijack.
+// hijack, and its 1xx informational responses are not sent (its final
+// status is the one answered and stored).
 func (m *Idempotency) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get(HeaderWebhookID)
@@ -268,7 +269,9 @@ func writeStored(w http.ResponseWriter, resp StoredResponse, replayed bool) {
 }
 
 // recorder buffers a handler's response. Like a real ResponseWriter, it
-// takes the header as it stood when the status was written.
+// takes the header as it stood when the final status was written; 1xx
+// informational statuses (103 Early Hints) are not final, and as the
+// response is buffered they are not sent.
 type recorder struct {
 	header  http.Header
 	status  int
@@ -279,6 +282,9 @@ type recorder struct {
 func (r *recorder) Header() http.Header { return r.header }
 
 func (r *recorder) WriteHeader(status int) {
+	if status >= 100 && status <= 199 && status != http.StatusSwitchingProtocols {
+		return
+	}
 	if r.status == 0 {
 		r.status, r.written = status, r.header.Clone()
 	}

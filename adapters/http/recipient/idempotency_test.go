@@ -279,3 +279,31 @@ func TestIdempotencyTrustsRecordsKeptWithoutAHash(t *testing.T) {
 	assert.Equal(t, 201, rec.Code)
 	assert.Equal(t, "old", rec.Body.String())
 }
+
+// TestIdempotencyInformationalStatusIsNotTheResponse: a handler may send
+// 1xx informational responses (103 Early Hints) before its final status,
+// as a real ResponseWriter allows; the final status is what is answered,
+// stored, and decides whether the record is kept.
+func TestIdempotencyInformationalStatusIsNotTheResponse(t *testing.T) {
+	var runs atomic.Int32
+	h := newIdem(t, IdempotencyConfig{}).Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Link", "</style.css>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		if runs.Add(1) == 1 {
+			http.Error(w, "ledger unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, "booked")
+	}))
+	first := serveID(h, "whd_a")
+	assert.Equal(t, http.StatusServiceUnavailable, first.Code)
+	second := serveID(h, "whd_a")
+	assert.Equal(t, http.StatusCreated, second.Code, "the 503 was not stored: the retry runs the handler again")
+	assert.Equal(t, "booked", second.Body.String())
+	replay := serveID(h, "whd_a")
+	assert.Equal(t, http.StatusCreated, replay.Code)
+	assert.Equal(t, "booked", replay.Body.String())
+	assert.Equal(t, "true", replay.Header().Get(HeaderReplayed))
+	assert.Equal(t, int32(2), runs.Load())
+}

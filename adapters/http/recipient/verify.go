@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -99,12 +100,21 @@ func verify(keys [][]byte, h http.Header, body []byte, now time.Time, tolerance 
 	if err != nil {
 		return ErrInvalidTimestamp
 	}
-	// Compare in seconds so that extreme timestamps cannot overflow.
+	// Timestamps more than a second beyond the tolerance are settled in
+	// whole seconds, so that extreme values cannot overflow; the others by
+	// the exact difference from now, which has a fraction of a second that
+	// the timestamp has not.
 	nowUnix, tol := now.Unix(), int64(tolerance/time.Second)
 	switch {
-	case unix < nowUnix-tol:
+	case unix < nowUnix-tol-1:
 		return ErrTimestampTooOld
-	case unix > nowUnix+tol:
+	case unix > nowUnix+tol+1:
+		return ErrTimestampTooNew
+	}
+	switch age := now.Sub(time.Unix(unix, 0)); {
+	case age > tolerance:
+		return ErrTimestampTooOld
+	case age < -tolerance:
 		return ErrTimestampTooNew
 	}
 	if !signature.Match(keys, id, unix, body, signature.Parse(sig)) {
@@ -174,7 +184,9 @@ func (v *Verifier) Verify(h http.Header, body []byte) error {
 // spending them.
 func (v *Verifier) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(io.LimitReader(r.Body, v.maxBody+1))
+		// One byte beyond the limit tells an oversized body; at the
+		// largest limit there is no byte beyond.
+		body, err := io.ReadAll(io.LimitReader(r.Body, v.maxBody+min(1, math.MaxInt64-v.maxBody)))
 		if err != nil {
 			http.Error(w, "recipient: cannot read body", http.StatusBadRequest)
 			return

@@ -3,6 +3,7 @@ package recipient
 import (
 	"encoding/base64"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -144,4 +145,79 @@ func TestNewVerifierRejectsBadConfig(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInvalidSecret)
 	_, err = NewVerifier(VerifierConfig{Secrets: []string{"whsec_" + base64.StdEncoding.EncodeToString([]byte("k"))}, Tolerance: -1})
 	assert.Error(t, err)
+}
+
+// TestVerifyToleranceIsExact: webhook-timestamp has whole seconds but the
+// recipient's clock does not, so the tolerance must be compared with the
+// exact difference, not with the clock cut to its second: a request a
+// moment past the tolerance is refused, one within a sub-second tolerance
+// is accepted.
+func TestVerifyToleranceIsExact(t *testing.T) {
+	body := []byte(`{"ok":true}`)
+	h := signedHeader(t, secretNew, "whd_1", now, body)
+	tests := []struct {
+		name      string
+		now       time.Time
+		tolerance time.Duration
+		want      error
+	}{
+		{"exactly the tolerance old", now.Add(5 * time.Minute), 0, nil},
+		{"a nanosecond too old", now.Add(5*time.Minute + time.Nanosecond), 0, ErrTimestampTooOld},
+		{"most of a second too old", now.Add(5*time.Minute + 999*time.Millisecond), 0, ErrTimestampTooOld},
+		{"exactly the tolerance ahead", now.Add(-5 * time.Minute), 0, nil},
+		{"a nanosecond too far ahead", now.Add(-5*time.Minute - time.Nanosecond), 0, ErrTimestampTooNew},
+		{"1.5s tolerance, 1.5s old", now.Add(1500 * time.Millisecond), 1500 * time.Millisecond, nil},
+		{"1.5s tolerance, 1.9s old", now.Add(1900 * time.Millisecond), 1500 * time.Millisecond, ErrTimestampTooOld},
+		{"1.5s tolerance, 1.5s ahead", now.Add(-1500 * time.Millisecond), 1500 * time.Millisecond, nil},
+		{"1.5s tolerance, 1.9s ahead", now.Add(-1900 * time.Millisecond), 1500 * time.Millisecond, ErrTimestampTooNew},
+		{"0.5s tolerance, 0.3s old", now.Add(300 * time.Millisecond), 500 * time.Millisecond, nil},
+		{"0.5s tolerance, 0.3s ahead", now.Add(-300 * time.Millisecond), 500 * time.Millisecond, nil},
+		{"0.5s tolerance, 0.7s old", now.Add(700 * time.Millisecond), 500 * time.Millisecond, ErrTimestampTooOld},
+		{"0.5s tolerance, 0.7s ahead", now.Add(-700 * time.Millisecond), 500 * time.Millisecond, ErrTimestampTooNew},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Verify(VerifyParams{Secrets: []string{secretNew}, Header: h, Body: body, Now: tt.now, Tolerance: tt.tolerance})
+			if tt.want == nil {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorIs(t, err, tt.want)
+			}
+
+			mock := clock.NewMock()
+			mock.Set(tt.now)
+			v, err := NewVerifier(VerifierConfig{Secrets: []string{secretNew}, Clock: mock, Tolerance: tt.tolerance})
+			require.NoError(t, err)
+			if err := v.Verify(h, body); tt.want == nil {
+				assert.NoError(t, err, "Verifier")
+			} else {
+				assert.ErrorIs(t, err, tt.want, "Verifier")
+			}
+		})
+	}
+}
+
+// TestVerifierMiddlewareLargestBodyLimit: MaxBodyBytes at its largest (no
+// practical limit) still reads and verifies the body; the one byte read
+// beyond the limit to detect an oversized body must not overflow it.
+func TestVerifierMiddlewareLargestBodyLimit(t *testing.T) {
+	mock := clock.NewMock()
+	mock.Set(now)
+	v, err := NewVerifier(VerifierConfig{Secrets: []string{secretNew}, Clock: mock, MaxBodyBytes: math.MaxInt64})
+	require.NoError(t, err)
+	var gotBody string
+	h := v.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		gotBody = string(b)
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	body := `{"ok":true}`
+	req := httptest.NewRequest(http.MethodPost, "/hooks", strings.NewReader(body))
+	for k, vs := range signedHeader(t, secretNew, "whd_1", now, []byte(body)) {
+		req.Header[k] = vs
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	assert.Equal(t, http.StatusAccepted, rec.Code, rec.Body.String())
+	assert.Equal(t, body, gotBody)
 }
