@@ -20,7 +20,8 @@ import (
 // ID, over 255 bytes, not UTF-8, a NUL byte) is refused naming the field
 // with nothing stored, unknown IDs wrap
 // ErrDestinationNotFound, Disable keeps its first reason, pausing and
-// resuming is seen by the next read, and a cancelled context is refused.
+// resuming is seen by the next read, and a cancelled context is refused
+// (by Enable too, when the store is a DestinationEnabler).
 func RunDestinations(t *testing.T, newHarness NewHarness) {
 	ctx := context.Background()
 	full := func() hookrelay.Destination {
@@ -178,5 +179,12 @@ func RunDestinations(t *testing.T, newHarness NewHarness) {
 		got, err := h.Destinations.Destination(ctx, "dest_1")
 		require.NoError(t, err)
 		assert.False(t, got.Disabled, "a refused Disable changed nothing")
+		if en, ok := hookrelay.As[hookrelay.DestinationEnabler](h.Destinations); ok {
+			require.NoError(t, h.Destinations.Disable(ctx, hookrelay.DisableParams{ID: "dest_1", Reason: "gone", Now: base}))
+			assert.ErrorIs(t, en.Enable(cancelled, "dest_1"), context.Canceled, "Enable")
+			got, err := h.Destinations.Destination(ctx, "dest_1")
+			require.NoError(t, err)
+			assert.True(t, got.Disabled, "a refused Enable changed nothing")
+		}
 	})
 }

@@ -161,7 +161,10 @@ func (s *Destinations) SetPaused(ctx context.Context, id string, paused bool) er
 
 // Enable implements hookrelay.DestinationEnabler: it clears Disabled and
 // DisabledReason.
-func (s *Destinations) Enable(_ context.Context, id string) error {
+func (s *Destinations) Enable(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("hookrelay/memory: enable: %w", err)
+	}
 	return s.update(id, func(d *hookrelay.Destination) { d.Disabled, d.DisabledReason = false, "" })
 }
 
