@@ -35,8 +35,11 @@ func BackoffCeiling(p Policy, attempt int) time.Duration {
 // Backoff is the full-jitter delay after the given failed attempt:
 // floor(random × min(BaseDelay × 2^(attempt−1), MaxDelay)). With random fixed
 // at 0.5 and a 1 s base it gives 500 ms after attempt 1 and 1 s after
-// attempt 2. random outside [0, 1) is clamped.
+// attempt 2. random outside [0, 1) is clamped; NaN counts as 0.
 func Backoff(p Policy, attempt int, random float64) time.Duration {
+	if math.IsNaN(random) {
+		random = 0 // math.Min and math.Max would pass NaN through
+	}
 	random = math.Max(0, math.Min(random, math.Nextafter(1, 0)))
 	return time.Duration(math.Floor(random * float64(BackoffCeiling(p, attempt))))
 }

@@ -32,6 +32,8 @@ func TestBackoffFullJitter(t *testing.T) {
 		{11, 0.5, 7*time.Minute + 30*time.Second}, // 1s·2^10 = 1024 s, capped at 15 min
 		{7, 1.5, 64*time.Second - 1},              // out-of-range random is clamped below 1
 		{0, 0.5, 500 * time.Millisecond},          // attempt < 1 treated as the first
+		{3, math.NaN(), 0},                        // NaN is out of range too
+		{3, -0.5, 0},
 	}
 	for _, tc := range tests {
 		assert.Equal(t, tc.want, hookrelay.Backoff(p, tc.attempt, tc.random), "attempt %d random %v", tc.attempt, tc.random)

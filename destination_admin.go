@@ -34,7 +34,7 @@ func (c *Client) EnableDestination(ctx context.Context, id string) error {
 		return fmt.Errorf("enable destination: %w (Destinations is not a DestinationEnabler)", ErrUnsupported)
 	}
 	if err := de.Enable(ctx, id); err != nil {
-		return fmt.Errorf("hookrelay: enable destination %q: %w", id, err)
+		return fmt.Errorf("hookrelay: enable destination %s: %w", quote(id), shortNotFound(err))
 	}
 	w := &c.worker
 	w.notePaused(id, false, time.Time{})

@@ -193,6 +193,12 @@ func TestOperatorErrorsQuoteAShortPrefix(t *testing.T) {
 	_, err = c.Delivery(ctx, huge)
 	require.ErrorIs(t, err, hookrelay.ErrNotFound)
 	assert.Less(t, len(err.Error()), 400, "%.1000s", err)
+	err = c.EnableDestination(ctx, huge)
+	require.ErrorIs(t, err, hookrelay.ErrDestinationNotFound)
+	assert.Less(t, len(err.Error()), 400, "EnableDestination: %.1000s", err)
+	_, err = c.DestinationStatus(ctx, huge)
+	require.ErrorIs(t, err, hookrelay.ErrDestinationNotFound)
+	assert.Less(t, len(err.Error()), 400, "DestinationStatus: %.1000s", err)
 }
 
 // An OpError names a plain delivery ID as it is, and quotes any other (a

@@ -21,7 +21,9 @@ type PublishParams struct {
 	TenantID string
 	// EventType, e.g. "lease.payment_recorded" (required, at most 255
 	// bytes), is matched against each destination's EventTypes. It is a
-	// concrete type: "*" is refused.
+	// concrete type that a pattern can name: "*" is refused, and so are a
+	// space, a control character, an empty segment (a leading, trailing or
+	// doubled dot) and bytes that are not UTF-8.
 	EventType string
 	// Scope holds free-form labels (property, lease, shipment…).
 	Scope map[string]string
@@ -163,7 +165,8 @@ func (p PublishParams) enqueueParams(destinationID string) EnqueueParams {
 
 // validatePublish checks params with Prepare's rules (so a publish that
 // reaches no destination is refused exactly like one that reaches many)
-// and refuses a pattern as the event type.
+// and refuses an event type that is a pattern or that no pattern could
+// name.
 func (c *Client) validatePublish(ctx context.Context, p PublishParams) error {
 	_, err := c.prepare(ctx, []EnqueueParams{p.enqueueParams("publish")},
 		func(context.Context, string) (Destination, error) { return Destination{}, nil })
@@ -176,6 +179,12 @@ func (c *Client) validatePublish(ctx context.Context, p PublishParams) error {
 	}
 	if strings.Contains(p.EventType, "*") {
 		return invalid(ErrInvalidDelivery, "EventType", `must be a concrete event type, not a pattern (it contains "*")`)
+	}
+	// A type no pattern could name (a space, a control character, an empty
+	// segment) would reach the catch-all destinations and silently miss
+	// the ones subscribed by pattern.
+	if problem := eventTypePatternProblem(p.EventType); problem != "" {
+		return invalid(ErrInvalidDelivery, "EventType", problem)
 	}
 	return nil
 }

@@ -92,6 +92,15 @@ func TestPublishRefusesInvalidParamsEvenWithoutSubscribers(t *testing.T) {
 		{func(p *hookrelay.PublishParams) { p.TenantID = "" }, "TenantID"},
 		{func(p *hookrelay.PublishParams) { p.EventType = "" }, "EventType"},
 		{func(p *hookrelay.PublishParams) { p.EventType = "lease.*" }, "EventType"},
+		// Not a name any pattern could subscribe to: it would reach the
+		// catch-all destinations and silently miss the others.
+		{func(p *hookrelay.PublishParams) { p.EventType = "lease.payment_recorded " }, "EventType"},
+		{func(p *hookrelay.PublishParams) { p.EventType = "lease.payment_recorded\n" }, "EventType"},
+		{func(p *hookrelay.PublishParams) { p.EventType = "lease.\u00a0paid" }, "EventType"},
+		{func(p *hookrelay.PublishParams) { p.EventType = "lease..paid" }, "EventType"},
+		{func(p *hookrelay.PublishParams) { p.EventType = "lease." }, "EventType"},
+		{func(p *hookrelay.PublishParams) { p.EventType = ".lease" }, "EventType"},
+		{func(p *hookrelay.PublishParams) { p.EventType = "lease.\xff" }, "EventType"},
 		{func(p *hookrelay.PublishParams) { p.Payload = make([]byte, 65) }, "Payload"},
 		// No destination of this tenant: still validated.
 		{func(p *hookrelay.PublishParams) { p.TenantID = "tenant_z"; p.EventID = "" }, "EventID"},
@@ -99,7 +108,7 @@ func TestPublishRefusesInvalidParamsEvenWithoutSubscribers(t *testing.T) {
 		p := publishParams()
 		tc.mutate(&p)
 		_, err := c.Publish(context.Background(), p)
-		require.ErrorIs(t, err, hookrelay.ErrInvalidDelivery)
+		require.ErrorIs(t, err, hookrelay.ErrInvalidDelivery, "event type %q", p.EventType)
 		var ve *hookrelay.ValidationError
 		require.ErrorAs(t, err, &ve)
 		assert.Equal(t, tc.field, ve.Field)

@@ -533,7 +533,7 @@ func (c *Client) Destinations(ctx context.Context) ([]DestinationStatus, error) 
 func (c *Client) DestinationStatus(ctx context.Context, id string) (DestinationStatus, error) {
 	d, err := c.destinations.Destination(ctx, id)
 	if err != nil {
-		return DestinationStatus{}, fmt.Errorf("hookrelay: destination %q: %w", id, err)
+		return DestinationStatus{}, fmt.Errorf("hookrelay: destination %s: %w", quote(id), shortNotFound(err))
 	}
 	return d.Status(), nil
 }

@@ -3,6 +3,7 @@ package hookrelaytest
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,13 +11,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/internal/errtext"
 )
 
 // RunDestinations runs the Destinations contract tests on the harness's
 // DestinationStore: every field round-trips, a bad rate limit is refused
+// with nothing stored, an ID or tenant no store can hold (empty for the
+// ID, over 255 bytes, not UTF-8, a NUL byte) is refused naming the field
 // with nothing stored, unknown IDs wrap
 // ErrDestinationNotFound, Disable keeps its first reason, pausing and
-// resuming is seen by the next read, and a cancelled context is refused.
+// resuming is seen by the next read, and a cancelled context is refused
+// (by Enable too, when the store is a DestinationEnabler).
 func RunDestinations(t *testing.T, newHarness NewHarness) {
 	ctx := context.Background()
 	full := func() hookrelay.Destination {
@@ -80,6 +85,29 @@ func RunDestinations(t *testing.T, newHarness NewHarness) {
 			require.Error(t, h.Destinations.Put(ctx, bad))
 			_, err = h.Destinations.Destination(ctx, bad.ID)
 			assert.ErrorIs(t, err, hookrelay.ErrDestinationNotFound, "a refused new destination is not stored")
+		}
+	})
+
+	t.Run("PutRefusesAnIDOrTenantNoStoreCanHold", func(t *testing.T) {
+		h := newHarness(t)
+		edge := strings.Repeat("d", 255) // at the limit: stored
+		require.NoError(t, h.Destinations.Put(ctx, hookrelay.Destination{ID: edge, TenantID: strings.Repeat("t", 255), URL: "https://hooks.example/in"}))
+		_, err := h.Destinations.Destination(ctx, edge)
+		require.NoError(t, err, "a 255-byte ID is stored")
+		for _, bad := range []string{strings.Repeat("x", 256), "\xff\xfe", "nul\x00inside", ""} {
+			err := h.Destinations.Put(ctx, hookrelay.Destination{ID: bad, URL: "https://hooks.example/in"})
+			var ve *hookrelay.ValidationError
+			require.ErrorAs(t, err, &ve, "Put with ID %s", errtext.Quote(bad))
+			assert.Equal(t, "ID", ve.Field, "the error names the field")
+			if bad != "" {
+				_, err = h.Destinations.Destination(ctx, bad)
+				assert.ErrorIs(t, err, hookrelay.ErrDestinationNotFound, "a refused destination is not stored (ID %s)", errtext.Quote(bad))
+				err = h.Destinations.Put(ctx, hookrelay.Destination{ID: "dest_1", TenantID: bad, URL: "https://hooks.example/in"})
+				require.ErrorAs(t, err, &ve, "Put with TenantID %s", errtext.Quote(bad))
+				assert.Equal(t, "TenantID", ve.Field, "the error names the field")
+				_, err = h.Destinations.Destination(ctx, "dest_1")
+				assert.ErrorIs(t, err, hookrelay.ErrDestinationNotFound, "a refused destination is not stored (TenantID %s)", errtext.Quote(bad))
+			}
 		}
 	})
 
@@ -151,5 +179,12 @@ func RunDestinations(t *testing.T, newHarness NewHarness) {
 		got, err := h.Destinations.Destination(ctx, "dest_1")
 		require.NoError(t, err)
 		assert.False(t, got.Disabled, "a refused Disable changed nothing")
+		if en, ok := hookrelay.As[hookrelay.DestinationEnabler](h.Destinations); ok {
+			require.NoError(t, h.Destinations.Disable(ctx, hookrelay.DisableParams{ID: "dest_1", Reason: "gone", Now: base}))
+			assert.ErrorIs(t, en.Enable(cancelled, "dest_1"), context.Canceled, "Enable")
+			got, err := h.Destinations.Destination(ctx, "dest_1")
+			require.NoError(t, err)
+			assert.True(t, got.Disabled, "a refused Enable changed nothing")
+		}
 	})
 }

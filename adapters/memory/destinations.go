@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/internal/errtext"
@@ -54,14 +55,19 @@ func cloneDestination(d hookrelay.Destination) hookrelay.Destination {
 }
 
 // Put adds or replaces a destination; the next attempt to it sees the change.
-// A malformed EventTypes pattern is refused with a *hookrelay.ValidationError
-// naming it (hookrelay.ValidateEventTypes).
+// An ID or TenantID the SQL store cannot hold (an empty ID; over 255 bytes,
+// not UTF-8 or with a NUL byte), and a malformed EventTypes pattern
+// (hookrelay.ValidateEventTypes), are refused with a
+// *hookrelay.ValidationError naming the field.
 func (s *Destinations) Put(ctx context.Context, d hookrelay.Destination) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("hookrelay/memory: put: %w", err)
 	}
-	if d.ID == "" {
-		return fmt.Errorf("hookrelay/memory: destination ID must not be empty")
+	if err := checkDestinationString("ID", d.ID, true); err != nil {
+		return fmt.Errorf("hookrelay/memory: put destination: %w", err)
+	}
+	if err := checkDestinationString("TenantID", d.TenantID, false); err != nil {
+		return fmt.Errorf("hookrelay/memory: put destination %s: %w", errtext.Quote(d.ID), err)
 	}
 	if err := hookrelay.ValidateEventTypes(d.EventTypes); err != nil {
 		return fmt.Errorf("hookrelay/memory: destination %s: %w", errtext.Quote(d.ID), err)
@@ -78,6 +84,26 @@ func (s *Destinations) Put(ctx context.Context, d hookrelay.Destination) error {
 	defer s.mu.Unlock()
 	s.m[d.ID] = cloneDestination(d)
 	return nil
+}
+
+// checkDestinationString refuses an ID or tenant the SQL store cannot
+// hold (empty when required, over 255 bytes, not UTF-8, a NUL byte), so a
+// destination the fake stores is one production stores too.
+func checkDestinationString(field, v string, required bool) error {
+	problem := ""
+	switch {
+	case required && v == "":
+		problem = "must not be empty"
+	case len(v) > hookrelay.MaxStoredStringBytes:
+		problem = fmt.Sprintf("is %d bytes, over the %d-byte limit", len(v), hookrelay.MaxStoredStringBytes)
+	case !utf8.ValidString(v):
+		problem = "is not valid UTF-8"
+	case strings.IndexByte(v, 0) >= 0:
+		problem = "contains a NUL byte"
+	default:
+		return nil
+	}
+	return &hookrelay.ValidationError{Err: hookrelay.ErrInvalidDestination, Field: field, Problem: problem}
 }
 
 // Destination implements hookrelay.Destinations.
@@ -135,7 +161,10 @@ func (s *Destinations) SetPaused(ctx context.Context, id string, paused bool) er
 
 // Enable implements hookrelay.DestinationEnabler: it clears Disabled and
 // DisabledReason.
-func (s *Destinations) Enable(_ context.Context, id string) error {
+func (s *Destinations) Enable(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("hookrelay/memory: enable: %w", err)
+	}
 	return s.update(id, func(d *hookrelay.Destination) { d.Disabled, d.DisabledReason = false, "" })
 }
 
