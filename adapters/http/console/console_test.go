@@ -3,6 +3,8 @@ package console_test
 import (
 	"context"
 	"errors"
+	"html"
+	"html/template"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -433,4 +435,28 @@ func TestOverviewShowsTheDestinationGuard(t *testing.T) {
 	assert.Contains(t, row("accounting"), "failing since "+stamp(now.Add(-2*time.Hour)))
 	assert.Contains(t, row("shipping"), "held until "+stamp(now.Add(90*time.Second)))
 	assert.Contains(t, row("orders"), `<td class="guard">—</td>`, "a healthy destination shows no guard")
+}
+
+// A destination ID is free text: one with a slash, a '#', a '?' or a '%'
+// gets working Pause and Resume buttons, each changing that destination.
+func TestDestinationButtonsWorkForAnyDestinationID(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	for _, id := range []string{"acme/billing", "eu#2", "why?", "50%off", "a b"} {
+		require.NoError(t, f.dests.Put(ctx, hookrelay.Destination{ID: id, TenantID: "prop_mgmt_co", URL: "https://planted-host.example/x"}))
+	}
+	for _, id := range []string{"acme/billing", "eu#2", "why?", "50%off", "a b"} {
+		for _, op := range []string{"pause", "resume"} {
+			body := f.do("GET", "/destinations", "alice", nil).Body.String()
+			form := regexp.MustCompile(`<form class="inline" method="post" action="([^"]+)"><input type="hidden" name="csrf_token" value="([^"]+)"><button id="` +
+				regexp.QuoteMeta(template.HTMLEscapeString(op+"-"+id)) + `">`).FindStringSubmatch(body)
+			require.NotNil(t, form, "a %s button for %q", op, id)
+			action := html.UnescapeString(form[1])
+			w := f.do("POST", action, "alice", url.Values{"csrf_token": {form[2]}})
+			require.Equal(t, http.StatusSeeOther, w.Code, "%s %q via %s: %s", op, id, action, w.Body.String())
+			st, err := f.client.DestinationStatus(ctx, id)
+			require.NoError(t, err)
+			assert.Equal(t, op == "pause", st.Paused, "%s %q", op, id)
+		}
+	}
 }
