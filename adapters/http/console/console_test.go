@@ -460,3 +460,20 @@ func TestDestinationButtonsWorkForAnyDestinationID(t *testing.T) {
 		}
 	}
 }
+
+// A UTF-8 payload whose cap falls inside a character is shown as text up
+// to that character, not as hex; a binary one is still shown as hex.
+func TestDeliveryPageCutsAUTF8PayloadOnACharacter(t *testing.T) {
+	f := newFixture(t, func(_ *hookrelay.Config, c *console.Config) { c.PayloadLimit = 16 })
+	// "é" is 2 bytes, "€" 3: the 16th byte is inside the last character.
+	for _, payload := range []string{`{"name":"Renée"}`, `{"price":"12€"}`, `{"n":"ab€€€"}`} {
+		id := f.enqueue("evt_"+payload, "prop_mgmt_co", "orders", "order.created", payload)
+		body := f.do("GET", "/deliveries/"+id, "alice", nil).Body.String()
+		assert.NotContains(t, body, "not UTF-8", "%s is text", payload)
+		assert.Contains(t, body, `<pre id="payload">{&#34;`, "%s is shown as text", payload)
+	}
+	id := f.enqueue("evt_bin", "prop_mgmt_co", "orders", "order.created", "\xff\xfe{\"a\":1}\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9")
+	body := f.do("GET", "/deliveries/"+id, "alice", nil).Body.String()
+	assert.Contains(t, body, "not UTF-8: shown as hex")
+	assert.Contains(t, body, "showing the first 16")
+}
