@@ -284,7 +284,7 @@ func (h *Handler) startRedrive(start func(ctx context.Context, progress func(hoo
 				errs <- err
 				return
 			}
-			if !errors.Is(err, context.Canceled) {
+			if !errors.Is(err, context.Canceled) || a.State != hookrelay.RedriveStopped {
 				h.cfg.Logger.Error("hookrelay console: redrive ended with an error", "redrive_id", a.ID, "state", string(a.State), "err", err)
 			}
 		}
