@@ -399,8 +399,12 @@ func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log Redriv
 		if progress != nil {
 			progress(a)
 		}
+		// A delivery the ledger moved but the queue did not take is named
+		// even when ctx ended meanwhile: a resume would skip it.
+		var op *OpError
+		leftOut := errors.As(runErr, &op) && op.Op == "queue.enqueue"
 		switch {
-		case runErr != nil && ctx.Err() != nil:
+		case runErr != nil && ctx.Err() != nil && !leftOut:
 			return interrupted()
 		case runErr != nil:
 			return fail(runErr)

@@ -140,3 +140,64 @@ func TestRedriveCancelledAsItStartsIsInterruptedNotFailed(t *testing.T) {
 	assert.Equal(t, hookrelay.RedriveFinished, a.State, "an interrupted redrive resumes")
 	assert.EqualValues(t, 1, a.Redriven)
 }
+
+// enqueueCancels is the memory store as a queue whose Enqueue, once armed,
+// fails because the caller's context ended while it published: a Ctrl-C
+// (or a console's Close) landing between the ledger move and the publish
+// to a broker.
+type enqueueCancels struct {
+	*memory.Store
+	cancel context.CancelFunc // set to arm it
+}
+
+func (q *enqueueCancels) Enqueue(ctx context.Context, ds []hookrelay.Delivery) error {
+	if q.cancel == nil {
+		return q.Store.Enqueue(ctx, ds)
+	}
+	q.cancel()
+	return fmt.Errorf("publish: %w", ctx.Err())
+}
+
+// A delivery the ledger moved but the queue did not take is named by the
+// audit entry, which ends failed, also when the context ended meanwhile: a
+// resume skips it (it is no longer dead), so the audit is the only place
+// that says it needs enqueueing again.
+func TestRedriveNamesTheDeliveryItsInterruptedEnqueueLeftBehind(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC))
+	store := memory.NewStore()
+	queue := &enqueueCancels{Store: store}
+	dests := memory.NewDestinations(hookrelay.Destination{ID: "accounting", TenantID: "tenant_a", URL: "https://accounting.example/"})
+	client, err := hookrelay.New(hookrelay.Config{
+		Queue: queue, Ledger: store, Destinations: dests, Clock: clk,
+		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result {
+			return hookrelay.Permanent(hookrelay.ReasonAuthRejected).WithStatus(401)
+		}),
+	})
+	require.NoError(t, err)
+	res, err := client.Enqueue(ctx, hookrelay.EnqueueParams{
+		EventID: "pay_1", TenantID: "tenant_a", DestinationID: "accounting", EventType: "lease.payment_recorded", Payload: []byte(`{}`),
+	})
+	require.NoError(t, err)
+	claims, err := store.Claim(ctx, hookrelay.ClaimParams{Now: clk.Now(), Limit: 10, LeaseFor: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, claims, 1)
+	require.NoError(t, client.Process(ctx, claims[0]))
+
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	queue.cancel = cancel
+	a, err := client.Redrive(rctx, hookrelay.RedriveParams{
+		Filter: hookrelay.DeadLetterFilter{DestinationIDs: []string{"accounting"}},
+		Actor:  "alice", Reason: "credentials fixed", RatePerSecond: 1,
+	})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), res.ID, "the error names the delivery left out of the queue")
+	assert.Equal(t, hookrelay.RedriveFailed, a.State)
+	assert.Contains(t, a.Error, res.ID, "the audit entry names it")
+	assert.Contains(t, a.Error, "queue.enqueue")
+	d, err := store.Get(ctx, res.ID)
+	require.NoError(t, err)
+	assert.Equal(t, hookrelay.StatePending, d.State, "the ledger moved it")
+}

@@ -386,7 +386,7 @@ func (g *globals) redriveResult(a hookrelay.RedriveAudit, err error) error {
 		}
 	}
 	switch {
-	case err != nil && errors.Is(err, context.Canceled):
+	case err != nil && errors.Is(err, context.Canceled) && a.State == hookrelay.RedriveStopped:
 		return fail(exitFailed, "interrupted; the redrive is stopped (resume with: hookrelay redrive resume %s)", a.ID)
 	case err != nil:
 		return err

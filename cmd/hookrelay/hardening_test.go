@@ -119,3 +119,32 @@ func TestDeadShowNeverPrintsURLCredentials(t *testing.T) {
 		assert.NotContains(t, r.stdout, secret)
 	}
 }
+
+// A database DSN in the forms its driver takes directly — go-sql-driver's
+// user:password@net(addr)/db and libpq's keyword=value — is no SQLite path:
+// it is not echoed back (password and all) as a missing file, nor created
+// as one by migrate.
+func TestDriverDSNsAreNotTakenForSQLitePaths(t *testing.T) {
+	const pass = "Pw4dsn-zyxwvutsrq"
+	dir := t.TempDir()
+	for _, dsn := range []string{
+		"root:" + pass + "@unix(" + filepath.Join(dir, "no.sock") + ")/test",
+		"root:" + pass + "@/test?timeout=2s",
+		"host=127.0.0.1 port=1 user=postgres password=" + pass + " dbname=test connect_timeout=2",
+	} {
+		for _, cmd := range []string{"stats", "migrate"} {
+			c := exec.Command(binary, "--dsn", dsn, cmd)
+			c.Dir = dir
+			out, err := c.CombinedOutput()
+			ee, ok := err.(*exec.ExitError)
+			require.True(t, ok, "%s %s: %v\n%s", dsn, cmd, err, out)
+			assert.Equal(t, exitDatabase, ee.ExitCode(), "%s %s:\n%s", dsn, cmd, out)
+			assert.NotContains(t, string(out), pass[:8], "%s %s prints the password", dsn, cmd)
+			assert.NotContains(t, string(out), "no database here", "%s %s", dsn, cmd)
+			assert.NotContains(t, string(out), "sqlite", "%s %s", dsn, cmd)
+		}
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		assert.Empty(t, entries, "%s created a file", dsn)
+	}
+}

@@ -7,7 +7,9 @@
 //	hookrelay --dsn PATH|URL [--json] COMMAND [ARGS] [FLAGS]
 //
 // --dsn is a SQLite file path (or sqlite:PATH), a postgres:// URL or a
-// mysql://user:pass@host:port/db URL; it defaults to $HOOKRELAY_DSN.
+// mysql://user:pass@host:port/db URL; the drivers' own forms
+// (user:pass@tcp(host:port)/db, host=… dbname=… keyword=value) are taken
+// too. It defaults to $HOOKRELAY_DSN.
 // Global flags may come before or after the command. Run hookrelay help for
 // the commands.
 //

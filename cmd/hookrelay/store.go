@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -154,6 +155,15 @@ func (g *globals) client(s *hooksql.Store, crossTenant bool) (*hookrelay.Client,
 	return hookrelay.New(cfg)
 }
 
+// The drivers' own DSN forms, which must not be taken for SQLite paths (a
+// missing file's error would print the password, and migrate would create
+// a file by that name): go-sql-driver's user:password@net(addr)/db (or
+// user:password@/db) and libpq's keyword=value list.
+var (
+	mysqlDriverDSN     = regexp.MustCompile(`@(tcp[46]?|unix)\(|^[^/]*@/|@/[^/]*$`)
+	postgresKeywordDSN = regexp.MustCompile(`^\s*(host|hostaddr|port|dbname|user|password|passfile|sslmode|service|connect_timeout)\s*=`)
+)
+
 // parseDSN tells the dialect from the DSN's form and returns the DSN its
 // driver takes.
 func parseDSN(raw string) (hooksql.Dialect, string, error) {
@@ -182,12 +192,14 @@ func parseDSN(raw string) (hooksql.Dialect, string, error) {
 			q.Set("parseTime", "true")
 		}
 		return hooksql.MySQL, fmt.Sprintf("%stcp(%s)%s?%s", user, host, u.Path, q.Encode()), nil
-	case strings.Contains(raw, "@tcp("):
-		return hooksql.MySQL, raw, nil
 	case strings.HasPrefix(raw, "sqlite://"):
 		return hooksql.SQLite, strings.TrimPrefix(raw, "sqlite://"), nil
 	case strings.HasPrefix(raw, "sqlite:"):
 		return hooksql.SQLite, strings.TrimPrefix(raw, "sqlite:"), nil
+	case mysqlDriverDSN.MatchString(raw):
+		return hooksql.MySQL, raw, nil
+	case postgresKeywordDSN.MatchString(raw):
+		return hooksql.Postgres, raw, nil
 	case strings.Contains(raw, "://"):
 		return "", "", fmt.Errorf("unsupported scheme in %q (want a SQLite path, postgres:// or mysql://)", strings.SplitN(raw, "://", 2)[0]+"://…")
 	}

@@ -14,6 +14,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -283,7 +284,7 @@ func (h *Handler) startRedrive(start func(ctx context.Context, progress func(hoo
 				errs <- err
 				return
 			}
-			if !errors.Is(err, context.Canceled) {
+			if !errors.Is(err, context.Canceled) || a.State != hookrelay.RedriveStopped {
 				h.cfg.Logger.Error("hookrelay console: redrive ended with an error", "redrive_id", a.ID, "state", string(a.State), "err", err)
 			}
 		}
@@ -302,6 +303,9 @@ func (h *Handler) startRedrive(start func(ctx context.Context, progress func(hoo
 func (h *Handler) parseTemplates() error {
 	funcs := template.FuncMap{
 		"path": func(p string) string { return h.cfg.Prefix + p },
+		// seg makes an ID one path segment: IDs are free text, and a '/',
+		// '?', '#' or '%' in one must not change the link's target.
+		"seg":  url.PathEscape,
 		"time": fmtTime,
 		"age":  fmtAge,
 		"rate": func(f float64) string { return trimFloat(f) },

@@ -3,6 +3,8 @@ package console_test
 import (
 	"context"
 	"errors"
+	"html"
+	"html/template"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -433,4 +435,45 @@ func TestOverviewShowsTheDestinationGuard(t *testing.T) {
 	assert.Contains(t, row("accounting"), "failing since "+stamp(now.Add(-2*time.Hour)))
 	assert.Contains(t, row("shipping"), "held until "+stamp(now.Add(90*time.Second)))
 	assert.Contains(t, row("orders"), `<td class="guard">—</td>`, "a healthy destination shows no guard")
+}
+
+// A destination ID is free text: one with a slash, a '#', a '?' or a '%'
+// gets working Pause and Resume buttons, each changing that destination.
+func TestDestinationButtonsWorkForAnyDestinationID(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	for _, id := range []string{"acme/billing", "eu#2", "why?", "50%off", "a b"} {
+		require.NoError(t, f.dests.Put(ctx, hookrelay.Destination{ID: id, TenantID: "prop_mgmt_co", URL: "https://planted-host.example/x"}))
+	}
+	for _, id := range []string{"acme/billing", "eu#2", "why?", "50%off", "a b"} {
+		for _, op := range []string{"pause", "resume"} {
+			body := f.do("GET", "/destinations", "alice", nil).Body.String()
+			form := regexp.MustCompile(`<form class="inline" method="post" action="([^"]+)"><input type="hidden" name="csrf_token" value="([^"]+)"><button id="` +
+				regexp.QuoteMeta(template.HTMLEscapeString(op+"-"+id)) + `">`).FindStringSubmatch(body)
+			require.NotNil(t, form, "a %s button for %q", op, id)
+			action := html.UnescapeString(form[1])
+			w := f.do("POST", action, "alice", url.Values{"csrf_token": {form[2]}})
+			require.Equal(t, http.StatusSeeOther, w.Code, "%s %q via %s: %s", op, id, action, w.Body.String())
+			st, err := f.client.DestinationStatus(ctx, id)
+			require.NoError(t, err)
+			assert.Equal(t, op == "pause", st.Paused, "%s %q", op, id)
+		}
+	}
+}
+
+// A UTF-8 payload whose cap falls inside a character is shown as text up
+// to that character, not as hex; a binary one is still shown as hex.
+func TestDeliveryPageCutsAUTF8PayloadOnACharacter(t *testing.T) {
+	f := newFixture(t, func(_ *hookrelay.Config, c *console.Config) { c.PayloadLimit = 16 })
+	// "é" is 2 bytes, "€" 3: the 16th byte is inside the last character.
+	for _, payload := range []string{`{"name":"Renée"}`, `{"price":"12€"}`, `{"n":"ab€€€"}`} {
+		id := f.enqueue("evt_"+payload, "prop_mgmt_co", "orders", "order.created", payload)
+		body := f.do("GET", "/deliveries/"+id, "alice", nil).Body.String()
+		assert.NotContains(t, body, "not UTF-8", "%s is text", payload)
+		assert.Contains(t, body, `<pre id="payload">{&#34;`, "%s is shown as text", payload)
+	}
+	id := f.enqueue("evt_bin", "prop_mgmt_co", "orders", "order.created", "\xff\xfe{\"a\":1}\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9")
+	body := f.do("GET", "/deliveries/"+id, "alice", nil).Body.String()
+	assert.Contains(t, body, "not UTF-8: shown as hex")
+	assert.Contains(t, body, "showing the first 16")
 }

@@ -395,6 +395,17 @@ func (h *Handler) delivery(r *http.Request, p *page) (int, error) {
 	}
 	payload := d.Delivery.Payload
 	shown := payload[:min(len(payload), h.cfg.PayloadLimit)]
+	// A cap inside a character of a UTF-8 payload drops that character's
+	// first bytes too, so the payload still shows as text.
+	if len(shown) < len(payload) && !utf8.Valid(shown) {
+		k := len(shown) - 1
+		for k > 0 && k > len(shown)-utf8.UTFMax && !utf8.RuneStart(shown[k]) {
+			k--
+		}
+		if r, _ := utf8.DecodeRune(payload[k:]); r != utf8.RuneError && utf8.Valid(shown[:k]) {
+			shown = shown[:k]
+		}
+	}
 	text, binary := string(shown), !utf8.Valid(shown)
 	if binary {
 		text = fmt.Sprintf("% x", shown)
