@@ -260,3 +260,17 @@ func migrateToCurrent(t *testing.T, s *Store) {
 	require.NoError(t, err)
 	assert.Equal(t, SchemaVersion, v)
 }
+
+// TestMigrateAcceptsTheLongestTablePrefix: every name a migration makes
+// fits the databases' identifier limits (64 bytes on MySQL, 63 on
+// PostgreSQL) with a prefix of the 40 bytes Options.TablePrefix allows.
+func TestMigrateAcceptsTheLongestTablePrefix(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		prefix := randomPrefix()
+		prefix += strings.Repeat("x", 40-len(prefix))
+		s := newStore(t, b, Options{TablePrefix: prefix})
+		v, err := s.Version(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, SchemaVersion, v)
+	})
+}

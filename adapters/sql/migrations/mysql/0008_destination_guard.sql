@@ -18,4 +18,7 @@ CREATE TABLE IF NOT EXISTS {p}destination_guards (
 	failing_since  BIGINT NOT NULL,
 	claimable_at   BIGINT NOT NULL
 ) ENGINE=InnoDB;
-CREATE INDEX {p}destination_guards_claimable ON {p}destination_guards (claimable_at);
+-- The index's name is short enough for MySQL's 64-byte identifiers with a
+-- 40-byte prefix; databases migrated before may call it
+-- {p}destination_guards_claimable (nothing refers to it by name).
+CREATE INDEX {p}guards_claimable ON {p}destination_guards (claimable_at);
