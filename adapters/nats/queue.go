@@ -229,13 +229,17 @@ type broker struct {
 
 // Publish sends every envelope, then waits for every server
 // acknowledgement, so a batch costs one round trip rather than one per
-// delivery.
+// delivery. A delivery that cannot be published (its envelope over the
+// server's max_payload) does not keep the others from being published;
+// the error names each one that failed.
 func (b *broker) Publish(ctx context.Context, ds []hookrelay.Delivery) error {
 	acks := make([]jetstream.PubAckFuture, len(ds))
+	var errs []error
 	for i, d := range ds {
 		body, err := hookrelay.MarshalEnvelope(d)
 		if err != nil {
-			return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: d.ID, Err: err}
+			errs = append(errs, &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: d.ID, Err: err})
+			continue
 		}
 		m := nats.NewMsg(b.cfg.Subject)
 		m.Data = body
@@ -245,19 +249,22 @@ func (b *broker) Publish(ctx context.Context, ds []hookrelay.Delivery) error {
 		// lost); a later enqueue of the same delivery (a redrive) differs.
 		m.Header.Set(jetstream.MsgIDHeader, d.ID+"/"+strconv.Itoa(d.Attempt)+"/"+strconv.FormatInt(d.NextAttemptAt.UnixNano(), 10))
 		if acks[i], err = b.js.PublishMsgAsync(m); err != nil {
-			return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: d.ID, Err: translate(err)}
+			errs = append(errs, &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: d.ID, Err: translate(err)})
 		}
 	}
 	for i, f := range acks {
+		if f == nil {
+			continue
+		}
 		select {
 		case <-f.Ok():
 		case err := <-f.Err():
-			return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: ds[i].ID, Err: translate(err)}
+			errs = append(errs, &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: ds[i].ID, Err: translate(err)})
 		case <-ctx.Done():
-			return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: ds[i].ID, Err: ctx.Err()}
+			return errors.Join(append(errs, &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: ds[i].ID, Err: ctx.Err()})...)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Fetch asks the server for what it holds now: after the server's publish

@@ -180,3 +180,33 @@ func TestNewIsIdempotentAndChecksLeaseAgainstAckWait(t *testing.T) {
 	_, err = hooknats.New(ctx, js, ledger, cfg)
 	assert.ErrorIs(t, err, hookrelay.ErrInvalidConfig)
 }
+
+// A delivery whose envelope is over the server's max_payload (1 MiB by
+// default: a payload of about 800 KiB, base64 in the envelope) fails its
+// publish with an error naming it, and does not keep the others of the
+// call from being published: the worker's recovery of unpublished records
+// publishes them in batches, oldest first, and one record that can never
+// be published would otherwise hold back those after it for good.
+func TestOversizedEnvelopeDoesNotHoldBackTheOthers(t *testing.T) {
+	ctx := context.Background()
+	js := connect(t)
+	cfg := testConfig(t, js)
+	q := newQueue(t, js, memory.NewStore(), cfg)
+	delivery := func(id string, payload []byte) hookrelay.Delivery {
+		return hookrelay.Delivery{ID: id, EventID: "evt_" + id, DestinationID: "dest_1", Attempt: 1, Payload: payload, NextAttemptAt: time.Now()}
+	}
+	maxPayload := int(js.Conn().MaxPayload())
+	err := q.Enqueue(ctx, []hookrelay.Delivery{
+		delivery("whd_small_1", []byte(`{}`)),
+		delivery("whd_big", bytes.Repeat([]byte("a"), maxPayload*4/5)),
+		delivery("whd_small_2", []byte(`{}`)),
+	})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "whd_big")
+	assert.NotContains(t, err.Error(), "whd_small")
+	s, err := js.Stream(ctx, cfg.Stream)
+	require.NoError(t, err)
+	info, err := s.Info(ctx)
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, info.State.Msgs, "both small deliveries were published")
+}
