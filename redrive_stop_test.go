@@ -31,6 +31,22 @@ func (f *firstMoveHeld) RedriveDelivery(ctx context.Context, p hookrelay.Redrive
 	return f.Store.RedriveDelivery(ctx, p)
 }
 
+// refusedClient is a client on queue and ledger whose one destination,
+// "accounting" of tenant_a, refuses every delivery for good (401), so that
+// each one processed is dead-lettered, ready for a redrive.
+func refusedClient(t *testing.T, clk clock.Clock, queue hookrelay.Queue, ledger hookrelay.Ledger) *hookrelay.Client {
+	t.Helper()
+	dests := memory.NewDestinations(hookrelay.Destination{ID: "accounting", TenantID: "tenant_a", URL: "https://accounting.example/"})
+	client, err := hookrelay.New(hookrelay.Config{
+		Queue: queue, Ledger: ledger, Destinations: dests, Clock: clk,
+		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result {
+			return hookrelay.Permanent(hookrelay.ReasonAuthRejected).WithStatus(401)
+		}),
+	})
+	require.NoError(t, err)
+	return client
+}
+
 // A stop requested while a rate-limited redrive is behind its schedule (its
 // next slot's time already passed when it gets there) is seen at that slot:
 // the stop is looked for at every slot the rate put in the future, not only
@@ -41,14 +57,7 @@ func TestRedriveStopIsSeenAtASlotAlreadyDue(t *testing.T) {
 	clk.Set(time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC))
 	store := memory.NewStore()
 	ledger := &firstMoveHeld{Store: store, entered: make(chan struct{}), release: make(chan struct{})}
-	dests := memory.NewDestinations(hookrelay.Destination{ID: "accounting", TenantID: "tenant_a", URL: "https://accounting.example/"})
-	client, err := hookrelay.New(hookrelay.Config{
-		Queue: store, Ledger: ledger, Destinations: dests, Clock: clk,
-		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result {
-			return hookrelay.Permanent(hookrelay.ReasonAuthRejected).WithStatus(401)
-		}),
-	})
-	require.NoError(t, err)
+	client := refusedClient(t, clk, store, ledger)
 	for i := range 3 {
 		_, err := client.Enqueue(ctx, hookrelay.EnqueueParams{
 			EventID: fmt.Sprintf("pay_%d", i), TenantID: "tenant_a", DestinationID: "accounting",
@@ -168,14 +177,7 @@ func TestRedriveNamesTheDeliveryItsInterruptedEnqueueLeftBehind(t *testing.T) {
 	clk.Set(time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC))
 	store := memory.NewStore()
 	queue := &enqueueCancels{Store: store}
-	dests := memory.NewDestinations(hookrelay.Destination{ID: "accounting", TenantID: "tenant_a", URL: "https://accounting.example/"})
-	client, err := hookrelay.New(hookrelay.Config{
-		Queue: queue, Ledger: store, Destinations: dests, Clock: clk,
-		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result {
-			return hookrelay.Permanent(hookrelay.ReasonAuthRejected).WithStatus(401)
-		}),
-	})
-	require.NoError(t, err)
+	client := refusedClient(t, clk, queue, store)
 	res, err := client.Enqueue(ctx, hookrelay.EnqueueParams{
 		EventID: "pay_1", TenantID: "tenant_a", DestinationID: "accounting", EventType: "lease.payment_recorded", Payload: []byte(`{}`),
 	})

@@ -106,17 +106,29 @@ func TestVerifyErrorsNeverContainTheSecret(t *testing.T) {
 	assert.NotContains(t, err.Error(), "SUPERSECRET")
 }
 
+// echoMiddleware is a Verifier (cfg; without a Clock, on one stopped at now) in front of a
+// handler that answers 202 and keeps the body it read in *body.
+func echoMiddleware(t *testing.T, cfg VerifierConfig) (http.Handler, *string) {
+	t.Helper()
+	if cfg.Clock == nil {
+		mock := clock.NewMock()
+		mock.Set(now)
+		cfg.Clock = mock
+	}
+	v, err := NewVerifier(cfg)
+	require.NoError(t, err)
+	body := new(string)
+	return v.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		*body = string(b)
+		w.WriteHeader(http.StatusAccepted)
+	})), body
+}
+
 func TestVerifierMiddleware(t *testing.T) {
 	mock := clock.NewMock()
 	mock.Set(now)
-	v, err := NewVerifier(VerifierConfig{Secrets: []string{secretOld, secretNew}, Clock: mock, MaxBodyBytes: 64})
-	require.NoError(t, err)
-	var gotBody string
-	h := v.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		gotBody = string(b)
-		w.WriteHeader(http.StatusAccepted)
-	}))
+	h, gotBody := echoMiddleware(t, VerifierConfig{Secrets: []string{secretOld, secretNew}, Clock: mock, MaxBodyBytes: 64})
 	body := `{"ok":true}`
 	serve := func(header http.Header, body string) int {
 		req := httptest.NewRequest(http.MethodPost, "/hooks", strings.NewReader(body))
@@ -129,15 +141,15 @@ func TestVerifierMiddleware(t *testing.T) {
 	}
 
 	assert.Equal(t, http.StatusAccepted, serve(signedHeader(t, secretOld, "whd_1", now, []byte(body)), body))
-	assert.Equal(t, body, gotBody, "the handler reads the verified body")
-	gotBody = ""
+	assert.Equal(t, body, *gotBody, "the handler reads the verified body")
+	*gotBody = ""
 	assert.Equal(t, http.StatusBadRequest, serve(http.Header{}, body))
 	assert.Equal(t, http.StatusUnauthorized, serve(signedHeader(t, secretOld, "whd_1", now, []byte(body)), body+" "))
 	mock.Add(6 * time.Minute)
 	assert.Equal(t, http.StatusUnauthorized, serve(signedHeader(t, secretOld, "whd_1", now, []byte(body)), body), "replayed too late")
 	big := strings.Repeat("x", 65)
 	assert.Equal(t, http.StatusRequestEntityTooLarge, serve(signedHeader(t, secretOld, "whd_1", mock.Now(), []byte(big)), big))
-	assert.Empty(t, gotBody, "the handler never ran for a refused request")
+	assert.Empty(t, *gotBody, "the handler never ran for a refused request")
 }
 
 func TestNewVerifierRejectsBadConfig(t *testing.T) {
@@ -201,16 +213,7 @@ func TestVerifyToleranceIsExact(t *testing.T) {
 // practical limit) still reads and verifies the body; the one byte read
 // beyond the limit to detect an oversized body must not overflow it.
 func TestVerifierMiddlewareLargestBodyLimit(t *testing.T) {
-	mock := clock.NewMock()
-	mock.Set(now)
-	v, err := NewVerifier(VerifierConfig{Secrets: []string{secretNew}, Clock: mock, MaxBodyBytes: math.MaxInt64})
-	require.NoError(t, err)
-	var gotBody string
-	h := v.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		gotBody = string(b)
-		w.WriteHeader(http.StatusAccepted)
-	}))
+	h, gotBody := echoMiddleware(t, VerifierConfig{Secrets: []string{secretNew}, MaxBodyBytes: math.MaxInt64})
 	body := `{"ok":true}`
 	req := httptest.NewRequest(http.MethodPost, "/hooks", strings.NewReader(body))
 	for k, vs := range signedHeader(t, secretNew, "whd_1", now, []byte(body)) {
@@ -219,5 +222,5 @@ func TestVerifierMiddlewareLargestBodyLimit(t *testing.T) {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	assert.Equal(t, http.StatusAccepted, rec.Code, rec.Body.String())
-	assert.Equal(t, body, gotBody)
+	assert.Equal(t, body, *gotBody)
 }
