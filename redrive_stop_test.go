@@ -117,16 +117,9 @@ func TestRedriveStopIsSeenAtASlotAlreadyDue(t *testing.T) {
 func TestRedriveCancelledAsItStartsIsInterruptedNotFailed(t *testing.T) {
 	clk := clock.NewMock()
 	store := memory.NewStore()
-	dests := memory.NewDestinations(hookrelay.Destination{ID: "accounting", TenantID: "tenant_a", URL: "https://accounting.example/"})
-	client, err := hookrelay.New(hookrelay.Config{
-		Queue: store, Ledger: store, Destinations: dests, Clock: clk,
-		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result {
-			return hookrelay.Permanent(hookrelay.ReasonAuthRejected).WithStatus(401)
-		}),
-	})
-	require.NoError(t, err)
+	client := refusedClient(t, clk, store, store)
 	bg := context.Background()
-	_, err = client.Enqueue(bg, hookrelay.EnqueueParams{
+	_, err := client.Enqueue(bg, hookrelay.EnqueueParams{
 		EventID: "pay_1", TenantID: "tenant_a", DestinationID: "accounting", EventType: "lease.payment_recorded", Payload: []byte(`{}`),
 	})
 	require.NoError(t, err)
