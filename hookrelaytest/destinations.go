@@ -99,12 +99,14 @@ func RunDestinations(t *testing.T, newHarness NewHarness) {
 			var ve *hookrelay.ValidationError
 			require.ErrorAs(t, err, &ve, "Put with ID %s", errtext.Quote(bad))
 			assert.Equal(t, "ID", ve.Field, "the error names the field")
+			assert.ErrorIs(t, err, hookrelay.ErrInvalidDestination, "a refused destination is an invalid destination, not an invalid delivery")
 			if bad != "" {
 				_, err = h.Destinations.Destination(ctx, bad)
 				assert.ErrorIs(t, err, hookrelay.ErrDestinationNotFound, "a refused destination is not stored (ID %s)", errtext.Quote(bad))
 				err = h.Destinations.Put(ctx, hookrelay.Destination{ID: "dest_1", TenantID: bad, URL: "https://hooks.example/in"})
 				require.ErrorAs(t, err, &ve, "Put with TenantID %s", errtext.Quote(bad))
 				assert.Equal(t, "TenantID", ve.Field, "the error names the field")
+				assert.ErrorIs(t, err, hookrelay.ErrInvalidDestination)
 				_, err = h.Destinations.Destination(ctx, "dest_1")
 				assert.ErrorIs(t, err, hookrelay.ErrDestinationNotFound, "a refused destination is not stored (TenantID %s)", errtext.Quote(bad))
 			}

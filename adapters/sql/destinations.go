@@ -14,16 +14,33 @@ import (
 	"github.com/hookrelay/hookrelay/internal/errtext"
 )
 
+// destinationField is checkString for a destination's ID or tenant: the
+// same *hookrelay.ValidationError, unwrapping to ErrInvalidDestination
+// (a Put refuses a destination, not a delivery).
+func destinationField(field, v string, required bool) error {
+	if err := checkString(field, v, required); err != nil {
+		var ve *hookrelay.ValidationError
+		if errors.As(err, &ve) {
+			return &hookrelay.ValidationError{Err: hookrelay.ErrInvalidDestination, Field: ve.Field, Problem: ve.Problem}
+		}
+		return err
+	}
+	return nil
+}
+
 // Put adds or replaces a destination; the next attempt to it sees the
 // change. Secrets and headers are stored as JSON in the destinations table
 // (protect that table like any credential store); they never appear in
-// errors. A malformed EventTypes pattern is refused with a
-// *hookrelay.ValidationError naming it (hookrelay.ValidateEventTypes).
+// errors. An ID or TenantID no store can hold (empty ID; over 255 bytes,
+// not UTF-8 or with a NUL) and a malformed EventTypes pattern
+// (hookrelay.ValidateEventTypes) are refused with a
+// *hookrelay.ValidationError naming the field, unwrapping to
+// hookrelay.ErrInvalidDestination.
 func (s *Store) Put(ctx context.Context, d hookrelay.Destination) error {
-	if err := checkString("ID", d.ID, true); err != nil {
+	if err := destinationField("ID", d.ID, true); err != nil {
 		return fmt.Errorf("hooksql: put destination: %w", err)
 	}
-	if err := checkString("TenantID", d.TenantID, false); err != nil {
+	if err := destinationField("TenantID", d.TenantID, false); err != nil {
 		return fmt.Errorf("hooksql: put destination %s: %w", errtext.Quote(d.ID), err)
 	}
 	if d.Policy != nil {
