@@ -27,9 +27,11 @@ import (
 // writes. A lost record is a webhook never sent; a lost write or a token
 // that goes backwards lets a stale holder overwrite a newer attempt. Times
 // are the caller's, stored exactly to the nanosecond (CheckStorable gives
-// the range). Implementations must be safe for concurrent use, return an
-// error wrapping ctx's error when ctx is done, and translate backend errors
-// to the core's sentinel errors. docs/adapters.md has the whole contract.
+// the range). Free text (an attempt's Reason and Detail, LastReason) is
+// stored as StorableText makes it, never refused. Implementations must be
+// safe for concurrent use, return an error wrapping ctx's error when ctx
+// is done, and translate backend errors to the core's sentinel errors.
+// docs/adapters.md has the whole contract.
 type Ledger interface {
 	// Create stores new pending deliveries: State is pending whatever the
 	// input says, every other field is stored as given. A delivery whose ID

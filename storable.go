@@ -20,7 +20,34 @@ const (
 	// MaxScopeKeyBytes and MaxScopeValueBytes), so the store never refuses
 	// what the client let through.
 	MaxStoredScopeBytes = MaxScopeLabels * (MaxScopeKeyBytes + MaxScopeValueBytes)
+	// MaxStoredTextBytes bounds the free text a store keeps: an attempt's
+	// Reason and Detail, a delivery's LastReason, a destination's
+	// DisabledReason, a redrive's Actor, Reason and Error. It is what the
+	// smallest text column of every SQL dialect holds (a MySQL BLOB).
+	// Longer text is not refused, so no attempt goes unrecorded because a
+	// Sender or Classifier wrote a long diagnostic: every store keeps
+	// StorableText of it.
+	MaxStoredTextBytes = 1<<16 - 1
 )
+
+// StorableText is free text as every store keeps it: invalid UTF-8 and
+// NUL bytes each become U+FFFD, and text over MaxStoredTextBytes is cut
+// at a rune boundary to at most that many bytes. Stores apply it to the
+// fields MaxStoredTextBytes names, so what a test reads back from the
+// memory store is what the SQL store returns.
+func StorableText(s string) string {
+	if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+	}
+	if len(s) <= MaxStoredTextBytes {
+		return s
+	}
+	cut := MaxStoredTextBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
 
 // storableTimes is the range of times every Ledger stores exactly: what
 // int64 nanoseconds since 1970 hold.

@@ -56,6 +56,24 @@ func (s *skipsSwitchedOff) DestinationsByID(ctx context.Context, ids []string) (
 	return out, err
 }
 
+// refusesLongReason refuses a DisabledReason over what a MySQL BLOB
+// holds instead of keeping it cut, so the destination stays enabled.
+type refusesLongReason struct{ *memory.Destinations }
+
+func (s *refusesLongReason) Put(ctx context.Context, d hookrelay.Destination) error {
+	if err := tooLong(d.DisabledReason); err != nil {
+		return err
+	}
+	return s.Destinations.Put(ctx, d)
+}
+
+func (s *refusesLongReason) Disable(ctx context.Context, p hookrelay.DisableParams) error {
+	if err := tooLong(p.Reason); err != nil {
+		return err
+	}
+	return s.Destinations.Disable(ctx, p)
+}
+
 // foldsCase matches IDs without regard to case, as a case-insensitive
 // collation would.
 type foldsCase struct{ *memory.Destinations }

@@ -218,6 +218,11 @@ var brokenStores = []brokenStore{
 		caughtBy: []string{"Ledger/RefusesWhatEveryStoreRefuses"},
 	},
 	{
+		name:     "RefusesTextOverAColumn",
+		harness:  func() hookrelaytest.Harness { return storeHarness(&refusesLongText{Store: memory.NewStore()}) },
+		caughtBy: []string{"Ledger/LongOrMalformedTextIsRecordedAsStorableText"},
+	},
+	{
 		name:     "IgnoresCancelledContexts",
 		harness:  func() hookrelaytest.Harness { return storeHarness(&ignoresContext{Store: memory.NewStore()}) },
 		caughtBy: []string{"Ledger/CancelledContextIsRefused"},
@@ -313,6 +318,11 @@ var brokenStores = []brokenStore{
 		name:     "BatchReadSkipsPausedAndDisabled",
 		harness:  batchReaderHarness(func(d *memory.Destinations) hookrelaytest.DestinationStore { return &skipsSwitchedOff{d} }),
 		caughtBy: []string{"DestinationBatchReader/EachDestinationOnceAsDestinationReturnsIt"},
+	},
+	{
+		name:     "DisableRefusesALongReason",
+		harness:  batchReaderHarness(func(d *memory.Destinations) hookrelaytest.DestinationStore { return &refusesLongReason{d} }),
+		caughtBy: []string{"Destinations/ALongOrMalformedDisabledReasonIsKeptAsStorableText"},
 	},
 	{
 		name:     "BatchReadFoldsCase",
@@ -811,6 +821,34 @@ func (s *apart) DeadLetter(ctx context.Context, p hookrelay.DeadLetterParams) er
 func (s *apart) Release(ctx context.Context, p hookrelay.ReleaseParams) error {
 	s.end(p.ID)
 	return s.Store.Release(ctx, p)
+}
+
+// refusesLongText refuses a write whose reason or detail is over what a
+// MySQL BLOB holds, as the SQL store once did ("Data too long for
+// column"), instead of keeping the text cut.
+type refusesLongText struct{ *memory.Store }
+
+func tooLong(texts ...string) error {
+	for _, t := range texts {
+		if len(t) > hookrelay.MaxStoredTextBytes {
+			return errors.New("data too long for column")
+		}
+	}
+	return nil
+}
+
+func (s *refusesLongText) RecordRetry(ctx context.Context, p hookrelay.RecordRetryParams) error {
+	if err := tooLong(p.Attempt.Reason, p.Attempt.Detail); err != nil {
+		return err
+	}
+	return s.Store.RecordRetry(ctx, p)
+}
+
+func (s *refusesLongText) MarkDelivered(ctx context.Context, p hookrelay.MarkDeliveredParams) error {
+	if err := tooLong(p.Attempt.Reason, p.Attempt.Detail); err != nil {
+		return err
+	}
+	return s.Store.MarkDelivered(ctx, p)
 }
 
 // dropsBudgetStart does not store BudgetStart at Create.

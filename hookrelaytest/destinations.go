@@ -146,6 +146,24 @@ func RunDestinations(t *testing.T, newHarness NewHarness) {
 		assert.Equal(t, hookrelay.ReasonDestinationGone, got.DisabledReason)
 	})
 
+	t.Run("ALongOrMalformedDisabledReasonIsKeptAsStorableText", func(t *testing.T) {
+		// The reason may come from a recipient's answer or an operator;
+		// whatever its size or bytes, the destination is disabled.
+		h := newHarness(t)
+		put := "bad\xff\x00" + strings.Repeat("é", hookrelay.MaxStoredTextBytes)
+		disable := strings.Repeat("世", hookrelay.MaxStoredTextBytes)
+		require.NoError(t, h.Destinations.Put(ctx, hookrelay.Destination{ID: "dest_1", URL: "https://hooks.example/in", Disabled: true, DisabledReason: put}))
+		require.NoError(t, h.Destinations.Put(ctx, hookrelay.Destination{ID: "dest_2", URL: "https://hooks.example/in"}))
+		require.NoError(t, h.Destinations.Disable(ctx, hookrelay.DisableParams{ID: "dest_2", Reason: disable, Now: base}))
+		for id, wrote := range map[string]string{"dest_1": put, "dest_2": disable} {
+			got, err := h.Destinations.Destination(ctx, id)
+			require.NoError(t, err)
+			assert.True(t, got.Disabled, id)
+			assert.True(t, got.DisabledReason == hookrelay.StorableText(wrote), "%s: DisabledReason is StorableText of the reason given (%d bytes stored, %d expected)",
+				id, len(got.DisabledReason), len(hookrelay.StorableText(wrote)))
+		}
+	})
+
 	t.Run("PauseAndResume", func(t *testing.T) {
 		h := newHarness(t)
 		require.NoError(t, h.Destinations.Put(ctx, hookrelay.Destination{ID: "dest_1", URL: "https://hooks.example/in"}))

@@ -3,8 +3,10 @@ package hookrelaytest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -163,6 +165,61 @@ func RunLedger(t *testing.T, newHarness NewHarness) {
 		assert.True(t, got.StartedAt.Equal(a.StartedAt))
 		assert.True(t, got.FinishedAt.Equal(a.FinishedAt))
 		assert.True(t, got.NextAttemptAt.Equal(a.NextAttemptAt))
+	})
+
+	t.Run("LongOrMalformedTextIsRecordedAsStorableText", func(t *testing.T) {
+		// A Sender or Classifier may write any diagnostic: megabytes of
+		// response body, bytes that are not UTF-8, a NUL. The attempt is
+		// still recorded (never refused, so the delivery is not retried
+		// for want of a ledger row), with the text as StorableText makes
+		// it: valid UTF-8, cut at a rune boundary to MaxStoredTextBytes.
+		h := newHarness(t)
+		long := strings.Repeat("é", hookrelay.MaxStoredTextBytes) // 2-byte runes: the cut falls inside one
+		odd := "bad\xffbyte\x00" + strings.Repeat("世", hookrelay.MaxStoredTextBytes/2)
+		retried, delivered, dead := newDelivery("evt_1", "dest_1", base), newDelivery("evt_2", "dest_1", base), newDelivery("evt_3", "dest_1", base)
+		seed(t, h, retried, delivered, dead)
+		cs := claim(t, h.Queue, base, 3)
+		require.Len(t, cs, 3)
+		byID := map[string]hookrelay.Claim{}
+		for _, c := range cs {
+			byID[c.Delivery.ID] = c
+		}
+		at := base.Add(time.Second)
+		a := attemptFor(byID[retried.ID], hookrelay.KindRetryable, at)
+		a.Reason, a.Detail = long, odd
+		require.NoError(t, h.Ledger.RecordRetry(ctx, hookrelay.RecordRetryParams{
+			ID: retried.ID, Lease: byID[retried.ID].Lease, Attempt: a, NextAttempt: 2, NextAttemptAt: at.Add(time.Minute), Now: at,
+		}), "a long diagnostic must not cost the attempt its record")
+		a = attemptFor(byID[delivered.ID], hookrelay.KindDelivered, at)
+		a.Outcome, a.StatusCode, a.Reason, a.Detail = hookrelay.OutcomeAccepted, 200, long, odd
+		require.NoError(t, h.Ledger.MarkDelivered(ctx, hookrelay.MarkDeliveredParams{ID: delivered.ID, Lease: byID[delivered.ID].Lease, Attempt: a, Now: at}))
+		a = attemptFor(byID[dead.ID], hookrelay.KindPermanent, at)
+		a.Reason, a.Detail = odd, long
+		require.NoError(t, h.Ledger.RecordDeadLetter(ctx, hookrelay.RecordDeadLetterParams{ID: dead.ID, Lease: byID[dead.ID].Lease, Reason: long + long, Attempt: &a, Now: at}))
+
+		for _, c := range []struct {
+			id, reason, detail, lastReason string
+		}{
+			{retried.ID, long, odd, long},
+			{delivered.ID, long, odd, long},
+			{dead.ID, odd, long, long + long},
+		} {
+			attempts, err := h.Ledger.Attempts(ctx, c.id)
+			require.NoError(t, err)
+			require.Len(t, attempts, 1, "delivery %s", c.id)
+			for _, f := range []struct{ name, got, wrote string }{
+				{"Reason", attempts[0].Reason, c.reason}, {"Detail", attempts[0].Detail, c.detail},
+			} {
+				assert.True(t, utf8.ValidString(f.got), "delivery %s: the attempt's %s is stored as valid UTF-8", c.id, f.name)
+				assert.LessOrEqual(t, len(f.got), hookrelay.MaxStoredTextBytes, "delivery %s: the attempt's %s", c.id, f.name)
+				assert.True(t, f.got == hookrelay.StorableText(f.wrote), "delivery %s: the attempt's %s is StorableText of what was written (%d bytes stored, %d expected)",
+					c.id, f.name, len(f.got), len(hookrelay.StorableText(f.wrote)))
+			}
+			got, err := h.Ledger.Get(ctx, c.id)
+			require.NoError(t, err)
+			assert.True(t, got.LastReason == hookrelay.StorableText(c.lastReason), "delivery %s: LastReason is StorableText of the reason written (%d bytes stored, %d expected)",
+				c.id, len(got.LastReason), len(hookrelay.StorableText(c.lastReason)))
+		}
 	})
 
 	t.Run("TheDeliveringAttemptRoundTripsEveryField", func(t *testing.T) {

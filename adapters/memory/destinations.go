@@ -82,6 +82,7 @@ func (s *Destinations) Put(ctx context.Context, d hookrelay.Destination) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	d.DisabledReason = hookrelay.StorableText(d.DisabledReason)
 	s.m[d.ID] = cloneDestination(d)
 	return nil
 }
@@ -145,7 +146,7 @@ func (s *Destinations) Disable(ctx context.Context, p hookrelay.DisableParams) e
 	}
 	return s.update(p.ID, func(d *hookrelay.Destination) {
 		if !d.Disabled {
-			d.Disabled, d.DisabledReason = true, p.Reason
+			d.Disabled, d.DisabledReason = true, hookrelay.StorableText(p.Reason)
 		}
 	})
 }

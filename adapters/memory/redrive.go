@@ -111,6 +111,14 @@ func cloneAudit(a hookrelay.RedriveAudit) hookrelay.RedriveAudit {
 	return a
 }
 
+// storableAudit is a with its free text as the SQL store keeps it
+// (hookrelay.StorableText).
+func storableAudit(a *hookrelay.RedriveAudit) {
+	for _, f := range []*string{&a.Actor, &a.Reason, &a.StopRequestedBy, &a.Error} {
+		*f = hookrelay.StorableText(*f)
+	}
+}
+
 // CreateRedriveAudit implements hookrelay.RedriveAuditLog.
 func (s *Store) CreateRedriveAudit(ctx context.Context, a hookrelay.RedriveAudit) error {
 	if err := ctx.Err(); err != nil {
@@ -128,6 +136,7 @@ func (s *Store) CreateRedriveAudit(ctx context.Context, a hookrelay.RedriveAudit
 		return fmt.Errorf("hookrelay/memory: redrive audit %s already exists", errtext.Quote(a.ID))
 	}
 	a = cloneAudit(a)
+	storableAudit(&a)
 	s.audits[a.ID] = &a
 	return nil
 }
@@ -158,6 +167,7 @@ func (s *Store) UpdateRedriveAudit(ctx context.Context, u hookrelay.RedriveAudit
 		return hookrelay.RedriveAudit{}, fmt.Errorf("%w: %s", hookrelay.ErrRedriveNotFound, errtext.Quote(u.ID))
 	}
 	u.Apply(a)
+	storableAudit(a)
 	return cloneAudit(*a), nil
 }
 

@@ -206,9 +206,10 @@ func (s *Store) markDelivered(p hookrelay.MarkDeliveredParams) error {
 	}
 	s.removeReady(r)
 	r.leased = false // the record is the queue entry: the write ends the lease
-	r.attempts = append(r.attempts, p.Attempt)
+	a := storedAttempt(p.Attempt)
+	r.attempts = append(r.attempts, a)
 	r.d.State = hookrelay.StateDelivered
-	r.d.LastOutcome, r.d.LastReason, r.d.UpdatedAt = p.Attempt.Outcome, p.Attempt.Reason, p.Now
+	r.d.LastOutcome, r.d.LastReason, r.d.UpdatedAt = a.Outcome, a.Reason, p.Now
 	return nil
 }
 
@@ -227,9 +228,10 @@ func (s *Store) recordRetry(p hookrelay.RecordRetryParams) error {
 	if err != nil {
 		return err
 	}
-	r.attempts = append(r.attempts, p.Attempt)
+	a := storedAttempt(p.Attempt)
+	r.attempts = append(r.attempts, a)
 	r.d.Attempt, r.d.NextAttemptAt = p.NextAttempt, p.NextAttemptAt
-	r.d.LastOutcome, r.d.LastReason, r.d.UpdatedAt = p.Attempt.Outcome, p.Attempt.Reason, p.Now
+	r.d.LastOutcome, r.d.LastReason, r.d.UpdatedAt = a.Outcome, a.Reason, p.Now
 	// The write ends the lease: the retry is claimable at its time even if
 	// RetryAt never comes.
 	r.leased = false
@@ -259,11 +261,18 @@ func (s *Store) recordDeadLetter(p hookrelay.RecordDeadLetterParams) error {
 	s.removeReady(r)
 	r.leased = false
 	if p.Attempt != nil {
-		r.attempts = append(r.attempts, *p.Attempt)
+		r.attempts = append(r.attempts, storedAttempt(*p.Attempt))
 		r.d.LastOutcome = p.Attempt.Outcome
 	}
-	r.d.State, r.d.LastReason, r.d.UpdatedAt = hookrelay.StateDead, p.Reason, p.Now
+	r.d.State, r.d.LastReason, r.d.UpdatedAt = hookrelay.StateDead, hookrelay.StorableText(p.Reason), p.Now
 	return nil
+}
+
+// storedAttempt is a as the SQL store keeps it: its free text made
+// storable (hookrelay.StorableText).
+func storedAttempt(a hookrelay.Attempt) hookrelay.Attempt {
+	a.Reason, a.Detail = hookrelay.StorableText(a.Reason), hookrelay.StorableText(a.Detail)
+	return a
 }
 
 var _ hookrelay.BatchLedger = (*Store)(nil)

@@ -148,7 +148,7 @@ func (s *Store) encodeDelivery(d hookrelay.Delivery) (deliveryRow, error) {
 	return deliveryRow{
 		d.ID, d.EventID, d.TenantID, string(scope), d.DestinationID, d.EventType, payload,
 		d.EnvelopeVersion, attempt, times[0], times[1], d.PolicyVersion,
-		string(hookrelay.StatePending), string(d.LastOutcome), cleanText(d.LastReason), times[2], d.BudgetStart,
+		string(hookrelay.StatePending), string(d.LastOutcome), hookrelay.StorableText(d.LastReason), times[2], d.BudgetStart,
 	}, nil
 }
 

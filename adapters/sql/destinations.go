@@ -70,7 +70,7 @@ func (s *Store) Put(ctx context.Context, d hookrelay.Destination) error {
 		if _, err := q.ExecContext(ctx, s.q(`INSERT INTO {dst} (id, tenant_id, url, secrets, headers, policy,
 			max_concurrency, timeout_ns, paused, disabled, disabled_reason, event_types, max_per_second) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`),
 			d.ID, d.TenantID, cleanText(d.URL), string(secrets), string(headers), string(policy),
-			d.MaxConcurrency, int64(d.Timeout), boolInt(d.Paused), boolInt(d.Disabled), cleanText(d.DisabledReason),
+			d.MaxConcurrency, int64(d.Timeout), boolInt(d.Paused), boolInt(d.Disabled), hookrelay.StorableText(d.DisabledReason),
 			string(eventTypes), d.MaxPerSecond); err != nil {
 			return s.dbErr("put destination "+errtext.Quote(d.ID), err)
 		}
@@ -209,7 +209,7 @@ func scanDestination(r scanner) (hookrelay.Destination, error) {
 // destination is a no-op and keeps the first reason.
 func (s *Store) Disable(ctx context.Context, p hookrelay.DisableParams) error {
 	return s.updateDestination(ctx, "disable destination", p.ID,
-		"UPDATE {dst} SET disabled = 1, disabled_reason = ? WHERE id = ? AND disabled = 0", cleanText(p.Reason), lookupID(p.ID))
+		"UPDATE {dst} SET disabled = 1, disabled_reason = ? WHERE id = ? AND disabled = 0", hookrelay.StorableText(p.Reason), lookupID(p.ID))
 }
 
 // SetPaused pauses or resumes a destination. A paused destination's

@@ -615,8 +615,8 @@ func encodeAttempt(id string, a hookrelay.Attempt) (attemptRow, error) {
 		return attemptRow{}, err
 	}
 	return attemptRow{id: id, number: a.Number, started: started, finished: finished, kind: int(a.Kind),
-		outcome: cleanText(string(a.Outcome)), reason: cleanText(a.Reason), status: a.StatusCode,
-		detail: cleanText(a.Detail), next: next}, nil
+		outcome: cleanText(string(a.Outcome)), reason: hookrelay.StorableText(a.Reason), status: a.StatusCode,
+		detail: hookrelay.StorableText(a.Detail), next: next}, nil
 }
 
 // MarkDelivered implements hookrelay.Ledger. Marking a delivered record
@@ -689,7 +689,7 @@ func recordRetryOp(p hookrelay.RecordRetryParams) (fencedOp, error) {
 	}
 	return attemptOp("record retry", fence{id: p.ID, lease: p.Lease, attempt: p.Attempt.Number}, &p.Attempt,
 		"attempt = ?, next_attempt_at = ?, last_outcome = ?, last_reason = ?, updated_at = ?, lease_expires_at = NULL",
-		p.NextAttempt, at, cleanText(string(p.Attempt.Outcome)), cleanText(p.Attempt.Reason), now)
+		p.NextAttempt, at, cleanText(string(p.Attempt.Outcome)), hookrelay.StorableText(p.Attempt.Reason), now)
 }
 
 // RecordDeadLetter implements hookrelay.Ledger.
@@ -710,10 +710,10 @@ func recordDeadLetterOp(p hookrelay.RecordDeadLetterParams) (fencedOp, error) {
 	if p.Attempt == nil {
 		return attemptOp("record dead letter", f, nil,
 			"state = 'dead', last_reason = ?, updated_at = ?, dead_lettered_at = ?, lease_expires_at = NULL",
-			cleanText(p.Reason), now, now)
+			hookrelay.StorableText(p.Reason), now, now)
 	}
 	f.attempt = p.Attempt.Number
 	return attemptOp("record dead letter", f, p.Attempt,
 		"state = 'dead', last_outcome = ?, last_reason = ?, updated_at = ?, dead_lettered_at = ?, lease_expires_at = NULL",
-		cleanText(string(p.Attempt.Outcome)), cleanText(p.Reason), now, now)
+		cleanText(string(p.Attempt.Outcome)), hookrelay.StorableText(p.Reason), now, now)
 }

@@ -230,9 +230,9 @@ func auditRow(a hookrelay.RedriveAudit) ([]any, error) {
 		tenant = a.Tenants[0]
 	}
 	return []any{
-		a.ID, times[0], cleanText(a.Actor), tenant, string(sel), a.Matched, string(a.State), times[1],
-		cleanText(a.Reason), string(tenants), times[2], a.RatePerSecond, a.BatchSize, a.Redriven, a.Skipped,
-		boolInt(a.StopRequested), cleanText(a.StopRequestedBy), a.LastDeliveryID, cleanText(a.Error),
+		a.ID, times[0], hookrelay.StorableText(a.Actor), tenant, string(sel), a.Matched, string(a.State), times[1],
+		hookrelay.StorableText(a.Reason), string(tenants), times[2], a.RatePerSecond, a.BatchSize, a.Redriven, a.Skipped,
+		boolInt(a.StopRequested), hookrelay.StorableText(a.StopRequestedBy), a.LastDeliveryID, hookrelay.StorableText(a.Error),
 	}, nil
 }
 
