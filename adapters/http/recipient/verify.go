@@ -53,7 +53,9 @@ type VerifyParams struct {
 	Header  http.Header
 	// Body is the raw request body, exactly as received.
 	Body []byte
-	// Now is the recipient's current time.
+	// Now is the time the timestamp is checked against. Defaults to the
+	// wall clock's current time (when it is the zero time.Time); tests pass
+	// a fixed time.
 	Now time.Time
 	// Tolerance bounds |Now − webhook-timestamp|. Defaults to
 	// DefaultTolerance.
@@ -61,7 +63,8 @@ type VerifyParams struct {
 }
 
 // Verify checks a Standard Webhooks request: the three headers are
-// present, the timestamp is within the tolerance of Now, and at least one
+// present, the timestamp is within the tolerance of Now (the current time
+// when Now is zero), and at least one
 // v1 signature in webhook-signature is the HMAC-SHA256 of
 // "id.timestamp.body" under one of the secrets (compared in constant time).
 // It returns nil or an error wrapping one of the Err values above.
@@ -70,7 +73,11 @@ func Verify(p VerifyParams) error {
 	if err != nil {
 		return err
 	}
-	return verify(keys, p.Header, p.Body, p.Now, p.Tolerance)
+	now := p.Now
+	if now.IsZero() {
+		now = clock.New().Now()
+	}
+	return verify(keys, p.Header, p.Body, now, p.Tolerance)
 }
 
 func decodeSecrets(secrets []string) ([][]byte, error) {

@@ -224,3 +224,16 @@ func TestVerifierMiddlewareLargestBodyLimit(t *testing.T) {
 	assert.Equal(t, http.StatusAccepted, rec.Code, rec.Body.String())
 	assert.Equal(t, body, *gotBody)
 }
+
+// TestVerifyWithoutNowUsesTheWallClock: a caller who leaves Now unset gets
+// the check at the current time, not at year 1 (where every real
+// timestamp would be "too far in the future").
+func TestVerifyWithoutNowUsesTheWallClock(t *testing.T) {
+	body := []byte(`{"ok":true}`)
+	wall := time.Now()
+	fresh := signedHeader(t, secretNew, "whd_1", wall, body)
+	assert.NoError(t, Verify(VerifyParams{Secrets: []string{secretNew}, Header: fresh, Body: body}))
+
+	stale := signedHeader(t, secretNew, "whd_1", wall.Add(-time.Hour), body)
+	assert.ErrorIs(t, Verify(VerifyParams{Secrets: []string{secretNew}, Header: stale, Body: body}), ErrTimestampTooOld)
+}
