@@ -26,8 +26,8 @@ const (
 // recipient's clock, either way, unless configured otherwise.
 const DefaultTolerance = 5 * time.Minute
 
-// Verification errors. Verify wraps exactly one of them; none carries a
-// secret.
+// Verification errors. An error from Verify wraps exactly one of them,
+// unless it reports a negative Tolerance; none carries a secret.
 var (
 	// ErrMissingHeaders: webhook-id, webhook-timestamp or webhook-signature
 	// is absent or empty.
@@ -57,8 +57,8 @@ type VerifyParams struct {
 	// wall clock's current time (when it is the zero time.Time); tests pass
 	// a fixed time.
 	Now time.Time
-	// Tolerance bounds |Now − webhook-timestamp|. Defaults to
-	// DefaultTolerance.
+	// Tolerance bounds |Now − webhook-timestamp|. Zero means
+	// DefaultTolerance; a negative value is refused.
 	Tolerance time.Duration
 }
 
@@ -67,9 +67,14 @@ type VerifyParams struct {
 // when Now is zero), and at least one
 // v1 signature in webhook-signature is the HMAC-SHA256 of
 // "id.timestamp.body" under one of the secrets (compared in constant time).
-// It returns nil or an error wrapping one of the Err values above.
+// It returns nil, an error naming Tolerance when p.Tolerance is negative,
+// or an error wrapping one of the Err values above.
 func Verify(p VerifyParams) error {
 	keys, err := decodeSecrets(p.Secrets)
+	if err != nil {
+		return err
+	}
+	tolerance, err := resolveTolerance("VerifyParams.Tolerance", p.Tolerance)
 	if err != nil {
 		return err
 	}
@@ -77,7 +82,7 @@ func Verify(p VerifyParams) error {
 	if now.IsZero() {
 		now = clock.New().Now()
 	}
-	return verify(keys, p.Header, p.Body, now, p.Tolerance)
+	return verify(keys, p.Header, p.Body, now, tolerance)
 }
 
 func decodeSecrets(secrets []string) ([][]byte, error) {
@@ -95,10 +100,21 @@ func decodeSecrets(secrets []string) ([][]byte, error) {
 	return keys, nil
 }
 
-func verify(keys [][]byte, h http.Header, body []byte, now time.Time, tolerance time.Duration) error {
-	if tolerance <= 0 {
-		tolerance = DefaultTolerance
+// resolveTolerance applies DefaultTolerance to zero. A negative tolerance
+// is refused rather than defaulted: it is a mistake, and taken as given it
+// would refuse every request.
+func resolveTolerance(field string, d time.Duration) (time.Duration, error) {
+	switch {
+	case d < 0:
+		return 0, fmt.Errorf("recipient: %s is %v; it must not be negative (zero means DefaultTolerance)", field, d)
+	case d == 0:
+		return DefaultTolerance, nil
 	}
+	return d, nil
+}
+
+// verify checks at now with a resolved (positive) tolerance.
+func verify(keys [][]byte, h http.Header, body []byte, now time.Time, tolerance time.Duration) error {
 	id, ts, sig := h.Get(HeaderWebhookID), h.Get(HeaderWebhookTimestamp), h.Get(HeaderWebhookSignature)
 	if id == "" || ts == "" || sig == "" {
 		return ErrMissingHeaders
@@ -134,7 +150,8 @@ func verify(keys [][]byte, h http.Header, body []byte, now time.Time, tolerance 
 type VerifierConfig struct {
 	// Secrets are the accepted secrets; at least one is required.
 	Secrets []string
-	// Tolerance defaults to DefaultTolerance (5 minutes).
+	// Tolerance bounds |clock − webhook-timestamp|. Zero means
+	// DefaultTolerance (5 minutes); a negative value is refused.
 	Tolerance time.Duration
 	// Clock defaults to the wall clock.
 	Clock clock.Clock
@@ -152,19 +169,21 @@ type Verifier struct {
 }
 
 // NewVerifier validates cfg and applies its defaults. It returns an error
-// wrapping ErrInvalidSecret when a secret does not decode.
+// wrapping ErrInvalidSecret when a secret does not decode, and an error
+// naming the field when Tolerance or MaxBodyBytes is negative.
 func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 	keys, err := decodeSecrets(cfg.Secrets)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Tolerance < 0 || cfg.MaxBodyBytes < 0 {
-		return nil, errors.New("recipient: Tolerance and MaxBodyBytes must not be negative")
+	tolerance, err := resolveTolerance("VerifierConfig.Tolerance", cfg.Tolerance)
+	if err != nil {
+		return nil, err
 	}
-	v := &Verifier{keys: keys, tolerance: cfg.Tolerance, clock: cfg.Clock, maxBody: cfg.MaxBodyBytes}
-	if v.tolerance == 0 {
-		v.tolerance = DefaultTolerance
+	if cfg.MaxBodyBytes < 0 {
+		return nil, fmt.Errorf("recipient: VerifierConfig.MaxBodyBytes is %d; it must not be negative (zero means 1 MiB)", cfg.MaxBodyBytes)
 	}
+	v := &Verifier{keys: keys, tolerance: tolerance, clock: cfg.Clock, maxBody: cfg.MaxBodyBytes}
 	if v.clock == nil {
 		v.clock = clock.New()
 	}

@@ -237,3 +237,24 @@ func TestVerifyWithoutNowUsesTheWallClock(t *testing.T) {
 	stale := signedHeader(t, secretNew, "whd_1", wall.Add(-time.Hour), body)
 	assert.ErrorIs(t, Verify(VerifyParams{Secrets: []string{secretNew}, Header: stale, Body: body}), ErrTimestampTooOld)
 }
+
+// TestNegativeToleranceIsRefused: a negative tolerance is a configuration
+// mistake, refused with an error naming the field and the value, not
+// silently replaced by the 5-minute default. Zero means the default.
+func TestNegativeToleranceIsRefused(t *testing.T) {
+	body := []byte(`{"ok":true}`)
+	h := signedHeader(t, secretNew, "whd_1", now, body)
+
+	err := Verify(VerifyParams{Secrets: []string{secretNew}, Header: h, Body: body, Now: now, Tolerance: -time.Second})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Tolerance")
+	assert.Contains(t, err.Error(), "-1s")
+
+	_, err = NewVerifier(VerifierConfig{Secrets: []string{secretNew}, Tolerance: -time.Second})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Tolerance")
+	assert.Contains(t, err.Error(), "-1s")
+
+	assert.NoError(t, Verify(VerifyParams{Secrets: []string{secretNew}, Header: h, Body: body, Now: now.Add(5 * time.Minute)}),
+		"zero is the default tolerance")
+}
