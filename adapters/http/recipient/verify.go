@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -188,7 +187,7 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 		v.clock = clock.New()
 	}
 	if v.maxBody == 0 {
-		v.maxBody = 1 << 20
+		v.maxBody = defaultMaxBodyBytes
 	}
 	return v, nil
 }
@@ -201,24 +200,18 @@ func (v *Verifier) Verify(h http.Header, body []byte) error {
 // Middleware reads the body (up to MaxBodyBytes), verifies it and calls
 // next with the body restored, or answers without calling next:
 //
-//	400 Bad Request            missing headers or a malformed timestamp
+//	400 Bad Request            missing headers, a malformed timestamp or an unreadable body
 //	401 Unauthorized           timestamp outside the tolerance, or no matching signature
-//	413 Content Too Large      body over MaxBodyBytes
+//	413 Content Too Large      body over MaxBodyBytes, or over an outer http.MaxBytesReader
+//	                           the server put around r.Body
 //
 // The hookrelay sender treats each of these as permanent (401 as
 // auth_rejected), so a misconfigured secret stops retries rather than
 // spending them.
 func (v *Verifier) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// One byte beyond the limit tells an oversized body; at the
-		// largest limit there is no byte beyond.
-		body, err := io.ReadAll(io.LimitReader(r.Body, v.maxBody+min(1, math.MaxInt64-v.maxBody)))
-		if err != nil {
-			http.Error(w, "recipient: cannot read body", http.StatusBadRequest)
-			return
-		}
-		if int64(len(body)) > v.maxBody {
-			http.Error(w, "recipient: body too large", http.StatusRequestEntityTooLarge)
+		body, ok := readBody(w, r, v.maxBody)
+		if !ok {
 			return
 		}
 		if err := v.Verify(r.Header, body); err != nil {

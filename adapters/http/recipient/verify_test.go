@@ -258,3 +258,20 @@ func TestNegativeToleranceIsRefused(t *testing.T) {
 	assert.NoError(t, Verify(VerifyParams{Secrets: []string{secretNew}, Header: h, Body: body, Now: now.Add(5 * time.Minute)}),
 		"zero is the default tolerance")
 }
+
+// TestVerifierMiddlewareOuterBodyLimitIs413: a server that wraps r.Body in
+// its own http.MaxBytesReader, tighter than MaxBodyBytes, gets 413 for an
+// oversized body, as with MaxBodyBytes, not 400 as for an unreadable one.
+func TestVerifierMiddlewareOuterBodyLimitIs413(t *testing.T) {
+	h, gotBody := echoMiddleware(t, VerifierConfig{Secrets: []string{secretNew}})
+	body := `{"payment_id":"pay_7319"}`
+	req := httptest.NewRequest(http.MethodPost, "/hooks", strings.NewReader(body))
+	for k, vs := range signedHeader(t, secretNew, "whd_1", now, []byte(body)) {
+		req.Header[k] = vs
+	}
+	rec := httptest.NewRecorder()
+	req.Body = http.MaxBytesReader(rec, req.Body, 10)
+	h.ServeHTTP(rec, req)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, rec.Code, rec.Body.String())
+	assert.Empty(t, *gotBody, "the handler did not run")
+}
