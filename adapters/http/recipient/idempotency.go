@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -123,6 +124,9 @@ type IdempotencyConfig struct {
 	// Logger receives store errors that cannot change the response (a
 	// failed Complete after the handler ran). Defaults to slog.Default().
 	Logger *slog.Logger
+	// MaxBodyBytes refuses larger bodies with 413, as the Verifier does,
+	// for when no Verifier reads the body first. Defaults to 1 MiB.
+	MaxBodyBytes int64
 }
 
 // Idempotency deduplicates requests by webhook-id. It is safe for
@@ -139,6 +143,9 @@ func NewIdempotency(cfg IdempotencyConfig) (*Idempotency, error) {
 	if cfg.RetryAfter < 0 || cfg.StaleAfter < 0 {
 		return nil, errors.New("recipient: RetryAfter and StaleAfter must not be negative")
 	}
+	if cfg.MaxBodyBytes < 0 {
+		return nil, fmt.Errorf("recipient: IdempotencyConfig.MaxBodyBytes is %d; it must not be negative (zero means 1 MiB)", cfg.MaxBodyBytes)
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.New()
 	}
@@ -150,6 +157,9 @@ func NewIdempotency(cfg IdempotencyConfig) (*Idempotency, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = defaultMaxBodyBytes
 	}
 	return &Idempotency{cfg: cfg}, nil
 }
@@ -163,7 +173,10 @@ func retryable(status int) bool {
 
 // Middleware runs next at most once per webhook-id:
 //
-//   - no webhook-id: 400.
+//   - no webhook-id, or a body that cannot be read: 400.
+//   - a body over MaxBodyBytes, or over an outer http.MaxBytesReader the
+//     server put around r.Body: 413 Content Too Large; next does not run
+//     and nothing is stored.
 //   - first request: next runs with a buffered response writer; a response
 //     with a final status is stored and then written. A retryable status
 //     (408, 425, 429, 5xx) or a panic abandons the record, so the sender's
@@ -192,9 +205,8 @@ func (m *Idempotency) Middleware(next http.Handler) http.Handler {
 			return
 		}
 		ctx := r.Context()
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, "recipient: cannot read the request body", http.StatusBadRequest)
+		body, ok := readBody(w, r, m.cfg.MaxBodyBytes)
+		if !ok {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))

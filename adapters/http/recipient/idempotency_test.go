@@ -307,3 +307,36 @@ func TestIdempotencyInformationalStatusIsNotTheResponse(t *testing.T) {
 	assert.Equal(t, "true", replay.Header().Get(HeaderReplayed))
 	assert.Equal(t, int32(2), runs.Load())
 }
+
+// TestIdempotencyRefusesAnOversizedBody: without a verifier in front, the
+// middleware still reads at most MaxBodyBytes (or what an outer
+// http.MaxBytesReader allows): a larger body gets 413, the handler does not
+// run and nothing is stored, so the ID is still free for a proper request.
+func TestIdempotencyRefusesAnOversizedBody(t *testing.T) {
+	var runs atomic.Int32
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		w.WriteHeader(http.StatusCreated)
+	})
+	h := newIdem(t, IdempotencyConfig{MaxBodyBytes: 16}).Middleware(handler)
+
+	big := serveBody(h, "whd_a", strings.Repeat("x", 17))
+	assert.Equal(t, http.StatusRequestEntityTooLarge, big.Code)
+	assert.Equal(t, http.StatusCreated, serveBody(h, "whd_a", `{"amount":1}`).Code, "the refused request left no record")
+	assert.Equal(t, int32(1), runs.Load())
+
+	defaulted := newIdem(t, IdempotencyConfig{}).Middleware(handler)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, serveBody(defaulted, "whd_b", strings.Repeat("x", 1<<20+1)).Code, "the default limit is 1 MiB")
+	assert.Equal(t, http.StatusCreated, serveBody(defaulted, "whd_c", strings.Repeat("x", 1<<20)).Code)
+
+	req := httptest.NewRequest(http.MethodPost, "/hooks", strings.NewReader(`{"amount":1}`))
+	req.Header.Set(HeaderWebhookID, "whd_d")
+	rec := httptest.NewRecorder()
+	req.Body = http.MaxBytesReader(rec, req.Body, 4)
+	defaulted.ServeHTTP(rec, req)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, rec.Code, "an outer http.MaxBytesReader tripped")
+	assert.Equal(t, int32(2), runs.Load())
+
+	_, err := NewIdempotency(IdempotencyConfig{Store: NewMemoryStore(), MaxBodyBytes: -1})
+	assert.ErrorContains(t, err, "MaxBodyBytes")
+}

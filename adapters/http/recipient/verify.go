@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -26,8 +25,8 @@ const (
 // recipient's clock, either way, unless configured otherwise.
 const DefaultTolerance = 5 * time.Minute
 
-// Verification errors. Verify wraps exactly one of them; none carries a
-// secret.
+// Verification errors. An error from Verify wraps exactly one of them,
+// unless it reports a negative Tolerance; none carries a secret.
 var (
 	// ErrMissingHeaders: webhook-id, webhook-timestamp or webhook-signature
 	// is absent or empty.
@@ -53,24 +52,36 @@ type VerifyParams struct {
 	Header  http.Header
 	// Body is the raw request body, exactly as received.
 	Body []byte
-	// Now is the recipient's current time.
+	// Now is the time the timestamp is checked against. Defaults to the
+	// wall clock's current time (when it is the zero time.Time); tests pass
+	// a fixed time.
 	Now time.Time
-	// Tolerance bounds |Now − webhook-timestamp|. Defaults to
-	// DefaultTolerance.
+	// Tolerance bounds |Now − webhook-timestamp|. Zero means
+	// DefaultTolerance; a negative value is refused.
 	Tolerance time.Duration
 }
 
 // Verify checks a Standard Webhooks request: the three headers are
-// present, the timestamp is within the tolerance of Now, and at least one
+// present, the timestamp is within the tolerance of Now (the current time
+// when Now is zero), and at least one
 // v1 signature in webhook-signature is the HMAC-SHA256 of
 // "id.timestamp.body" under one of the secrets (compared in constant time).
-// It returns nil or an error wrapping one of the Err values above.
+// It returns nil, an error naming Tolerance when p.Tolerance is negative,
+// or an error wrapping one of the Err values above.
 func Verify(p VerifyParams) error {
 	keys, err := decodeSecrets(p.Secrets)
 	if err != nil {
 		return err
 	}
-	return verify(keys, p.Header, p.Body, p.Now, p.Tolerance)
+	tolerance, err := resolveTolerance("VerifyParams.Tolerance", p.Tolerance)
+	if err != nil {
+		return err
+	}
+	now := p.Now
+	if now.IsZero() {
+		now = clock.New().Now()
+	}
+	return verify(keys, p.Header, p.Body, now, tolerance)
 }
 
 func decodeSecrets(secrets []string) ([][]byte, error) {
@@ -88,10 +99,21 @@ func decodeSecrets(secrets []string) ([][]byte, error) {
 	return keys, nil
 }
 
-func verify(keys [][]byte, h http.Header, body []byte, now time.Time, tolerance time.Duration) error {
-	if tolerance <= 0 {
-		tolerance = DefaultTolerance
+// resolveTolerance applies DefaultTolerance to zero. A negative tolerance
+// is refused rather than defaulted: it is a mistake, and taken as given it
+// would refuse every request.
+func resolveTolerance(field string, d time.Duration) (time.Duration, error) {
+	switch {
+	case d < 0:
+		return 0, fmt.Errorf("recipient: %s is %v; it must not be negative (zero means DefaultTolerance)", field, d)
+	case d == 0:
+		return DefaultTolerance, nil
 	}
+	return d, nil
+}
+
+// verify checks at now with a resolved (positive) tolerance.
+func verify(keys [][]byte, h http.Header, body []byte, now time.Time, tolerance time.Duration) error {
 	id, ts, sig := h.Get(HeaderWebhookID), h.Get(HeaderWebhookTimestamp), h.Get(HeaderWebhookSignature)
 	if id == "" || ts == "" || sig == "" {
 		return ErrMissingHeaders
@@ -127,7 +149,8 @@ func verify(keys [][]byte, h http.Header, body []byte, now time.Time, tolerance 
 type VerifierConfig struct {
 	// Secrets are the accepted secrets; at least one is required.
 	Secrets []string
-	// Tolerance defaults to DefaultTolerance (5 minutes).
+	// Tolerance bounds |clock − webhook-timestamp|. Zero means
+	// DefaultTolerance (5 minutes); a negative value is refused.
 	Tolerance time.Duration
 	// Clock defaults to the wall clock.
 	Clock clock.Clock
@@ -145,24 +168,26 @@ type Verifier struct {
 }
 
 // NewVerifier validates cfg and applies its defaults. It returns an error
-// wrapping ErrInvalidSecret when a secret does not decode.
+// wrapping ErrInvalidSecret when a secret does not decode, and an error
+// naming the field when Tolerance or MaxBodyBytes is negative.
 func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 	keys, err := decodeSecrets(cfg.Secrets)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Tolerance < 0 || cfg.MaxBodyBytes < 0 {
-		return nil, errors.New("recipient: Tolerance and MaxBodyBytes must not be negative")
+	tolerance, err := resolveTolerance("VerifierConfig.Tolerance", cfg.Tolerance)
+	if err != nil {
+		return nil, err
 	}
-	v := &Verifier{keys: keys, tolerance: cfg.Tolerance, clock: cfg.Clock, maxBody: cfg.MaxBodyBytes}
-	if v.tolerance == 0 {
-		v.tolerance = DefaultTolerance
+	if cfg.MaxBodyBytes < 0 {
+		return nil, fmt.Errorf("recipient: VerifierConfig.MaxBodyBytes is %d; it must not be negative (zero means 1 MiB)", cfg.MaxBodyBytes)
 	}
+	v := &Verifier{keys: keys, tolerance: tolerance, clock: cfg.Clock, maxBody: cfg.MaxBodyBytes}
 	if v.clock == nil {
 		v.clock = clock.New()
 	}
 	if v.maxBody == 0 {
-		v.maxBody = 1 << 20
+		v.maxBody = defaultMaxBodyBytes
 	}
 	return v, nil
 }
@@ -175,24 +200,18 @@ func (v *Verifier) Verify(h http.Header, body []byte) error {
 // Middleware reads the body (up to MaxBodyBytes), verifies it and calls
 // next with the body restored, or answers without calling next:
 //
-//	400 Bad Request            missing headers or a malformed timestamp
+//	400 Bad Request            missing headers, a malformed timestamp or an unreadable body
 //	401 Unauthorized           timestamp outside the tolerance, or no matching signature
-//	413 Content Too Large      body over MaxBodyBytes
+//	413 Content Too Large      body over MaxBodyBytes, or over an outer http.MaxBytesReader
+//	                           the server put around r.Body
 //
 // The hookrelay sender treats each of these as permanent (401 as
 // auth_rejected), so a misconfigured secret stops retries rather than
 // spending them.
 func (v *Verifier) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// One byte beyond the limit tells an oversized body; at the
-		// largest limit there is no byte beyond.
-		body, err := io.ReadAll(io.LimitReader(r.Body, v.maxBody+min(1, math.MaxInt64-v.maxBody)))
-		if err != nil {
-			http.Error(w, "recipient: cannot read body", http.StatusBadRequest)
-			return
-		}
-		if int64(len(body)) > v.maxBody {
-			http.Error(w, "recipient: body too large", http.StatusRequestEntityTooLarge)
+		body, ok := readBody(w, r, v.maxBody)
+		if !ok {
 			return
 		}
 		if err := v.Verify(r.Header, body); err != nil {

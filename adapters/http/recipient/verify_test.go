@@ -224,3 +224,54 @@ func TestVerifierMiddlewareLargestBodyLimit(t *testing.T) {
 	assert.Equal(t, http.StatusAccepted, rec.Code, rec.Body.String())
 	assert.Equal(t, body, *gotBody)
 }
+
+// TestVerifyWithoutNowUsesTheWallClock: a caller who leaves Now unset gets
+// the check at the current time, not at year 1 (where every real
+// timestamp would be "too far in the future").
+func TestVerifyWithoutNowUsesTheWallClock(t *testing.T) {
+	body := []byte(`{"ok":true}`)
+	wall := time.Now()
+	fresh := signedHeader(t, secretNew, "whd_1", wall, body)
+	assert.NoError(t, Verify(VerifyParams{Secrets: []string{secretNew}, Header: fresh, Body: body}))
+
+	stale := signedHeader(t, secretNew, "whd_1", wall.Add(-time.Hour), body)
+	assert.ErrorIs(t, Verify(VerifyParams{Secrets: []string{secretNew}, Header: stale, Body: body}), ErrTimestampTooOld)
+}
+
+// TestNegativeToleranceIsRefused: a negative tolerance is a configuration
+// mistake, refused with an error naming the field and the value, not
+// silently replaced by the 5-minute default. Zero means the default.
+func TestNegativeToleranceIsRefused(t *testing.T) {
+	body := []byte(`{"ok":true}`)
+	h := signedHeader(t, secretNew, "whd_1", now, body)
+
+	err := Verify(VerifyParams{Secrets: []string{secretNew}, Header: h, Body: body, Now: now, Tolerance: -time.Second})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Tolerance")
+	assert.Contains(t, err.Error(), "-1s")
+
+	_, err = NewVerifier(VerifierConfig{Secrets: []string{secretNew}, Tolerance: -time.Second})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Tolerance")
+	assert.Contains(t, err.Error(), "-1s")
+
+	assert.NoError(t, Verify(VerifyParams{Secrets: []string{secretNew}, Header: h, Body: body, Now: now.Add(5 * time.Minute)}),
+		"zero is the default tolerance")
+}
+
+// TestVerifierMiddlewareOuterBodyLimitIs413: a server that wraps r.Body in
+// its own http.MaxBytesReader, tighter than MaxBodyBytes, gets 413 for an
+// oversized body, as with MaxBodyBytes, not 400 as for an unreadable one.
+func TestVerifierMiddlewareOuterBodyLimitIs413(t *testing.T) {
+	h, gotBody := echoMiddleware(t, VerifierConfig{Secrets: []string{secretNew}})
+	body := `{"payment_id":"pay_7319"}`
+	req := httptest.NewRequest(http.MethodPost, "/hooks", strings.NewReader(body))
+	for k, vs := range signedHeader(t, secretNew, "whd_1", now, []byte(body)) {
+		req.Header[k] = vs
+	}
+	rec := httptest.NewRecorder()
+	req.Body = http.MaxBytesReader(rec, req.Body, 10)
+	h.ServeHTTP(rec, req)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, rec.Code, rec.Body.String())
+	assert.Empty(t, *gotBody, "the handler did not run")
+}
