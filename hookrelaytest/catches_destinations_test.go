@@ -74,6 +74,21 @@ func (s *refusesLongReason) Disable(ctx context.Context, p hookrelay.DisablePara
 	return s.Destinations.Disable(ctx, p)
 }
 
+// refusesWideDestination refuses a URL, secrets or headers over what a
+// MySQL BLOB holds, as schema version 10 on MySQL did.
+type refusesWideDestination struct{ *memory.Destinations }
+
+func (s *refusesWideDestination) Put(ctx context.Context, d hookrelay.Destination) error {
+	headers := 0
+	for k, v := range d.Headers {
+		headers += len(k) + len(v)
+	}
+	if err := tooLong(d.URL, strings.Join(d.Secrets, ","), strings.Repeat(" ", headers)); err != nil {
+		return err
+	}
+	return s.Destinations.Put(ctx, d)
+}
+
 // foldsCase matches IDs without regard to case, as a case-insensitive
 // collation would.
 type foldsCase struct{ *memory.Destinations }

@@ -325,6 +325,16 @@ var brokenStores = []brokenStore{
 		caughtBy: []string{"Destinations/ALongOrMalformedDisabledReasonIsKeptAsStorableText"},
 	},
 	{
+		name:     "PutRefusesWhatABlobCannotHold",
+		harness:  batchReaderHarness(func(d *memory.Destinations) hookrelaytest.DestinationStore { return &refusesWideDestination{d} }),
+		caughtBy: []string{"Destinations/LargeHeadersSecretsAndURLRoundTrip"},
+	},
+	{
+		name:     "RedriveAuditRefusesManyTenants",
+		harness:  func() hookrelaytest.Harness { return storeHarness(&refusesWideAudit{Store: memory.NewStore()}) },
+		caughtBy: []string{"Redrive/AnAuditSpanningThousandsOfTenantsIsKeptWhole"},
+	},
+	{
 		name:     "BatchReadFoldsCase",
 		harness:  batchReaderHarness(func(d *memory.Destinations) hookrelaytest.DestinationStore { return &foldsCase{d} }),
 		caughtBy: []string{"DestinationBatchReader/IDsMatchExactly"},
@@ -849,6 +859,17 @@ func (s *refusesLongText) MarkDelivered(ctx context.Context, p hookrelay.MarkDel
 		return err
 	}
 	return s.Store.MarkDelivered(ctx, p)
+}
+
+// refusesWideAudit refuses an audit whose tenants, as JSON, are over
+// what a MySQL BLOB holds, as schema version 10 on MySQL did.
+type refusesWideAudit struct{ *memory.Store }
+
+func (s *refusesWideAudit) CreateRedriveAudit(ctx context.Context, a hookrelay.RedriveAudit) error {
+	if err := tooLong(`["` + strings.Join(a.Tenants, `","`) + `"]`); err != nil {
+		return err
+	}
+	return s.Store.CreateRedriveAudit(ctx, a)
 }
 
 // dropsBudgetStart does not store BudgetStart at Create.

@@ -2,6 +2,7 @@ package hookrelaytest
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -162,6 +163,31 @@ func RunDestinations(t *testing.T, newHarness NewHarness) {
 			assert.True(t, got.DisabledReason == hookrelay.StorableText(wrote), "%s: DisabledReason is StorableText of the reason given (%d bytes stored, %d expected)",
 				id, len(got.DisabledReason), len(hookrelay.StorableText(wrote)))
 		}
+	})
+
+	t.Run("LargeHeadersSecretsAndURLRoundTrip", func(t *testing.T) {
+		// What one store holds, every store holds: 64 KiB is a limit of
+		// a MySQL BLOB, not of a destination.
+		h := newHarness(t)
+		headers := map[string]string{}
+		for i := range 40 {
+			headers[fmt.Sprintf("X-Custom-%02d", i)] = strings.Repeat("h", 2048)
+		}
+		d := hookrelay.Destination{
+			ID: "dest_1", URL: "https://hooks.example/in?token=" + strings.Repeat("u", 70<<10),
+			Secrets: []string{"whsec_" + strings.Repeat("s", 70<<10)}, Headers: headers,
+			EventTypes: make([]string, 0, 3000),
+		}
+		for i := range 3000 {
+			d.EventTypes = append(d.EventTypes, fmt.Sprintf("lease.type_%04d.changed", i))
+		}
+		require.NoError(t, h.Destinations.Put(ctx, d))
+		got, err := h.Destinations.Destination(ctx, d.ID)
+		require.NoError(t, err)
+		assert.True(t, got.URL == d.URL, "URL: %d bytes stored, %d written", len(got.URL), len(d.URL))
+		assert.Equal(t, d.Secrets, got.Secrets)
+		assert.Equal(t, d.Headers, got.Headers)
+		assert.Equal(t, d.EventTypes, got.EventTypes)
 	})
 
 	t.Run("PauseAndResume", func(t *testing.T) {

@@ -737,6 +737,41 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 		assert.ErrorIs(t, err, hookrelay.ErrRedriveNotFound)
 	})
 
+	t.Run("AnAuditSpanningThousandsOfTenantsIsKeptWhole", func(t *testing.T) {
+		// An operator's redrive across every tenant of a large
+		// installation: its audit entry (what starts the redrive) must be
+		// stored whole, and its free text kept as StorableText makes it.
+		h := newHarness(t)
+		log, ok := h.Ledger.(hookrelay.RedriveAuditLog)
+		if !ok {
+			t.Skip("the Ledger does not implement hookrelay.RedriveAuditLog")
+		}
+		tenants := make([]string, 4000)
+		for i := range tenants {
+			tenants[i] = fmt.Sprintf("tenant_%04d_%s", i, strings.Repeat("x", 24)) // 4000 × 36 bytes: over 64 KiB as JSON
+		}
+		actor, reason := strings.Repeat("é", hookrelay.MaxStoredTextBytes), "bad\xff\x00"+strings.Repeat("a", hookrelay.MaxStoredTextBytes)
+		a := hookrelay.RedriveAudit{
+			ID: "rdv_wide", Actor: actor, Reason: reason, Filter: hookrelay.DeadLetterFilter{TenantIDs: tenants},
+			Tenants: tenants, RatePerSecond: 1, State: hookrelay.RedriveRunning, CreatedAt: base, UpdatedAt: base,
+		}
+		require.NoError(t, log.CreateRedriveAudit(ctx, a), "an audit spanning thousands of tenants must be stored, or the redrive cannot start")
+		failure := strings.Repeat("世", hookrelay.MaxStoredTextBytes)
+		_, err := log.UpdateRedriveAudit(ctx, hookrelay.RedriveAuditUpdate{ID: a.ID, Now: base.Add(time.Second), State: hookrelay.RedriveFailed, Error: failure, StopRequestedBy: actor})
+		require.NoError(t, err, "a long error must not keep the redrive from being marked failed")
+		got, err := log.RedriveAudit(ctx, a.ID)
+		require.NoError(t, err)
+		assert.Equal(t, tenants, got.Tenants)
+		assert.Equal(t, tenants, got.Filter.TenantIDs)
+		assert.Equal(t, hookrelay.RedriveFailed, got.State)
+		for _, f := range []struct{ name, got, wrote string }{
+			{"Actor", got.Actor, actor}, {"Reason", got.Reason, reason}, {"Error", got.Error, failure}, {"StopRequestedBy", got.StopRequestedBy, actor},
+		} {
+			assert.True(t, f.got == hookrelay.StorableText(f.wrote), "%s is StorableText of what was written (%d bytes stored, %d expected)",
+				f.name, len(f.got), len(hookrelay.StorableText(f.wrote)))
+		}
+	})
+
 	t.Run("RedriveValidatesItsParams", func(t *testing.T) {
 		e := redriveEngine(t, newHarness(t), nil)
 		for _, tc := range []struct {

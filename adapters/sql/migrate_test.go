@@ -19,7 +19,8 @@ import (
 // server, that the MySQL migrations avoid what MySQL 8 rejects and MariaDB
 // accepts: ADD COLUMN IF NOT EXISTS, CREATE INDEX IF NOT EXISTS, and
 // literal defaults on BLOB columns. Each ALTER TABLE adds one column, the
-// form Migrate knows how to skip when it is already there.
+// form Migrate knows how to skip when it is already there, or changes one
+// column's type (MODIFY), which re-runs as a no-op.
 func TestMySQLMigrationsUseOnlyPortableSyntax(t *testing.T) {
 	s := &Store{dialect: MySQL, prefix: "hookrelay_"}
 	ms, err := s.migrations()
@@ -31,6 +32,8 @@ func TestMySQLMigrationsUseOnlyPortableSyntax(t *testing.T) {
 			upper := strings.ToUpper(st)
 			switch {
 			case strings.HasPrefix(upper, "CREATE TABLE IF NOT EXISTS"):
+			case mysqlModifyColumn.MatchString(st):
+				assert.NotContains(t, st, ",", "%s: one column per ALTER TABLE: %s", m.name, st)
 			case strings.HasPrefix(upper, "ALTER TABLE"):
 				assert.Regexp(t, mysqlAddColumn, st, "%s: an ALTER TABLE adds one column", m.name)
 				assert.Equal(t, 1, strings.Count(upper, "ADD COLUMN"), "%s: one column per ALTER TABLE: %s", m.name, st)
@@ -45,6 +48,8 @@ func TestMySQLMigrationsUseOnlyPortableSyntax(t *testing.T) {
 		}
 	}
 }
+
+var mysqlModifyColumn = regexp.MustCompile(`(?is)^ALTER\s+TABLE\s+\w+\s+MODIFY\s+\w+\s+\w+`)
 
 // TestMigrateCompletesAnInterruptedMySQLStep: MariaDB and MySQL commit DDL
 // as they go, so a Migrate that died inside step 2 leaves some of its
@@ -273,4 +278,37 @@ func TestMigrateAcceptsTheLongestTablePrefix(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, SchemaVersion, v)
 	})
+}
+
+// TestMigrateWidensMySQLColumnsOfAVersionTenDatabase: on MariaDB/MySQL a
+// version 10 database holds a destination's headers, secrets and URL and a
+// redrive's tenants in BLOB columns (64 KiB). A destination stored then
+// keeps reading the same after the upgrade, and one over 64 KiB, refused
+// before, is stored after.
+func TestMigrateWidensMySQLColumnsOfAVersionTenDatabase(t *testing.T) {
+	b := backends[len(backends)-1]
+	require.Equal(t, MySQL, b.dialect)
+	b.skipUnlessConfigured(t)
+	ctx := context.Background()
+	s := newStore(t, b, Options{})
+	downgradeTo(t, s, 10, "DELETE FROM {m} WHERE version >= 11",
+		"ALTER TABLE {dst} MODIFY url BLOB NOT NULL", "ALTER TABLE {dst} MODIFY secrets BLOB NOT NULL",
+		"ALTER TABLE {dst} MODIFY headers BLOB NOT NULL", "ALTER TABLE {dst} MODIFY policy BLOB NOT NULL",
+		"ALTER TABLE {dst} MODIFY event_types BLOB NOT NULL", "ALTER TABLE {r} MODIFY tenants BLOB NOT NULL",
+		"ALTER TABLE {i} MODIFY header BLOB NOT NULL")
+	small := hookrelay.Destination{ID: "dst_small", URL: "https://hooks.example/in", Secrets: []string{"whsec_a"}, Headers: map[string]string{"X-A": "b"}}
+	require.NoError(t, s.Put(ctx, small))
+	large := hookrelay.Destination{ID: "dst_large", URL: "https://hooks.example/in", Headers: map[string]string{"X-Big": strings.Repeat("h", 70<<10)}}
+	require.Error(t, s.Put(ctx, large), "version 10's BLOB column refuses 70 KiB of headers")
+
+	migrateToCurrent(t, s)
+	got, err := s.Destination(ctx, small.ID)
+	require.NoError(t, err)
+	assert.Equal(t, small.URL, got.URL)
+	assert.Equal(t, small.Secrets, got.Secrets)
+	assert.Equal(t, small.Headers, got.Headers)
+	require.NoError(t, s.Put(ctx, large))
+	got, err = s.Destination(ctx, large.ID)
+	require.NoError(t, err)
+	assert.Equal(t, large.Headers, got.Headers)
 }

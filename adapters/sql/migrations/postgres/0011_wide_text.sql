@@ -1,0 +1,5 @@
+-- hookrelay schema version 11: nothing to do here. On MariaDB/MySQL this
+-- version widens the columns that hold a destination's URL, secrets,
+-- headers, policy and event types, a redrive's tenants and an idempotency
+-- record's headers from BLOB (64 KiB) to LONGBLOB; here they are TEXT,
+-- which has no such bound.
