@@ -3,6 +3,7 @@ package hookrelaytest_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -257,6 +258,15 @@ var brokenStores = []brokenStore{
 			return h
 		},
 		caughtBy: []string{"Destinations/PutRefusesABadRateLimitAndChangesNothing"},
+	},
+	{
+		name: "PutDropsAConnectionSpecificHeader",
+		harness: func() hookrelaytest.Harness {
+			h := storeHarness(memory.NewStore())
+			h.Destinations = &dropsConnectionHeaders{Destinations: memory.NewDestinations()}
+			return h
+		},
+		caughtBy: []string{"Destinations/PutRefusesAConnectionSpecificHeaderAndChangesNothing"},
 	},
 	{
 		name: "GuardUpdateNotAtomic",
@@ -903,6 +913,19 @@ func (s *cleansRate) Put(ctx context.Context, d hookrelay.Destination) error {
 	if d.MaxPerSecond < 0 || math.IsNaN(d.MaxPerSecond) || math.IsInf(d.MaxPerSecond, 0) {
 		d.MaxPerSecond = 0
 	}
+	return s.Destinations.Put(ctx, d)
+}
+
+// dropsConnectionHeaders stores a destination without its
+// connection-specific headers instead of refusing it, as the HTTP sender
+// does when it sends one stored before stores refused them.
+type dropsConnectionHeaders struct{ *memory.Destinations }
+
+func (s *dropsConnectionHeaders) Put(ctx context.Context, d hookrelay.Destination) error {
+	d.Headers = maps.Clone(d.Headers)
+	maps.DeleteFunc(d.Headers, func(name, value string) bool {
+		return hookrelay.ValidateHeaders(map[string]string{name: value}) != nil
+	})
 	return s.Destinations.Put(ctx, d)
 }
 
