@@ -29,8 +29,10 @@ type Destination struct {
 	// (ValidateHeaders) the connection-specific headers, which describe one
 	// connection the sender manages and which HTTP/2 forbids: Connection,
 	// Keep-Alive, Proxy-Connection, Transfer-Encoding, Upgrade, and TE but
-	// "TE: trailers". The HTTP sender drops such a header from a
-	// destination stored before stores refused it.
+	// "TE: trailers". They refuse Host as well: a request goes to the
+	// URL's host, the one the SSRF guard checks, and a Host header is not
+	// a way to name another; put the host in URL. The HTTP sender drops
+	// such a header from a destination stored before stores refused it.
 	Headers map[string]string
 	// Policy overrides the client's default policy for new deliveries to
 	// this destination when non-nil.

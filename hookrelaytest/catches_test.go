@@ -260,13 +260,13 @@ var brokenStores = []brokenStore{
 		caughtBy: []string{"Destinations/PutRefusesABadRateLimitAndChangesNothing"},
 	},
 	{
-		name: "PutDropsAConnectionSpecificHeader",
+		name: "PutDropsAHeaderTheSenderCannotSend",
 		harness: func() hookrelaytest.Harness {
 			h := storeHarness(memory.NewStore())
-			h.Destinations = &dropsConnectionHeaders{Destinations: memory.NewDestinations()}
+			h.Destinations = &dropsUnsendableHeaders{Destinations: memory.NewDestinations()}
 			return h
 		},
-		caughtBy: []string{"Destinations/PutRefusesAConnectionSpecificHeaderAndChangesNothing"},
+		caughtBy: []string{"Destinations/PutRefusesAHeaderTheSenderCannotSendAndChangesNothing"},
 	},
 	{
 		name: "GuardUpdateNotAtomic",
@@ -916,12 +916,12 @@ func (s *cleansRate) Put(ctx context.Context, d hookrelay.Destination) error {
 	return s.Destinations.Put(ctx, d)
 }
 
-// dropsConnectionHeaders stores a destination without its
-// connection-specific headers instead of refusing it, as the HTTP sender
-// does when it sends one stored before stores refused them.
-type dropsConnectionHeaders struct{ *memory.Destinations }
+// dropsUnsendableHeaders stores a destination without the headers the
+// sender cannot send instead of refusing it, as the HTTP sender does when
+// it sends one stored before stores refused them.
+type dropsUnsendableHeaders struct{ *memory.Destinations }
 
-func (s *dropsConnectionHeaders) Put(ctx context.Context, d hookrelay.Destination) error {
+func (s *dropsUnsendableHeaders) Put(ctx context.Context, d hookrelay.Destination) error {
 	d.Headers = maps.Clone(d.Headers)
 	maps.DeleteFunc(d.Headers, func(name, value string) bool {
 		return hookrelay.ValidateHeaders(map[string]string{name: value}) != nil

@@ -16,8 +16,8 @@ import (
 
 // RunDestinations runs the Destinations contract tests on the harness's
 // DestinationStore: every field round-trips, a bad rate limit and a
-// connection-specific header (hookrelay.ValidateHeaders) are refused with
-// nothing stored, an ID or tenant no store can hold (empty for the
+// connection-specific or Host header (hookrelay.ValidateHeaders) are
+// refused with nothing stored, an ID or tenant no store can hold (empty for the
 // ID, over 255 bytes, not UTF-8, a NUL byte) is refused naming the field
 // with nothing stored, unknown IDs wrap
 // ErrDestinationNotFound, Disable keeps its first reason, pausing and
@@ -89,13 +89,14 @@ func RunDestinations(t *testing.T, newHarness NewHarness) {
 		}
 	})
 
-	t.Run("PutRefusesAConnectionSpecificHeaderAndChangesNothing", func(t *testing.T) {
+	t.Run("PutRefusesAHeaderTheSenderCannotSendAndChangesNothing", func(t *testing.T) {
 		h := newHarness(t)
 		stored := full()
 		require.NoError(t, h.Destinations.Put(ctx, stored))
 		for name, value := range map[string]string{
 			"Connection": "close", "keep-alive": "timeout=5", "Proxy-Connection": "keep-alive",
 			"TRANSFER-ENCODING": "chunked", "Upgrade": "h2c", "TE": "gzip",
+			"Host": "internal.example", "host": "hooks.example",
 		} {
 			bad := full()
 			bad.URL = "https://hooks.example/v2"

@@ -12,7 +12,9 @@ import "strings"
 // RFC 9113 section 8.2.2): Connection, Keep-Alive, Proxy-Connection,
 // Transfer-Encoding, Upgrade, and TE with any value but "trailers". They
 // describe one connection, which the sender manages, and Go's HTTP/2
-// transport refuses a request that has some of them, at every send.
+// transport refuses a request that has some of them, at every send. Host is
+// refused too: the request's host is the URL's, the one the SSRF guard
+// checks, and Go would ignore a Host header silently.
 func Unsendable(name, value string) string {
 	switch {
 	case strings.EqualFold(name, "Connection"),
@@ -23,6 +25,8 @@ func Unsendable(name, value string) string {
 		return "is a connection-specific header, which the sender manages itself and HTTP/2 forbids"
 	case strings.EqualFold(name, "TE") && !strings.EqualFold(strings.TrimSpace(value), "trailers"):
 		return `is a connection-specific header, which HTTP/2 allows only as "trailers"`
+	case strings.EqualFold(name, "Host"):
+		return "cannot be set: the request's host is the URL's; put the host in the URL"
 	}
 	return ""
 }

@@ -15,6 +15,8 @@ func TestUnsendable(t *testing.T) {
 		{"Upgrade", "h2c", true},
 		{"TE", "gzip", true},
 		{"te", "", true},
+		{"Host", "internal.example", true},
+		{"host", "", true},
 		{"TE", "trailers", false},
 		{"te", " Trailers ", false},
 		{"Authorization", "Bearer t", false},
