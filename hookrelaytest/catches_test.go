@@ -224,6 +224,20 @@ var brokenStores = []brokenStore{
 		caughtBy: []string{"Ledger/CancelledContextIsRefused"},
 	},
 	{
+		name:     "RecentOutcomesIgnoresCancelledContexts",
+		harness:  func() hookrelaytest.Harness { return storeHarness(&statsIgnoreContext{Store: memory.NewStore()}) },
+		caughtBy: []string{"Ledger/CancelledContextIsRefused"},
+	},
+	{
+		name: "ListDestinationsIgnoresCancelledContexts",
+		harness: func() hookrelaytest.Harness {
+			h := storeHarness(memory.NewStore())
+			h.Destinations = &listIgnoresContext{Destinations: memory.NewDestinations()}
+			return h
+		},
+		caughtBy: []string{"Destinations/CancelledContextIsRefused"},
+	},
+	{
 		name: "DisableOverwritesTheReason",
 		harness: func() hookrelaytest.Harness {
 			h := storeHarness(memory.NewStore())
@@ -876,6 +890,22 @@ func (s *ignoresContext) Create(ctx context.Context, ds []hookrelay.Delivery) ([
 
 func (s *ignoresContext) Get(ctx context.Context, id string) (hookrelay.Delivery, error) {
 	return s.Store.Get(context.WithoutCancel(ctx), id)
+}
+
+// statsIgnoreContext is otherwise context-aware but, as the memory store
+// once did, counts recent outcomes whatever its context says.
+type statsIgnoreContext struct{ *memory.Store }
+
+func (s *statsIgnoreContext) RecentOutcomes(ctx context.Context, p hookrelay.RecentOutcomesParams) ([]hookrelay.OutcomeCount, error) {
+	return s.Store.RecentOutcomes(context.WithoutCancel(ctx), p)
+}
+
+// listIgnoresContext lists destinations whatever its context says, as the
+// memory store once did.
+type listIgnoresContext struct{ *memory.Destinations }
+
+func (s *listIgnoresContext) ListDestinations(ctx context.Context) ([]hookrelay.DestinationStatus, error) {
+	return s.Destinations.ListDestinations(context.WithoutCancel(ctx))
 }
 
 // disableOverwrites records the latest reason on every Disable.

@@ -22,7 +22,8 @@ import (
 // with nothing stored, unknown IDs wrap
 // ErrDestinationNotFound, Disable keeps its first reason, pausing and
 // resuming is seen by the next read, and a cancelled context is refused
-// (by Enable too, when the store is a DestinationEnabler).
+// (by Enable and ListDestinations too, when the store is a
+// DestinationEnabler or a DestinationLister).
 func RunDestinations(t *testing.T, newHarness NewHarness) {
 	ctx := context.Background()
 	full := func() hookrelay.Destination {
@@ -221,6 +222,10 @@ func RunDestinations(t *testing.T, newHarness NewHarness) {
 			got, err := h.Destinations.Destination(ctx, "dest_1")
 			require.NoError(t, err)
 			assert.True(t, got.Disabled, "a refused Enable changed nothing")
+		}
+		if l, ok := hookrelay.As[hookrelay.DestinationLister](h.Destinations); ok {
+			_, err := l.ListDestinations(cancelled)
+			assert.ErrorIs(t, err, context.Canceled, "ListDestinations")
 		}
 	})
 }

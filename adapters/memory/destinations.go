@@ -170,7 +170,10 @@ func (s *Destinations) Enable(ctx context.Context, id string) error {
 }
 
 // ListDestinations implements hookrelay.DestinationLister.
-func (s *Destinations) ListDestinations(_ context.Context) ([]hookrelay.DestinationStatus, error) {
+func (s *Destinations) ListDestinations(ctx context.Context) ([]hookrelay.DestinationStatus, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("hookrelay/memory: list destinations: %w", err)
+	}
 	s.mu.RLock()
 	out := make([]hookrelay.DestinationStatus, 0, len(s.m))
 	for _, d := range s.m {
