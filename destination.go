@@ -2,7 +2,12 @@ package hookrelay
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
 	"time"
+
+	"github.com/hookrelay/hookrelay/internal/reqheader"
 )
 
 // Destination is where deliveries for one destination ID go, resolved at send
@@ -20,7 +25,14 @@ type Destination struct {
 	// While a destination rotates secrets, every active secret signs.
 	Secrets []string
 	// Headers are extra request headers, e.g. Authorization. Treated as
-	// secret: never logged or recorded.
+	// secret: never logged or recorded. Stores refuse on Put
+	// (ValidateHeaders) the connection-specific headers, which describe one
+	// connection the sender manages and which HTTP/2 forbids: Connection,
+	// Keep-Alive, Proxy-Connection, Transfer-Encoding, Upgrade, and TE but
+	// "TE: trailers". They refuse Host as well: a request goes to the
+	// URL's host, the one the SSRF guard checks, and a Host header is not
+	// a way to name another; put the host in URL. The HTTP sender drops
+	// such a header from a destination stored before stores refused it.
 	Headers map[string]string
 	// Policy overrides the client's default policy for new deliveries to
 	// this destination when non-nil.
@@ -55,6 +67,21 @@ type Destination struct {
 	// pattern on Put (ValidateEventTypes). Enqueue, which names the
 	// destination itself, ignores it.
 	EventTypes []string
+}
+
+// ValidateHeaders checks a destination's Headers, as destination stores
+// do on Put (through ValidateLimits): it refuses the names the sender
+// never sends (see Destination.Headers), matched without regard to case.
+// It returns a *ValidationError (unwrapping to ErrInvalidDestination)
+// whose Field names the header, e.g. `Headers["Connection"]`, and never
+// holds a header's value.
+func ValidateHeaders(headers map[string]string) error {
+	for _, name := range slices.Sorted(maps.Keys(headers)) {
+		if problem := reqheader.Unsendable(name, headers[name]); problem != "" {
+			return invalid(ErrInvalidDestination, fmt.Sprintf("Headers[%s]", quote(name)), problem)
+		}
+	}
+	return nil
 }
 
 // String describes the destination without its URL, secrets or headers.

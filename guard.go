@@ -134,13 +134,14 @@ func (l *GuardMap) GuardStates(ctx context.Context, p GuardStatesParams) ([]Guar
 // negative (zero is no limit).
 func validRate(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 }
 
-// ValidateLimits checks the destination's rate limit: MaxPerSecond must be
-// finite and not negative. Stores call it on Put.
+// ValidateLimits checks what a destination may ask of the sender: its rate
+// limit (MaxPerSecond must be finite and not negative) and its Headers
+// (ValidateHeaders). Stores call it on Put.
 func (d Destination) ValidateLimits() error {
 	if !validRate(d.MaxPerSecond) {
 		return invalid(ErrInvalidDestination, "MaxPerSecond", fmt.Sprintf("is %v; it must be zero (no limit) or a finite positive rate", d.MaxPerSecond))
 	}
-	return nil
+	return ValidateHeaders(d.Headers)
 }
 
 // admission is what the guard says about one send.

@@ -3,6 +3,7 @@ package hookrelaytest_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -228,6 +229,20 @@ var brokenStores = []brokenStore{
 		caughtBy: []string{"Ledger/CancelledContextIsRefused"},
 	},
 	{
+		name:     "RecentOutcomesIgnoresCancelledContexts",
+		harness:  func() hookrelaytest.Harness { return storeHarness(&statsIgnoreContext{Store: memory.NewStore()}) },
+		caughtBy: []string{"Ledger/CancelledContextIsRefused"},
+	},
+	{
+		name: "ListDestinationsIgnoresCancelledContexts",
+		harness: func() hookrelaytest.Harness {
+			h := storeHarness(memory.NewStore())
+			h.Destinations = &listIgnoresContext{Destinations: memory.NewDestinations()}
+			return h
+		},
+		caughtBy: []string{"Destinations/CancelledContextIsRefused"},
+	},
+	{
 		name: "DisableOverwritesTheReason",
 		harness: func() hookrelaytest.Harness {
 			h := storeHarness(memory.NewStore())
@@ -262,6 +277,15 @@ var brokenStores = []brokenStore{
 			return h
 		},
 		caughtBy: []string{"Destinations/PutRefusesABadRateLimitAndChangesNothing"},
+	},
+	{
+		name: "PutDropsAHeaderTheSenderCannotSend",
+		harness: func() hookrelaytest.Harness {
+			h := storeHarness(memory.NewStore())
+			h.Destinations = &dropsUnsendableHeaders{Destinations: memory.NewDestinations()}
+			return h
+		},
+		caughtBy: []string{"Destinations/PutRefusesAHeaderTheSenderCannotSendAndChangesNothing"},
 	},
 	{
 		name: "GuardUpdateNotAtomic",
@@ -927,6 +951,22 @@ func (s *ignoresContext) Get(ctx context.Context, id string) (hookrelay.Delivery
 	return s.Store.Get(context.WithoutCancel(ctx), id)
 }
 
+// statsIgnoreContext is otherwise context-aware but, as the memory store
+// once did, counts recent outcomes whatever its context says.
+type statsIgnoreContext struct{ *memory.Store }
+
+func (s *statsIgnoreContext) RecentOutcomes(ctx context.Context, p hookrelay.RecentOutcomesParams) ([]hookrelay.OutcomeCount, error) {
+	return s.Store.RecentOutcomes(context.WithoutCancel(ctx), p)
+}
+
+// listIgnoresContext lists destinations whatever its context says, as the
+// memory store once did.
+type listIgnoresContext struct{ *memory.Destinations }
+
+func (s *listIgnoresContext) ListDestinations(ctx context.Context) ([]hookrelay.DestinationStatus, error) {
+	return s.Destinations.ListDestinations(context.WithoutCancel(ctx))
+}
+
 // disableOverwrites records the latest reason on every Disable.
 type disableOverwrites struct{ *memory.Destinations }
 
@@ -962,6 +1002,19 @@ func (s *cleansRate) Put(ctx context.Context, d hookrelay.Destination) error {
 	if d.MaxPerSecond < 0 || math.IsNaN(d.MaxPerSecond) || math.IsInf(d.MaxPerSecond, 0) {
 		d.MaxPerSecond = 0
 	}
+	return s.Destinations.Put(ctx, d)
+}
+
+// dropsUnsendableHeaders stores a destination without the headers the
+// sender cannot send instead of refusing it, as the HTTP sender does when
+// it sends one stored before stores refused them.
+type dropsUnsendableHeaders struct{ *memory.Destinations }
+
+func (s *dropsUnsendableHeaders) Put(ctx context.Context, d hookrelay.Destination) error {
+	d.Headers = maps.Clone(d.Headers)
+	maps.DeleteFunc(d.Headers, func(name, value string) bool {
+		return hookrelay.ValidateHeaders(map[string]string{name: value}) != nil
+	})
 	return s.Destinations.Put(ctx, d)
 }
 

@@ -16,13 +16,15 @@ import (
 )
 
 // RunDestinations runs the Destinations contract tests on the harness's
-// DestinationStore: every field round-trips, a bad rate limit is refused
-// with nothing stored, an ID or tenant no store can hold (empty for the
+// DestinationStore: every field round-trips, a bad rate limit and a
+// connection-specific or Host header (hookrelay.ValidateHeaders) are
+// refused with nothing stored, an ID or tenant no store can hold (empty for the
 // ID, over 255 bytes, not UTF-8, a NUL byte) is refused naming the field
 // with nothing stored, unknown IDs wrap
 // ErrDestinationNotFound, Disable keeps its first reason, pausing and
 // resuming is seen by the next read, and a cancelled context is refused
-// (by Enable too, when the store is a DestinationEnabler).
+// (by Enable and ListDestinations too, when the store is a
+// DestinationEnabler or a DestinationLister).
 func RunDestinations(t *testing.T, newHarness NewHarness) {
 	ctx := context.Background()
 	full := func() hookrelay.Destination {
@@ -87,6 +89,39 @@ func RunDestinations(t *testing.T, newHarness NewHarness) {
 			_, err = h.Destinations.Destination(ctx, bad.ID)
 			assert.ErrorIs(t, err, hookrelay.ErrDestinationNotFound, "a refused new destination is not stored")
 		}
+	})
+
+	t.Run("PutRefusesAHeaderTheSenderCannotSendAndChangesNothing", func(t *testing.T) {
+		h := newHarness(t)
+		stored := full()
+		require.NoError(t, h.Destinations.Put(ctx, stored))
+		for name, value := range map[string]string{
+			"Connection": "close", "keep-alive": "timeout=5", "Proxy-Connection": "keep-alive",
+			"TRANSFER-ENCODING": "chunked", "Upgrade": "h2c", "TE": "gzip",
+			"Host": "internal.example", "host": "hooks.example",
+		} {
+			bad := full()
+			bad.URL = "https://hooks.example/v2"
+			bad.Headers = map[string]string{"Authorization": "Bearer t0k3n", name: value}
+			err := h.Destinations.Put(ctx, bad)
+			require.ErrorIs(t, err, hookrelay.ErrInvalidDestination, "header %s", name)
+			var ve *hookrelay.ValidationError
+			require.ErrorAs(t, err, &ve, "header %s", name)
+			assert.Contains(t, ve.Field, name, "the error names the header")
+			assert.NotContains(t, err.Error(), "t0k3n", "nor shows a header value")
+			got, err := h.Destinations.Destination(ctx, stored.ID)
+			require.NoError(t, err)
+			assert.Equal(t, stored.URL, got.URL, "a refused Put changes nothing (header %s)", name)
+			assert.Equal(t, stored.Headers, got.Headers)
+
+			bad.ID = "dest_new"
+			require.Error(t, h.Destinations.Put(ctx, bad))
+			_, err = h.Destinations.Destination(ctx, bad.ID)
+			assert.ErrorIs(t, err, hookrelay.ErrDestinationNotFound, "a refused new destination is not stored")
+		}
+		ok := full()
+		ok.Headers = map[string]string{"TE": "trailers", "X-Connection": "close"}
+		require.NoError(t, h.Destinations.Put(ctx, ok), "TE: trailers and names merely like the refused ones are stored")
 	})
 
 	t.Run("PutRefusesAnIDOrTenantNoStoreCanHold", func(t *testing.T) {
@@ -231,6 +266,10 @@ func RunDestinations(t *testing.T, newHarness NewHarness) {
 			got, err := h.Destinations.Destination(ctx, "dest_1")
 			require.NoError(t, err)
 			assert.True(t, got.Disabled, "a refused Enable changed nothing")
+		}
+		if l, ok := hookrelay.As[hookrelay.DestinationLister](h.Destinations); ok {
+			_, err := l.ListDestinations(cancelled)
+			assert.ErrorIs(t, err, context.Canceled, "ListDestinations")
 		}
 	})
 }

@@ -128,6 +128,12 @@ func runRecordContract(t *testing.T, newHarness NewHarness) {
 				return h.Queue.Release(cancelled, hookrelay.ReleaseParams{ID: d.ID, Lease: c.Lease, At: base, Now: base})
 			},
 		}
+		if as, ok := h.Ledger.(hookrelay.AttemptStats); ok {
+			calls["RecentOutcomes"] = func() error {
+				_, err := as.RecentOutcomes(cancelled, hookrelay.RecentOutcomesParams{Since: base})
+				return err
+			}
+		}
 		for name, call := range calls {
 			assert.ErrorIs(t, call(), context.Canceled, "%s with a cancelled context", name)
 		}

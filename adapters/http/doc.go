@@ -16,8 +16,12 @@
 //	User-Agent          hookrelay/<version>
 //
 // plus the destination's Headers (e.g. Authorization), which may replace
-// Content-Type and User-Agent but never the four above. Config.OnRequest
-// sees the request last, e.g. to inject a traceparent header.
+// Content-Type and User-Agent but never the four above. Connection-specific
+// headers (Connection, Keep-Alive, Proxy-Connection, Transfer-Encoding,
+// Upgrade, TE but "TE: trailers") and Host, which stores refuse on Put, are
+// not sent when a destination stored earlier has one: the request's host is
+// always the URL's. Config.OnRequest sees the
+// request last, e.g. to inject a traceparent header.
 //
 // # Classification
 //

@@ -24,6 +24,7 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/adapters/http/internal/signature"
+	"github.com/hookrelay/hookrelay/internal/reqheader"
 )
 
 // version is this library's version as the User-Agent names it.
@@ -378,6 +379,9 @@ func (s *Sender) Send(ctx context.Context, p hookrelay.SendParams) hookrelay.Res
 		return hookrelay.Permanent(ReasonInvalidSecret).WithDetail(err.Error())
 	}
 	for name, value := range dest.Headers {
+		if reqheader.Unsendable(name, value) != "" {
+			continue // not sent (setHeaders), so it cannot fail the send
+		}
 		if !validHeader(name, value) {
 			return hookrelay.Permanent(ReasonInvalidHeader).
 				WithDetail(redact(invalidHeaderDetail(name), secrets.get()))
@@ -459,11 +463,12 @@ const (
 
 // setHeaders sets a request's headers as these Header.Set calls would, in
 // this order (so a later one wins): Content-Type and User-Agent from the
-// Config, each destination header, then webhook-id, webhook-timestamp,
-// webhook-signature (only if sig is not empty) and Idempotency-Key. It
-// stores canonical keys directly and takes every one-value slice from one
-// array instead of a slice and, for the webhook-* names, a canonicalized
-// key per call.
+// Config, each destination header but those reqheader.Unsendable refuses
+// (stores refuse them on Put; one stored before that is dropped, not
+// sent), then webhook-id, webhook-timestamp, webhook-signature (only if
+// sig is not empty) and Idempotency-Key. It stores canonical keys directly
+// and takes every one-value slice from one array instead of a slice and,
+// for the webhook-* names, a canonicalized key per call.
 func (s *Sender) setHeaders(h http.Header, destHeaders map[string]string, id, ts, sig string) {
 	vals := make([]string, 0, 6+len(destHeaders))
 	set := func(key, v string) {
@@ -475,7 +480,9 @@ func (s *Sender) setHeaders(h http.Header, destHeaders map[string]string, id, ts
 	set(canonicalContentType, s.cfg.ContentType)
 	set(canonicalUserAgent, s.cfg.UserAgent)
 	for k, v := range destHeaders {
-		set(http.CanonicalHeaderKey(k), v)
+		if reqheader.Unsendable(k, v) == "" {
+			set(http.CanonicalHeaderKey(k), v)
+		}
 	}
 	set(canonicalWebhookID, id)
 	set(canonicalWebhookTimestamp, ts)

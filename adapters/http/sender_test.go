@@ -781,3 +781,54 @@ func TestSnippetOfInvalidUTF8StaysWithinTheLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestConnectionSpecificDestinationHeadersAreNotSent: HTTP/2 forbids
+// connection-specific headers and Go's transport refuses a request that has
+// them, at every send. A destination stored with one (before stores refused
+// them) still delivers, over HTTP/2 and HTTP/1.1, without it; its other
+// headers are sent. A stored Host header does not change the host.
+func TestConnectionSpecificDestinationHeadersAreNotSent(t *testing.T) {
+	for _, h2 := range []bool{true, false} {
+		t.Run(map[bool]string{true: "HTTP/2", false: "HTTP/1.1"}[h2], func(t *testing.T) {
+			type seen struct {
+				proto, host string
+				header      http.Header
+			}
+			got := make(chan seen, 16)
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				got <- seen{r.Proto, r.Host, r.Header.Clone()}
+				w.WriteHeader(http.StatusNoContent)
+			}))
+			srv.EnableHTTP2 = h2
+			srv.StartTLS()
+			t.Cleanup(srv.Close)
+			s := newTestSender(t, Config{TLSClientConfig: srv.Client().Transport.(*http.Transport).TLSClientConfig})
+			for _, hdr := range []map[string]string{
+				{"Connection": "upgrade"},
+				{"upgrade": "websocket"},
+				{"Transfer-Encoding": "gzip"},
+				{"Keep-Alive": "timeout=5"},
+				{"Proxy-Connection": "keep-alive"},
+				{"TE": "gzip"},
+				{"Host": "internal.example"},
+			} {
+				p := sendParams(srv.URL, "{}")
+				p.Destination.Headers = map[string]string{"Authorization": "Bearer tok_abc"}
+				for k, v := range hdr {
+					p.Destination.Headers[k] = v
+				}
+				res := s.Send(context.Background(), p)
+				require.Equal(t, hookrelay.Delivered(http.StatusNoContent), res, "destination header %v", hdr)
+				r := <-got
+				if h2 {
+					assert.Equal(t, "HTTP/2.0", r.proto)
+				}
+				assert.Equal(t, strings.TrimPrefix(srv.URL, "https://"), r.host, "the request goes to the URL's host")
+				assert.Equal(t, "Bearer tok_abc", r.header.Get("Authorization"), "the other headers are sent")
+				for k := range hdr {
+					assert.Empty(t, r.header.Values(k), "%s is not sent", k)
+				}
+			}
+		})
+	}
+}

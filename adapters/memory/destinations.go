@@ -56,9 +56,10 @@ func cloneDestination(d hookrelay.Destination) hookrelay.Destination {
 
 // Put adds or replaces a destination; the next attempt to it sees the change.
 // An ID or TenantID the SQL store cannot hold (an empty ID; over 255 bytes,
-// not UTF-8 or with a NUL byte), and a malformed EventTypes pattern
-// (hookrelay.ValidateEventTypes), are refused with a
-// *hookrelay.ValidationError naming the field.
+// not UTF-8 or with a NUL byte), a malformed EventTypes pattern
+// (hookrelay.ValidateEventTypes), and a bad rate limit or a header the
+// sender never sends (hookrelay.Destination.ValidateLimits) are refused
+// with a *hookrelay.ValidationError naming the field.
 func (s *Destinations) Put(ctx context.Context, d hookrelay.Destination) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("hookrelay/memory: put: %w", err)
@@ -170,7 +171,10 @@ func (s *Destinations) Enable(ctx context.Context, id string) error {
 }
 
 // ListDestinations implements hookrelay.DestinationLister.
-func (s *Destinations) ListDestinations(_ context.Context) ([]hookrelay.DestinationStatus, error) {
+func (s *Destinations) ListDestinations(ctx context.Context) ([]hookrelay.DestinationStatus, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("hookrelay/memory: list destinations: %w", err)
+	}
 	s.mu.RLock()
 	out := make([]hookrelay.DestinationStatus, 0, len(s.m))
 	for _, d := range s.m {

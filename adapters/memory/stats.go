@@ -16,7 +16,10 @@ var (
 
 // RecentOutcomes implements hookrelay.AttemptStats by scanning every
 // record's attempts under the store's lock.
-func (s *Store) RecentOutcomes(_ context.Context, p hookrelay.RecentOutcomesParams) ([]hookrelay.OutcomeCount, error) {
+func (s *Store) RecentOutcomes(ctx context.Context, p hookrelay.RecentOutcomesParams) ([]hookrelay.OutcomeCount, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("hookrelay/memory: recent outcomes: %w", err)
+	}
 	type key struct {
 		dest   string
 		kind   hookrelay.Kind
