@@ -351,7 +351,7 @@ func (g *globals) progress(a hookrelay.RedriveAudit) {
 		g.progressOpen = true
 		return
 	}
-	fmt.Fprintf(g.stderr, "redrive %s: %d/%d re-enqueued, %d skipped, %s\n", a.ID, a.Redriven, a.Matched, a.Skipped, a.State)
+	fmt.Fprintf(g.stderr, "redrive %s: %d/%d re-enqueued, %d skipped, %s\n", terminalText(a.ID), a.Redriven, a.Matched, a.Skipped, a.State)
 }
 
 // progressLine is the terminal's progress line.
@@ -361,7 +361,7 @@ func progressLine(a hookrelay.RedriveAudit, now time.Time) string {
 	if p.Matched > 0 {
 		pct = int(100 * p.Handled / p.Matched)
 	}
-	line := fmt.Sprintf("redrive %s: %d/%d moved (%d%%)", a.ID, a.Redriven, a.Matched, pct)
+	line := fmt.Sprintf("redrive %s: %d/%d moved (%d%%)", terminalText(a.ID), a.Redriven, a.Matched, pct)
 	if a.Skipped > 0 {
 		line += fmt.Sprintf(", %d skipped", a.Skipped)
 	}
