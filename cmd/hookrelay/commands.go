@@ -13,16 +13,22 @@ import (
 	hooksql "github.com/hookrelay/hookrelay/adapters/sql"
 )
 
-// listFlag is a repeatable, comma-separated string flag.
+// listFlag is a repeatable, comma-separated string flag. Blank entries
+// between others are dropped; a value with no entry at all is refused, as
+// a filter left empty would select everything.
 type listFlag []string
 
 func (l *listFlag) String() string { return strings.Join(*l, ",") }
 
 func (l *listFlag) Set(v string) error {
+	n := len(*l)
 	for _, p := range strings.Split(v, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			*l = append(*l, p)
 		}
+	}
+	if len(*l) == n {
+		return errors.New("empty: give at least one value (leave the flag out to select all)")
 	}
 	return nil
 }
