@@ -68,7 +68,7 @@ func (h *Handler) view(name string, f viewFunc) http.HandlerFunc {
 			h.fail(w, r, http.StatusForbidden, actor, err)
 			return
 		}
-		p := &page{Actor: actor, CSRF: h.csrfToken(actor), Now: h.cfg.Client.Clock().Now(), Nav: name, Notice: notice(r.URL.Query())}
+		p := &page{Actor: actor, CSRF: h.csrfToken(actor), Now: h.cfg.Client.Clock().Now(), Nav: name, Notice: h.notice(r)}
 		status, err := f(r, p)
 		if err != nil {
 			h.fail(w, r, status, actor, err)
@@ -617,9 +617,17 @@ func (h *Handler) destinationChange(r *http.Request, actor string) (string, int,
 }
 
 // notice is the message a redirect after a change asks for. Only known
-// notices are shown, so a crafted link cannot put words on the page.
-func notice(q url.Values) string {
-	dest := cut(q.Get("destination"), 100)
+// notices are shown, naming only a destination that exists, so a crafted
+// link cannot put words on the page.
+func (h *Handler) notice(r *http.Request) string {
+	q := r.URL.Query()
+	dest := q.Get("destination")
+	switch q.Get("notice") {
+	case "pause", "resume", "enable":
+		if _, err := h.cfg.Client.DestinationStatus(r.Context(), dest); err != nil {
+			return ""
+		}
+	}
 	switch q.Get("notice") {
 	case "stop":
 		return "Stop requested: the redrive stops before its next delivery, in whichever process runs it."

@@ -77,3 +77,15 @@ func TestStopAndResumeShowTheHookTheRedrivesTenants(t *testing.T) {
 	w = f.do("POST", "/redrives/rdv_nope/stop", "bob", url.Values{"csrf_token": {bob}})
 	assert.Equal(t, http.StatusNotFound, w.Code, "an unknown redrive is not found")
 }
+
+// A crafted link cannot put words on the page: the notice after a change
+// names a destination only when it is one.
+func TestNoticeNamesOnlyARealDestination(t *testing.T) {
+	f := newFixture(t)
+	f.seed()
+	w := f.do("GET", "/destinations?"+url.Values{"notice": {"pause"}, "destination": {"Session expired: call 555-0100 to sign in"}}.Encode(), "alice", nil)
+	require.Equal(t, http.StatusOK, w.Code)
+	assert.NotContains(t, w.Body.String(), "555-0100")
+	w = f.do("GET", "/destinations?notice=pause&destination=accounting", "alice", nil)
+	assert.Contains(t, w.Body.String(), "Destination accounting paused")
+}
