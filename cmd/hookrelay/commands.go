@@ -13,16 +13,22 @@ import (
 	hooksql "github.com/hookrelay/hookrelay/adapters/sql"
 )
 
-// listFlag is a repeatable, comma-separated string flag.
+// listFlag is a repeatable, comma-separated string flag. Blank entries
+// between others are dropped; a value with no entry at all is refused, as
+// a filter left empty would select everything.
 type listFlag []string
 
 func (l *listFlag) String() string { return strings.Join(*l, ",") }
 
 func (l *listFlag) Set(v string) error {
+	n := len(*l)
 	for _, p := range strings.Split(v, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			*l = append(*l, p)
 		}
+	}
+	if len(*l) == n {
+		return errors.New("empty: give at least one value (leave the flag out to select all)")
 	}
 	return nil
 }
@@ -351,7 +357,7 @@ func (g *globals) progress(a hookrelay.RedriveAudit) {
 		g.progressOpen = true
 		return
 	}
-	fmt.Fprintf(g.stderr, "redrive %s: %d/%d re-enqueued, %d skipped, %s\n", a.ID, a.Redriven, a.Matched, a.Skipped, a.State)
+	fmt.Fprintf(g.stderr, "redrive %s: %d/%d re-enqueued, %d skipped, %s\n", terminalText(a.ID), a.Redriven, a.Matched, a.Skipped, a.State)
 }
 
 // progressLine is the terminal's progress line.
@@ -361,7 +367,7 @@ func progressLine(a hookrelay.RedriveAudit, now time.Time) string {
 	if p.Matched > 0 {
 		pct = int(100 * p.Handled / p.Matched)
 	}
-	line := fmt.Sprintf("redrive %s: %d/%d moved (%d%%)", a.ID, a.Redriven, a.Matched, pct)
+	line := fmt.Sprintf("redrive %s: %d/%d moved (%d%%)", terminalText(a.ID), a.Redriven, a.Matched, pct)
 	if a.Skipped > 0 {
 		line += fmt.Sprintf(", %d skipped", a.Skipped)
 	}

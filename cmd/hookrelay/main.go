@@ -83,13 +83,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if errors.As(err, &ee) {
 		code = ee.code
 	}
-	if msg := err.Error(); msg != "" {
-		if !strings.HasPrefix(msg, "hookrelay") {
-			msg = "hookrelay: " + msg
-		}
-		fmt.Fprintln(stderr, msg)
-	}
+	writeError(stderr, err)
 	return code
+}
+
+// writeError prints err's message on stderr, prefixed "hookrelay: ".
+// Messages name stored text (a stop request's actor, a store's error):
+// their own line breaks stay, other control bytes are escaped.
+func writeError(stderr io.Writer, err error) {
+	msg := err.Error()
+	if msg == "" {
+		return
+	}
+	if !strings.HasPrefix(msg, "hookrelay") {
+		msg = "hookrelay: " + msg
+	}
+	lines := strings.Split(msg, "\n")
+	for i, l := range lines {
+		lines[i] = terminalText(l)
+	}
+	fmt.Fprintln(stderr, strings.Join(lines, "\n"))
 }
 
 const usage = `usage: hookrelay [--dsn DSN] [--table-prefix P] [--json] COMMAND [ARGS] [FLAGS]

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/hookrelay/hookrelay"
@@ -23,10 +25,12 @@ func (g *globals) table(header ...string) *tabwriter.Writer {
 	return tw
 }
 
+// row writes one table row. Cells are stored text (IDs, reasons, a
+// recipient's response): each is made one line of terminal-safe text.
 func row(tw *tabwriter.Writer, cells ...any) {
 	parts := make([]string, len(cells))
 	for i, c := range cells {
-		parts[i] = strings.ReplaceAll(fmt.Sprint(c), "\t", " ")
+		parts[i] = terminalText(strings.ReplaceAll(fmt.Sprint(c), "\t", " "))
 		if parts[i] == "" {
 			parts[i] = "-"
 		}
@@ -52,6 +56,32 @@ func fmtAge(d time.Duration) string {
 		return ""
 	}
 	return d.Round(time.Second).String()
+}
+
+// terminalText makes s safe to print on a terminal: every control
+// character (C0 including newline and ESC, DEL, C1 including CSI) and every
+// byte that is not UTF-8 is written as its Go escape (\x1b, \n, \u009b),
+// so stored text cannot move the cursor, clear the screen, retitle the
+// window or hide a line.
+func terminalText(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unicode.IsControl(r):
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 func oneLine(s string, n int) string {

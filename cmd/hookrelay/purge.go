@@ -3,8 +3,10 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,12 +33,21 @@ func (f *ageFlag) Set(v string) error {
 	return nil
 }
 
+// maxAgeDays is the most days a time.Duration holds (about 292 years).
+const maxAgeDays = math.MaxInt64 / int64(24*time.Hour)
+
 // parseAge reads a non-negative Go duration ("36h") or a number of days
-// ("30d").
+// ("30d"). Days beyond what a duration holds are refused, not wrapped
+// around into a short age that would purge almost everything.
 func parseAge(v string) (time.Duration, error) {
 	if days, ok := strings.CutSuffix(v, "d"); ok {
-		n, err := strconv.Atoi(days)
-		if err != nil || n < 0 {
+		n, err := strconv.ParseInt(days, 10, 64)
+		switch {
+		case strings.HasPrefix(days, "-"):
+			return 0, fmt.Errorf("%q is not a number of days (e.g. 30d)", v)
+		case errors.Is(err, strconv.ErrRange) || n > maxAgeDays:
+			return 0, fmt.Errorf("%q is too long: at most %dd", v, maxAgeDays)
+		case err != nil:
 			return 0, fmt.Errorf("%q is not a number of days (e.g. 30d)", v)
 		}
 		return time.Duration(n) * 24 * time.Hour, nil

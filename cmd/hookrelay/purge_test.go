@@ -137,3 +137,25 @@ func TestPurge(t *testing.T) {
 		assert.Contains(t, r.stderr, "delivered-after")
 	})
 }
+
+// An age in days too long for a time.Duration is refused. It used to wrap
+// around: 213504d (585 years, meant as "keep them all") came out as about
+// 25 minutes, and purge removed every dead record older than that.
+func TestPurgeRefusesAnAgeInDaysThatOverflows(t *testing.T) {
+	db := database{dsn: t.TempDir() + "/hookrelay.db", prefix: "hookrelay_"}
+	require.Zero(t, db.cli(t, "migrate").code)
+	db.open(t)
+	db.seed(t, 2) // dead-lettered an hour ago
+	for _, flag := range []string{"--dead-after", "--delivered-after", "--details-after"} {
+		for _, age := range []string{"213504d", "106752d", "99999999999999999999d"} {
+			r := db.cli(t, "purge", flag, age)
+			assert.Equal(t, exitUsage, r.code, "%s %s: %s", flag, age, r)
+			assert.Contains(t, r.stderr, "too long", "%s %s", flag, age)
+		}
+	}
+	r := db.cli(t, "--json", "redrive", "plan")
+	require.Zero(t, r.code, r)
+	assert.Contains(t, r.stdout, `"total": 3`, "no dead record was removed")
+	r = db.cli(t, "purge", "--dry-run", "--dead-after", "106751d")
+	assert.Zero(t, r.code, "the longest age that fits is taken: %s", r)
+}

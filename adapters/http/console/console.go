@@ -52,9 +52,15 @@ type ActionRequest struct {
 	DestinationID string
 	// RedriveID is set for stop and resume.
 	RedriveID string
-	// Filter is the selection of ActionRedrive. The client's
-	// hookrelay.Authorizer decides on the tenants it spans as well.
+	// Filter is the selection of ActionRedrive, and the recorded selection
+	// of the redrive that ActionStopRedrive and ActionResumeRedrive name.
+	// The client's hookrelay.Authorizer decides on the tenants a started
+	// or resumed redrive spans as well.
 	Filter hookrelay.DeadLetterFilter
+	// Tenants, for ActionStopRedrive and ActionResumeRedrive, are the
+	// tenants the redrive was authorized for (its audit's Tenants): the
+	// only ones whose deliveries it moves.
+	Tenants []string
 }
 
 // Config configures the console. Client, Stats and Actor are required.

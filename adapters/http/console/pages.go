@@ -68,7 +68,7 @@ func (h *Handler) view(name string, f viewFunc) http.HandlerFunc {
 			h.fail(w, r, http.StatusForbidden, actor, err)
 			return
 		}
-		p := &page{Actor: actor, CSRF: h.csrfToken(actor), Now: h.cfg.Client.Clock().Now(), Nav: name, Notice: notice(r.URL.Query())}
+		p := &page{Actor: actor, CSRF: h.csrfToken(actor), Now: h.cfg.Client.Clock().Now(), Nav: name, Notice: h.notice(r)}
 		status, err := f(r, p)
 		if err != nil {
 			h.fail(w, r, status, actor, err)
@@ -484,9 +484,24 @@ func (h *Handler) redriveStart(r *http.Request, actor string) (string, int, erro
 	return "/redrives/" + url.PathEscape(id), 0, nil
 }
 
+// redriveTarget is the ActionRequest of a stop or resume: the hook is told
+// what the named redrive selects and which tenants it spans, so an
+// operator cannot reach another tenant's redrive by its ID in the URL.
+func (h *Handler) redriveTarget(r *http.Request, action Action, actor, id string) (ActionRequest, error) {
+	a, err := h.cfg.Client.RedriveStatus(r.Context(), id)
+	if err != nil {
+		return ActionRequest{}, err
+	}
+	return ActionRequest{Action: action, Actor: actor, RedriveID: id, Filter: a.Filter, Tenants: a.Tenants}, nil
+}
+
 func (h *Handler) redriveStop(r *http.Request, actor string) (string, int, error) {
 	id := r.PathValue("id")
-	if err := h.authorize(r, ActionRequest{Action: ActionStopRedrive, Actor: actor, RedriveID: id}); err != nil {
+	req, err := h.redriveTarget(r, ActionStopRedrive, actor, id)
+	if err != nil {
+		return "", 0, err
+	}
+	if err := h.authorize(r, req); err != nil {
 		return "", http.StatusForbidden, err
 	}
 	if _, err := h.cfg.Client.StopRedrive(r.Context(), id, actor); err != nil {
@@ -497,13 +512,14 @@ func (h *Handler) redriveStop(r *http.Request, actor string) (string, int, error
 
 func (h *Handler) redriveResume(r *http.Request, actor string) (string, int, error) {
 	id := r.PathValue("id")
-	if err := h.authorize(r, ActionRequest{Action: ActionResumeRedrive, Actor: actor, RedriveID: id}); err != nil {
-		return "", http.StatusForbidden, err
-	}
-	if _, err := h.cfg.Client.RedriveStatus(r.Context(), id); err != nil {
+	req, err := h.redriveTarget(r, ActionResumeRedrive, actor, id)
+	if err != nil {
 		return "", 0, err
 	}
-	_, err := h.startRedrive(func(ctx context.Context, progress func(hookrelay.RedriveAudit)) (hookrelay.RedriveAudit, error) {
+	if err := h.authorize(r, req); err != nil {
+		return "", http.StatusForbidden, err
+	}
+	_, err = h.startRedrive(func(ctx context.Context, progress func(hookrelay.RedriveAudit)) (hookrelay.RedriveAudit, error) {
 		return h.cfg.Client.ResumeRedrive(ctx, id, progress)
 	})
 	if err != nil {
@@ -601,9 +617,17 @@ func (h *Handler) destinationChange(r *http.Request, actor string) (string, int,
 }
 
 // notice is the message a redirect after a change asks for. Only known
-// notices are shown, so a crafted link cannot put words on the page.
-func notice(q url.Values) string {
-	dest := cut(q.Get("destination"), 100)
+// notices are shown, naming only a destination that exists, so a crafted
+// link cannot put words on the page.
+func (h *Handler) notice(r *http.Request) string {
+	q := r.URL.Query()
+	dest := q.Get("destination")
+	switch q.Get("notice") {
+	case "pause", "resume", "enable":
+		if _, err := h.cfg.Client.DestinationStatus(r.Context(), dest); err != nil {
+			return ""
+		}
+	}
 	switch q.Get("notice") {
 	case "stop":
 		return "Stop requested: the redrive stops before its next delivery, in whichever process runs it."
