@@ -1,8 +1,9 @@
 // Package redact makes diagnostic text safe to log or attach to a span.
 // Result.Detail and worker errors are secret-free by contract; this is the
-// second line of defence for a Sender that breaks it: URL credentials,
-// Authorization values and Standard Webhooks secrets are masked, and the
-// text is cut to a bounded length.
+// second line of defence for a Sender that breaks it: URL credentials
+// (user information, and query or key=value pairs named like token,
+// password, secret, key or signature), Authorization values and Standard
+// Webhooks secrets are masked, and the text is cut to a bounded length.
 package redact
 
 import (
@@ -25,6 +26,9 @@ var rules = []struct {
 	// authority's last '@' as Go's url.Parse reads it (a password may
 	// hold one)
 	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#\s]+@`), "${1}" + Mask + "@"},
+	// A credential as a query or key=value pair: ?token=…, &access_token=…,
+	// password=…, client_secret=…, X-Amz-Signature=…, up to the pair's end
+	{regexp.MustCompile(`(?i)\b([a-z0-9_.-]*(?:token|secret|password|passwd|pwd|sig|signature|key|auth|credentials?)=)[^&#\s"'<>;,]+`), "${1}" + Mask},
 	// Authorization: <anything up to the end of the header value>
 	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization|x-api-key|api[-_]?key|cookie)("?\s*[:=]\s*"?)[^\r\n,;"'}]+`), "${1}${2}" + Mask},
 	// A credential after an auth scheme: "Bearer abc", "Basic dXNlcg=="
