@@ -26,6 +26,10 @@ var rules = []struct {
 	// authority's last '@' as Go's url.Parse reads it (a password may
 	// hold one)
 	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#\s]+@`), "${1}" + Mask + "@"},
+	// The same URL percent-encoded (a URL inside a query value):
+	// scheme%3A%2F%2Fuser%3Apassword%40host, up to the authority's last
+	// %40; the authority ends at a raw or encoded '/', '?' or '#'
+	{regexp.MustCompile(`(?i)([a-z][a-z0-9+.-]*%3A%2F%2F)(?:[^/?#&%\s"'<>]|%(?:[014-9a-f][0-9a-f]|2[0-24-9a-e]|3[0-9a-e]))+%40`), "${1}" + Mask + "%40"},
 	// A credential as a query or key=value pair: ?token=…, &access_token=…,
 	// password=…, client_secret=…, X-Amz-Signature=…, up to the pair's end
 	{regexp.MustCompile(`(?i)\b([a-z0-9_.-]*(?:token|secret|password|passwd|pwd|sig|signature|key|auth|credentials?)=)[^&#\s"'<>;,]+`), "${1}" + Mask},
@@ -33,8 +37,9 @@ var rules = []struct {
 	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization|x-api-key|api[-_]?key|cookie)("?\s*[:=]\s*"?)[^\r\n,;"'}]+`), "${1}${2}" + Mask},
 	// A credential after an auth scheme: "Bearer abc", "Basic dXNlcg=="
 	{regexp.MustCompile(`(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{4,}`), "${1} " + Mask},
-	// Standard Webhooks signing secrets
-	{regexp.MustCompile(`whsec_[A-Za-z0-9+/=_-]+`), "whsec_" + Mask},
+	// Standard Webhooks signing secrets, raw or percent-encoded (+, / and =
+	// of base64 escaped in a query)
+	{regexp.MustCompile(`(?i)whsec_(?:[A-Za-z0-9+/=_-]|%[0-9a-f]{2})+`), "whsec_" + Mask},
 }
 
 // Text returns s with secrets masked, cut to at most max bytes (DefaultMax
