@@ -34,7 +34,7 @@ var rules = []struct {
 	// password=…, client_secret=…, X-Amz-Signature=…, up to the pair's end
 	{regexp.MustCompile(`(?i)\b([a-z0-9_.-]*(?:token|secret|password|passwd|pwd|sig|signature|key|auth|credentials?)=)[^&#\s"'<>;,]+`), "${1}" + Mask},
 	// Authorization: <anything up to the end of the header value>
-	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization|x-api-key|api[-_]?key|cookie)("?\s*[:=]\s*"?)[^\r\n,;"'}]+`), "${1}${2}" + Mask},
+	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization|x-api-key|api[-_]?key|cookie)(["']?\s*[:=]\s*["']?)[^\r\n,;"'}]+`), "${1}${2}" + Mask},
 	// A credential after an auth scheme: "Bearer abc", "Basic dXNlcg=="
 	{regexp.MustCompile(`(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{4,}`), "${1} " + Mask},
 	// Standard Webhooks signing secrets, raw or percent-encoded (+, / and =
