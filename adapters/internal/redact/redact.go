@@ -26,6 +26,11 @@ var rules = []struct {
 	// authority's last '@' as Go's url.Parse reads it (a password may
 	// hold one)
 	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#\s]+@`), "${1}" + Mask + "@"},
+	// A URL whose text was cut (by whoever wrote it) inside its user
+	// information, before the '@': at the very end of the text,
+	// scheme://user:pass, where what follows the ':' is no port (it holds
+	// a letter); a trailing "…" or "..." is the cut's mark
+	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[A-Za-z0-9._~!$&'()*+,;=%-]*:[A-Za-z0-9._~!$&'()*+,;=%:-]*[A-Za-z_~%-][A-Za-z0-9._~!$&'()*+,;=%:-]*(?:…|\.\.\.)?$`), "${1}" + Mask},
 	// The same URL percent-encoded (a URL inside a query value):
 	// scheme%3A%2F%2Fuser%3Apassword%40host, up to the authority's last
 	// %40; the authority ends at a raw or encoded '/', '?' or '#'
@@ -44,7 +49,9 @@ var rules = []struct {
 
 // Text returns s with secrets masked, cut to at most max bytes (DefaultMax
 // when max ≤ 0) on a rune boundary, with "…" marking a cut. Masking runs
-// on the whole of s before the cut, so a cut cannot leave part of a secret.
+// on the whole of s before the cut, so a cut cannot leave part of a secret;
+// a URL that s itself ends inside of, before the '@' of its credentials, is
+// masked from its "://" on.
 func Text(s string, max int) string {
 	if s == "" {
 		return ""

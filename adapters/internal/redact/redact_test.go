@@ -40,6 +40,12 @@ func TestTextMasksSecrets(t *testing.T) {
 		{"percent-encoded signing secret", "s=whsec_MfKQ9r8G%2BKYqrTwj%2FUPD8ILPZIo2LaLaSw%3D&x=1",
 			"s=whsec_[REDACTED]&x=1"},
 		{"single-quoted authorization", `{'Authorization': 's3cretvalue'}`, `{'Authorization': '[REDACTED]'}`},
+		// A Sender that cut its own detail mid-URL: the start of a
+		// password at the very end, with no '@' left to find.
+		{"url credentials cut before the @", `Post "https://user:s3cr`, `Post "https://[REDACTED]`},
+		{"url credentials cut, marked", `dial https://user:s3cret-pa…`, `dial https://[REDACTED]`},
+		{"url host and port at the end untouched", `Post "https://hooks.example.com:8443`, `Post "https://hooks.example.com:8443`},
+		{"url ipv6 host at the end untouched", "refused by http://[::1]:8080", "refused by http://[::1]:8080"},
 		{"plain text untouched", "503 Service Unavailable: upstream busy", "503 Service Unavailable: upstream busy"},
 		{"email-like text untouched", "contact ops@example.com", "contact ops@example.com"},
 		{"empty", "", ""},
@@ -90,6 +96,22 @@ func TestTextRedactsBeforeItCuts(t *testing.T) {
 				if strings.Contains(got, f.secret[:4]) {
 					t.Fatalf("Text(pad %d, max %d) of %q leaks a prefix: %q", pad, max, f.form, got)
 				}
+			}
+		}
+	}
+}
+
+// TestTextMasksURLCredentialsCutBeforeTheirEnd cuts a URL at every byte
+// of its password, as a Sender that bounds its own detail may: no
+// 4-byte prefix of the password survives.
+func TestTextMasksURLCredentialsCutBeforeTheirEnd(t *testing.T) {
+	const pass = "Pw4pass-zyxwvutsrqponm"
+	url := `Post "https://Us3rname:` + pass + `@hooks.example.com/in": EOF`
+	start := strings.Index(url, pass)
+	for end := start + 4; end <= start+len(pass); end++ {
+		for _, mark := range []string{"", "…", "..."} {
+			if got := Text(url[:end]+mark, 0); strings.Contains(got, pass[:4]) {
+				t.Fatalf("Text(%q) leaks a prefix: %q", url[:end]+mark, got)
 			}
 		}
 	}
