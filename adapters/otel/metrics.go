@@ -153,7 +153,7 @@ func (m *Metrics) observeStats(meter metric.Meter, cfg MetricsConfig) error {
 		}
 		o.ObserveInt64(up, 1)
 		for _, s := range stats {
-			attrs := metric.WithAttributeSet(attribute.NewSet(AttrDestinationID.String(s.DestinationID)))
+			attrs := metric.WithAttributeSet(attribute.NewSet(AttrDestinationID.String(measure.Destination(s.DestinationID))))
 			o.ObserveInt64(pending, s.Pending, attrs)
 			o.ObserveInt64(eligible, s.EligibleNow, attrs)
 			o.ObserveInt64(dead, s.Dead, attrs)

@@ -340,3 +340,32 @@ func TestMetricsShowTheGuard(t *testing.T) {
 	wantPoints(t, rm, "hookrelay.destination.circuit_open", map[string]any{})
 	wantPoints(t, rm, "hookrelay.destination.consecutive_failures", map[string]any{})
 }
+
+type statsOf []hookrelay.DestinationStats
+
+func (s statsOf) Stats(context.Context, hookrelay.StatsParams) ([]hookrelay.DestinationStats, error) {
+	return s, nil
+}
+
+// An OTLP exporter cannot encode an attribute value that is not UTF-8 and
+// drops the whole export: a destination ID with such bytes (from a Ledger
+// that skipped CheckStorable) is recorded with U+FFFD for them instead.
+func TestDestinationIDsThatAreNotUTF8AreRecordedAsUTF8(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	m, err := hookotel.NewMetrics(hookotel.MetricsConfig{MeterProvider: mp, Stats: statsOf{{DestinationID: "glo\xffbex", Pending: 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	m.Observe(context.Background(), hookrelay.Event{
+		Name: hookrelay.EventRedriven, Delivery: hookrelay.Delivery{ID: "whd_x", DestinationID: "ac\xffme"},
+	})
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	wantPoints(t, rm, "hookrelay.redriven", map[string]any{"ac\uFFFDme": int64(1)})
+	wantPoints(t, rm, "hookrelay.deliveries.pending", map[string]any{"glo\uFFFDbex": int64(2)})
+}

@@ -293,8 +293,9 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(statsUpDesc, prometheus.GaugeValue, 1)
 	for _, s := range stats {
+		dest := measure.Destination(s.DestinationID)
 		gauge := func(d *prometheus.Desc, v float64) {
-			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, s.DestinationID)
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, dest)
 		}
 		gauge(pendingDesc, float64(s.Pending))
 		gauge(eligibleDesc, float64(s.EligibleNow))

@@ -305,3 +305,36 @@ hookrelay_guard_changes_total{change="destination_held",destination="acme"} 1
 		t.Fatal(err)
 	}
 }
+
+type statsOf []hookrelay.DestinationStats
+
+func (s statsOf) Stats(context.Context, hookrelay.StatsParams) ([]hookrelay.DestinationStats, error) {
+	return s, nil
+}
+
+// Prometheus refuses a label value that is not UTF-8 by panicking: an
+// event or a stats row with such a destination ID (from a Ledger that
+// skipped CheckStorable) must neither crash the worker or the scrape nor
+// lose the count; it is counted under the ID with U+FFFD for the bad bytes.
+func TestDestinationIDsThatAreNotUTF8AreCountedNotPanicked(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := hookprom.New(hookprom.Config{Registerer: reg, Stats: statsOf{{DestinationID: "glo\xffbex", Pending: 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Observe(context.Background(), hookrelay.Event{
+		Name: hookrelay.EventRedriven, Delivery: hookrelay.Delivery{ID: "whd_x", DestinationID: "ac\xffme"},
+	})
+	want := `
+# HELP hookrelay_redriven_total Dead deliveries moved back to pending by an operator.
+# TYPE hookrelay_redriven_total counter
+hookrelay_redriven_total{destination="ac\uFFFDme"} 1
+# HELP hookrelay_pending_deliveries Pending deliveries per destination, due or not, leased or not.
+# TYPE hookrelay_pending_deliveries gauge
+hookrelay_pending_deliveries{destination="glo\uFFFDbex"} 2
+`
+	want = strings.ReplaceAll(want, `\uFFFD`, "\uFFFD")
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "hookrelay_redriven_total", "hookrelay_pending_deliveries"); err != nil {
+		t.Error(err)
+	}
+}

@@ -29,8 +29,9 @@
 //
 // What is never logged: the payload, the destination's URL, signing secrets
 // and headers (the Observer never sees them), and — as a second line of
-// defence for a Sender or port that breaks its contract — URL credentials,
-// Authorization values and whsec_ secrets inside detail and error text.
+// defence for a Sender or port that breaks its contract — URL credentials
+// (user information and query tokens), Authorization values and whsec_
+// secrets inside detail and error text.
 //
 // # Levels
 //

@@ -238,16 +238,17 @@ func (r *Run) FailingDisabled(t *testing.T, obs hookrelay.Observer) {
 // them, and the payload marker; none may appear in logs, metrics or spans.
 const (
 	URLPassword   = "pw-hookrelay-url-5d8e"
+	QueryToken    = "qt-hookrelay-query-6c3a" // a ?token= of the destination URL
 	AuthToken     = "tok-hookrelay-auth-91b2"
 	SigningSecret = "aG9va3JlbGF5LXNpZ25pbmctc2VjcmV0" // the body of a whsec_ key
 	PayloadMarker = "payload-hookrelay-card-4242"
 )
 
 // Secrets lists every string of the constants above.
-var Secrets = []string{URLPassword, AuthToken, SigningSecret, PayloadMarker}
+var Secrets = []string{URLPassword, QueryToken, AuthToken, SigningSecret, PayloadMarker}
 
-// Leaky runs one delivery to a destination whose URL credential, auth
-// header and signing secret are distinctive, with a Sender that breaks its
+// Leaky runs one delivery to a destination whose URL credential and query
+// token, auth header and signing secret are distinctive, with a Sender that breaks its
 // contract by putting all three into Result.Detail (an unknown outcome, then
 // a permanent auth rejection that dead-letters it), and reports a worker
 // error whose text carries the URL credential. It fails the test if the
@@ -256,7 +257,7 @@ func (r *Run) Leaky(t *testing.T, obs hookrelay.Observer, wrap WrapSender) {
 	t.Helper()
 	dest := hookrelay.Destination{
 		ID:      "leaky",
-		URL:     "https://hookuser:" + URLPassword + "@hooks.example.invalid/in",
+		URL:     "https://hookuser:" + URLPassword + "@hooks.example.invalid/in?token=" + QueryToken,
 		Secrets: []string{"whsec_" + SigningSecret},
 		Headers: map[string]string{"Authorization": "Bearer " + AuthToken},
 	}
@@ -282,7 +283,7 @@ func (r *Run) Leaky(t *testing.T, obs hookrelay.Observer, wrap WrapSender) {
 		Err: &hookrelay.OpError{Op: "destinations.get", Err: fmt.Errorf("get %s: connection refused", dest.URL)},
 	})
 	all := strings.Join(details, "\n")
-	for _, s := range []string{URLPassword, AuthToken, SigningSecret} {
+	for _, s := range []string{URLPassword, QueryToken, AuthToken, SigningSecret} {
 		if !strings.Contains(all, s) {
 			t.Fatalf("scripted leak missing %q: the redaction test would prove nothing", s)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/adapters/internal/redact"
 )
 
 // Decisions: what the state machine decided after an attempt (the
@@ -28,7 +29,8 @@ const (
 const Other = "other"
 
 // Recorder receives what one event adds to the metrics. Label values passed
-// to it are bounded: destination IDs, the outcomes above, reasons that passed
+// to it are bounded: destination IDs (as Destination returns them), the
+// outcomes above, reasons that passed
 // Label, operation names of the core.
 type Recorder interface {
 	// Attempt counts one finished attempt by what was decided after it;
@@ -101,7 +103,7 @@ func GuardOf(s hookrelay.DestinationStats, now time.Time) (Guard, bool) {
 // short by shutdown shows up in the latency histogram and as a worker error
 // or a release, not in the attempt count.
 func Dispatch(ctx context.Context, e hookrelay.Event, r Recorder) {
-	dest := e.Delivery.DestinationID
+	dest := Destination(e.Delivery.DestinationID)
 	switch e.Name {
 	case hookrelay.EventAttemptFinished:
 		r.AttemptLatency(ctx, dest, e.Latency)
@@ -161,6 +163,14 @@ func Label(v string) string {
 	}
 	return v
 }
+
+// Destination returns a destination ID as a label value: valid UTF-8 (each
+// run of bytes that is not becomes U+FFFD) of at most
+// hookrelay.MaxStoredStringBytes, "…" marking a cut. Every Ledger refuses
+// other IDs at Create, but Prometheus panics on a label value that is not
+// UTF-8 and an OTLP exporter drops the whole export, so a Ledger that
+// skipped the check must not be able to crash the worker or lose metrics.
+func Destination(id string) string { return redact.Cut(id, hookrelay.MaxStoredStringBytes) }
 
 // Op names the core operation of a worker error ("queue.claim",
 // "ledger.record_retry"…), or "unknown".

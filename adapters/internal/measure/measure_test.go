@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,5 +134,18 @@ func TestGuardOfReadsTheGuardFieldsAtNow(t *testing.T) {
 		HeldUntil: now.Add(30 * time.Second), FailingSince: now.Add(-time.Hour)}, now)
 	if !ok || g != (Guard{CircuitOpen: 1, ConsecutiveFailures: 4, HeldSeconds: 30, FailingSeconds: 3600}) {
 		t.Fatalf("got %+v, %v", g, ok)
+	}
+}
+
+func TestDestinationIsValidUTF8AndBounded(t *testing.T) {
+	long := strings.Repeat("d", hookrelay.MaxStoredStringBytes+10)
+	for in, want := range map[string]string{
+		"acme":     "acme",
+		"ac\xffme": "ac\uFFFDme",
+		long:       long[:hookrelay.MaxStoredStringBytes] + "…",
+	} {
+		if got := Destination(in); got != want {
+			t.Errorf("Destination(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

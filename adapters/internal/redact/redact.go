@@ -1,8 +1,9 @@
 // Package redact makes diagnostic text safe to log or attach to a span.
 // Result.Detail and worker errors are secret-free by contract; this is the
-// second line of defence for a Sender that breaks it: URL credentials,
-// Authorization values and Standard Webhooks secrets are masked, and the
-// text is cut to a bounded length.
+// second line of defence for a Sender that breaks it: URL credentials
+// (user information, and query or key=value pairs named like token,
+// password, secret, key or signature), Authorization values and Standard
+// Webhooks secrets are masked, and the text is cut to a bounded length.
 package redact
 
 import (
@@ -25,17 +26,32 @@ var rules = []struct {
 	// authority's last '@' as Go's url.Parse reads it (a password may
 	// hold one)
 	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#\s]+@`), "${1}" + Mask + "@"},
+	// A URL whose text was cut (by whoever wrote it) inside its user
+	// information, before the '@': at the very end of the text,
+	// scheme://user:pass, where what follows the ':' is no port (it holds
+	// a letter); a trailing "…" or "..." is the cut's mark
+	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[A-Za-z0-9._~!$&'()*+,;=%-]*:[A-Za-z0-9._~!$&'()*+,;=%:-]*[A-Za-z_~%-][A-Za-z0-9._~!$&'()*+,;=%:-]*(?:…|\.\.\.)?$`), "${1}" + Mask},
+	// The same URL percent-encoded (a URL inside a query value):
+	// scheme%3A%2F%2Fuser%3Apassword%40host, up to the authority's last
+	// %40; the authority ends at a raw or encoded '/', '?' or '#'
+	{regexp.MustCompile(`(?i)([a-z][a-z0-9+.-]*%3A%2F%2F)(?:[^/?#&%\s"'<>]|%(?:[014-9a-f][0-9a-f]|2[0-24-9a-e]|3[0-9a-e]))+%40`), "${1}" + Mask + "%40"},
+	// A credential as a query or key=value pair: ?token=…, &access_token=…,
+	// password=…, client_secret=…, X-Amz-Signature=…, up to the pair's end
+	{regexp.MustCompile(`(?i)\b([a-z0-9_.-]*(?:token|secret|password|passwd|pwd|sig|signature|key|auth|credentials?)=)[^&#\s"'<>;,]+`), "${1}" + Mask},
 	// Authorization: <anything up to the end of the header value>
-	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization|x-api-key|api[-_]?key|cookie)("?\s*[:=]\s*"?)[^\r\n,;"'}]+`), "${1}${2}" + Mask},
+	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization|x-api-key|api[-_]?key|cookie)(["']?\s*[:=]\s*["']?)[^\r\n,;"'}]+`), "${1}${2}" + Mask},
 	// A credential after an auth scheme: "Bearer abc", "Basic dXNlcg=="
 	{regexp.MustCompile(`(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{4,}`), "${1} " + Mask},
-	// Standard Webhooks signing secrets
-	{regexp.MustCompile(`whsec_[A-Za-z0-9+/=_-]+`), "whsec_" + Mask},
+	// Standard Webhooks signing secrets, raw or percent-encoded (+, / and =
+	// of base64 escaped in a query)
+	{regexp.MustCompile(`(?i)whsec_(?:[A-Za-z0-9+/=_-]|%[0-9a-f]{2})+`), "whsec_" + Mask},
 }
 
 // Text returns s with secrets masked, cut to at most max bytes (DefaultMax
 // when max ≤ 0) on a rune boundary, with "…" marking a cut. Masking runs
-// on the whole of s before the cut, so a cut cannot leave part of a secret.
+// on the whole of s before the cut, so a cut cannot leave part of a secret;
+// a URL that s itself ends inside of, before the '@' of its credentials, is
+// masked from its "://" on.
 func Text(s string, max int) string {
 	if s == "" {
 		return ""

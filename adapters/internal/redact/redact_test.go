@@ -22,6 +22,30 @@ func TestTextMasksSecrets(t *testing.T) {
 		{"bare bearer token", "token was Bearer abcdef123", "token was Bearer [REDACTED]"},
 		{"basic credentials", "Basic dXNlcjpwYXNz rejected", "Basic [REDACTED] rejected"},
 		{"signing secret", "signed with whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw=", "signed with whsec_[REDACTED]"},
+		{"query token", `Post "https://hooks.example.com/in?token=s3cretTok": EOF`,
+			`Post "https://hooks.example.com/in?token=[REDACTED]": EOF`},
+		{"query token at the end", "https://hooks.example.com/in?a=1&access_token=s3cretTok",
+			"https://hooks.example.com/in?a=1&access_token=[REDACTED]"},
+		{"query password in a dsn", "postgres://db/app?sslmode=disable&password=s3cret",
+			"postgres://db/app?sslmode=disable&password=[REDACTED]"},
+		{"query signature upper case", "https://bucket.example.com/o?X-Amz-Signature=abcdef0123&X-Amz-Date=1",
+			"https://bucket.example.com/o?X-Amz-Signature=[REDACTED]&X-Amz-Date=1"},
+		{"client secret pair", "oauth: client_secret=s3cret rejected", "oauth: client_secret=[REDACTED] rejected"},
+		{"percent-encoded url credentials", "redirect_uri=https%3A%2F%2Fuser%3As3cret%40hooks.example.com%2Fin",
+			"redirect_uri=https%3A%2F%2F[REDACTED]%40hooks.example.com%2Fin"},
+		{"percent-encoded url, lower-case escapes", "cb=HTTPS%3a%2f%2fuser%3as3%40cret%40[::1]%2fin",
+			"cb=HTTPS%3a%2f%2f[REDACTED]%40[::1]%2fin"},
+		{"percent-encoded url, @ in the path kept", "cb=https%3A%2F%2Fhost%2Fin%3Fx%3Da%40b",
+			"cb=https%3A%2F%2Fhost%2Fin%3Fx%3Da%40b"},
+		{"percent-encoded signing secret", "s=whsec_MfKQ9r8G%2BKYqrTwj%2FUPD8ILPZIo2LaLaSw%3D&x=1",
+			"s=whsec_[REDACTED]&x=1"},
+		{"single-quoted authorization", `{'Authorization': 's3cretvalue'}`, `{'Authorization': '[REDACTED]'}`},
+		// A Sender that cut its own detail mid-URL: the start of a
+		// password at the very end, with no '@' left to find.
+		{"url credentials cut before the @", `Post "https://user:s3cr`, `Post "https://[REDACTED]`},
+		{"url credentials cut, marked", `dial https://user:s3cret-pa…`, `dial https://[REDACTED]`},
+		{"url host and port at the end untouched", `Post "https://hooks.example.com:8443`, `Post "https://hooks.example.com:8443`},
+		{"url ipv6 host at the end untouched", "refused by http://[::1]:8080", "refused by http://[::1]:8080"},
 		{"plain text untouched", "503 Service Unavailable: upstream busy", "503 Service Unavailable: upstream busy"},
 		{"email-like text untouched", "contact ops@example.com", "contact ops@example.com"},
 		{"empty", "", ""},
@@ -56,6 +80,10 @@ func TestTextRedactsBeforeItCuts(t *testing.T) {
 		{"Proxy-Authorization: " + tok, tok},
 		{`{"x-api-key":"` + tok + `"}`, tok},
 		{"Bearer " + tok, tok},
+		{"https://hooks.example.com/in?token=" + tok, tok},
+		{"'Authorization': '" + tok + "'", tok},
+		{"cb=https%3A%2F%2FUs3rname%3APw4pass-zyxwvutsrqponm%40hooks.example.com", "Pw4pass-zyxwvutsrqponm"},
+		{"whsec_S3k1LXNp%2BZ25pbmcta2V5LWJ5dGVz%2FLTAxMjM0NTY3ODk%3D", "ZW5pbmcta2V5LWJ5dGVz"},
 		{"Basic VXMzcm5hbWU6UHc0cGFzcy16eXh3dnV0c3JxcG9ubQ==", "VXMzcm5hbWU6UHc0cGFzcy16eXh3dnV0c3JxcG9ubQ=="},
 		{"https://Us3rname:Pw4pass-zyxwvutsrqponm@hooks.example.com/in", "Pw4pass-zyxwvutsrqponm"},
 		{"whsec_S3k1LXNpZ25pbmcta2V5LWJ5dGVzLTAxMjM0NTY3ODk=", "S3k1LXNpZ25pbmcta2V5LWJ5dGVzLTAxMjM0NTY3ODk="},
@@ -68,6 +96,22 @@ func TestTextRedactsBeforeItCuts(t *testing.T) {
 				if strings.Contains(got, f.secret[:4]) {
 					t.Fatalf("Text(pad %d, max %d) of %q leaks a prefix: %q", pad, max, f.form, got)
 				}
+			}
+		}
+	}
+}
+
+// TestTextMasksURLCredentialsCutBeforeTheirEnd cuts a URL at every byte
+// of its password, as a Sender that bounds its own detail may: no
+// 4-byte prefix of the password survives.
+func TestTextMasksURLCredentialsCutBeforeTheirEnd(t *testing.T) {
+	const pass = "Pw4pass-zyxwvutsrqponm"
+	url := `Post "https://Us3rname:` + pass + `@hooks.example.com/in": EOF`
+	start := strings.Index(url, pass)
+	for end := start + 4; end <= start+len(pass); end++ {
+		for _, mark := range []string{"", "…", "..."} {
+			if got := Text(url[:end]+mark, 0); strings.Contains(got, pass[:4]) {
+				t.Fatalf("Text(%q) leaks a prefix: %q", url[:end]+mark, got)
 			}
 		}
 	}
