@@ -47,19 +47,34 @@ type ActionRequest struct {
 	Actor string
 	// Page names the page for ActionView ("overview", "dead", "delivery",
 	// "redrive", "redrives", "redrive_status", "destinations").
+	//
+	// The pages of a selection or of one record are asked about with what
+	// they are about to show, before anything is read for display: "dead"
+	// and "redrive" with Filter (the selection in the URL; no TenantIDs
+	// means every tenant), "delivery" with DeliveryID, DestinationID and
+	// Tenants (the delivery's tenant), "redrive_status" with RedriveID,
+	// Filter and Tenants (the redrive's). "overview", "destinations" and
+	// "redrives" show every tenant's numbers, destinations and redrives:
+	// refuse those pages to an operator scoped to some tenants.
 	Page string
-	// DestinationID is set for the destination actions.
+	// DestinationID is set for the destination actions and the delivery
+	// page.
 	DestinationID string
-	// RedriveID is set for stop and resume.
+	// DeliveryID is set for the delivery page.
+	DeliveryID string
+	// RedriveID is set for stop, resume and the redrive_status page.
 	RedriveID string
 	// Filter is the selection of ActionRedrive, and the recorded selection
-	// of the redrive that ActionStopRedrive and ActionResumeRedrive name.
-	// The client's hookrelay.Authorizer decides on the tenants a started
-	// or resumed redrive spans as well.
+	// of the redrive that ActionStopRedrive and ActionResumeRedrive name
+	// (and the redrive_status page shows). The client's
+	// hookrelay.Authorizer decides on the tenants a started or resumed
+	// redrive spans as well. For the dead and redrive pages, the selection
+	// they list or plan.
 	Filter hookrelay.DeadLetterFilter
-	// Tenants, for ActionStopRedrive and ActionResumeRedrive, are the
-	// tenants the redrive was authorized for (its audit's Tenants): the
-	// only ones whose deliveries it moves.
+	// Tenants, for ActionStopRedrive, ActionResumeRedrive and the
+	// redrive_status page, are the tenants the redrive was authorized for
+	// (its audit's Tenants): the only ones whose deliveries it moves. For
+	// the delivery page, the delivery's tenant.
 	Tenants []string
 }
 

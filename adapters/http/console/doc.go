@@ -19,6 +19,9 @@
 //     neither Sec-Fetch-Site nor Origin.
 //   - The embedding service says who the operator is (Config.Actor; there
 //     is no user store here) and may refuse any action (Config.Authorize).
+//     A page of one selection or record asks it with the tenants,
+//     selection, delivery or redrive it is about to show, so a hook can
+//     keep an operator to their own tenants whatever the URL says.
 //     A redrive is also decided by the client's hookrelay.Authorizer, so a
 //     cross-tenant redrive needs its explicit permission, as in the API.
 //   - Destinations are read as hookrelay.DestinationStatus, which has no

@@ -24,11 +24,11 @@ func (h *Handler) routes() {
 	static, _ := fs.Sub(assets, "assets/static") // a constant path in the embedded tree
 	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	m.HandleFunc("GET /{$}", h.view("overview", h.overview))
-	m.HandleFunc("GET /dead", h.view("dead", h.deadLetters))
-	m.HandleFunc("GET /deliveries/{id}", h.view("delivery", h.delivery))
-	m.HandleFunc("GET /redrive", h.view("redrive", h.redrivePlan))
+	m.HandleFunc("GET /dead", h.scopedView("dead", h.deadLetters))
+	m.HandleFunc("GET /deliveries/{id}", h.scopedView("delivery", h.delivery))
+	m.HandleFunc("GET /redrive", h.scopedView("redrive", h.redrivePlan))
 	m.HandleFunc("GET /redrives", h.view("redrives", h.redriveList))
-	m.HandleFunc("GET /redrives/{id}", h.view("redrive_status", h.redriveStatus))
+	m.HandleFunc("GET /redrives/{id}", h.scopedView("redrive_status", h.redriveStatus))
 	m.HandleFunc("GET /destinations", h.view("destinations", h.destinations))
 	m.HandleFunc("POST /redrive", h.change(h.redriveStart))
 	m.HandleFunc("POST /redrives/{id}/stop", h.change(h.redriveStop))
@@ -49,6 +49,10 @@ type page struct {
 	// Refresh, when positive, reloads the page after that many seconds
 	// (a running redrive's progress) without JavaScript.
 	Refresh int
+	// ask, on a page of one tenant's data (scopedView), asks
+	// Config.Authorize about what the page is about to show; the page
+	// shows nothing before it answers nil.
+	ask func(ActionRequest) error
 }
 
 type (
@@ -58,23 +62,49 @@ type (
 
 // view wraps a GET page: actor, authorization, rendering.
 func (h *Handler) view(name string, f viewFunc) http.HandlerFunc {
+	return h.viewing(name, false, f)
+}
+
+// scopedView wraps a GET page that shows what a selection or one record
+// holds: it asks Config.Authorize itself (page.ask), once it knows which
+// tenants, selection, delivery or redrive it shows, so that an operator
+// scoped to some tenants cannot read another's by editing the URL.
+func (h *Handler) scopedView(name string, f viewFunc) http.HandlerFunc {
+	return h.viewing(name, true, f)
+}
+
+func (h *Handler) viewing(name string, scoped bool, f viewFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		actor, err := h.actor(r)
 		if err != nil {
 			h.fail(w, r, http.StatusUnauthorized, "", err)
 			return
 		}
-		if err := h.authorize(r, ActionRequest{Action: ActionView, Actor: actor, Page: name}); err != nil {
-			h.fail(w, r, http.StatusForbidden, actor, err)
-			return
-		}
 		p := &page{Actor: actor, CSRF: h.csrfToken(actor), Now: h.cfg.Client.Clock().Now(), Nav: name, Notice: h.notice(r)}
-		status, err := f(r, p)
-		if err != nil {
-			h.fail(w, r, status, actor, err)
-			return
+		allowed := false
+		p.ask = func(req ActionRequest) error {
+			req.Action, req.Actor, req.Page = ActionView, actor, name
+			if err := h.authorize(r, req); err != nil {
+				return err
+			}
+			allowed = true
+			return nil
 		}
-		h.render(w, status, name, p)
+		if !scoped {
+			if err := p.ask(ActionRequest{}); err != nil {
+				h.fail(w, r, http.StatusForbidden, actor, err)
+				return
+			}
+		}
+		status, err := f(r, p)
+		switch {
+		case err != nil:
+			h.fail(w, r, status, actor, err)
+		case !allowed: // a scoped page that never asked shows nothing
+			h.fail(w, r, http.StatusInternalServerError, actor, fmt.Errorf("console: page %s did not ask Authorize", name))
+		default:
+			h.render(w, status, name, p)
+		}
 	}
 }
 
@@ -357,6 +387,9 @@ func (h *Handler) deadLetters(r *http.Request, p *page) (int, error) {
 	if err != nil {
 		return http.StatusBadRequest, err
 	}
+	if err := p.ask(ActionRequest{Filter: sel}); err != nil {
+		return http.StatusForbidden, err
+	}
 	res, err := h.cfg.Client.DeadLetters(r.Context(), hookrelay.DeadLettersParams{Filter: sel, Limit: h.cfg.PageSize, Cursor: q.Get("cursor")})
 	if err != nil {
 		return 0, err
@@ -388,6 +421,9 @@ func (h *Handler) delivery(r *http.Request, p *page) (int, error) {
 	d, err := h.cfg.Client.Delivery(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return 0, err
+	}
+	if err := p.ask(ActionRequest{DeliveryID: d.Delivery.ID, DestinationID: d.Delivery.DestinationID, Tenants: []string{d.Delivery.TenantID}}); err != nil {
+		return http.StatusForbidden, err
 	}
 	as := make([]attemptView, len(d.Attempts))
 	for i, a := range d.Attempts {
@@ -436,6 +472,9 @@ func (h *Handler) redrivePlan(r *http.Request, p *page) (int, error) {
 	form, sel, err := readFilter(r.URL.Query().Get, p.Now)
 	if err != nil {
 		return http.StatusBadRequest, err
+	}
+	if err := p.ask(ActionRequest{Filter: sel}); err != nil {
+		return http.StatusForbidden, err
 	}
 	plan, err := h.cfg.Client.PlanRedrive(r.Context(), sel)
 	if err != nil {
@@ -568,6 +607,9 @@ func (h *Handler) redriveStatus(r *http.Request, p *page) (int, error) {
 	a, err := h.cfg.Client.RedriveStatus(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return 0, err
+	}
+	if err := p.ask(ActionRequest{RedriveID: a.ID, Filter: a.Filter, Tenants: a.Tenants}); err != nil {
+		return http.StatusForbidden, err
 	}
 	if a.State == hookrelay.RedriveRunning {
 		p.Refresh = 2

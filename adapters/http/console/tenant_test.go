@@ -89,3 +89,68 @@ func TestNoticeNamesOnlyARealDestination(t *testing.T) {
 	w = f.do("GET", "/destinations?notice=pause&destination=accounting", "alice", nil)
 	assert.Contains(t, w.Body.String(), "Destination accounting paused")
 }
+
+// An operator scoped to one tenant cannot read another tenant's dead
+// letters, redrive plan, delivery (its payload) or redrive by editing the
+// URL: the hook is asked with the selection, delivery or redrive the page
+// is about to show, before anything of it is rendered.
+func TestPagesOfOneTenantsDataAskTheHookWithTheirTenants(t *testing.T) {
+	tenantOf := map[string]string{"alice": "prop_mgmt_co", "bob": "other_co"}
+	scoped := func(actor string, tenants []string) error {
+		if len(tenants) == 0 {
+			return errors.New("every tenant's data")
+		}
+		for _, tn := range tenants {
+			if tn != tenantOf[actor] {
+				return errors.New("another tenant's data")
+			}
+		}
+		return nil
+	}
+	f := newFixture(t, func(_ *hookrelay.Config, c *console.Config) {
+		c.Authorize = func(_ *http.Request, req console.ActionRequest) error {
+			if req.Action != console.ActionView {
+				return scoped(req.Actor, req.Filter.TenantIDs)
+			}
+			switch req.Page {
+			case "dead", "redrive":
+				return scoped(req.Actor, req.Filter.TenantIDs)
+			case "delivery", "redrive_status":
+				return scoped(req.Actor, req.Tenants)
+			}
+			return nil
+		}
+	})
+	payments, shipment, _ := f.seed()
+	for _, c := range []struct {
+		target, actor string
+		want          int
+		secret        string // what must not be on a refused page
+	}{
+		{"/dead?tenant=prop_mgmt_co", "alice", http.StatusOK, ""},
+		{"/dead?tenant=other_co", "alice", http.StatusForbidden, "shp_1"},
+		{"/dead", "alice", http.StatusForbidden, "shp_1"},
+		{"/redrive?tenant=other_co", "alice", http.StatusForbidden, "shipping"},
+		{"/redrive?tenant=prop_mgmt_co", "alice", http.StatusOK, ""},
+		{"/deliveries/" + url.PathEscape(payments[0]), "alice", http.StatusOK, ""},
+		{"/deliveries/" + url.PathEscape(shipment), "alice", http.StatusForbidden, `"shipment":"shp_1"`},
+		{"/deliveries/" + url.PathEscape(payments[0]), "bob", http.StatusForbidden, "pay_7319"},
+	} {
+		w := f.do("GET", c.target, c.actor, nil)
+		assert.Equal(t, c.want, w.Code, "%s as %s: %s", c.target, c.actor, w.Body.String())
+		if c.secret != "" {
+			assert.NotContains(t, w.Body.String(), c.secret, "%s as %s", c.target, c.actor)
+			assert.NotContains(t, w.Body.String(), strings.ReplaceAll(c.secret, `"`, "&#34;"), "%s as %s", c.target, c.actor)
+		}
+	}
+
+	tok := f.token("alice", "/redrive?tenant=prop_mgmt_co")
+	w := f.do("POST", "/redrive", "alice", url.Values{"csrf_token": {tok}, "tenant": {"prop_mgmt_co"}, "why": {"r"}, "rate": {"1"}})
+	require.Equal(t, http.StatusSeeOther, w.Code, w.Body.String())
+	loc := w.Header().Get("Location")
+	assert.Equal(t, http.StatusOK, f.do("GET", loc, "alice", nil).Code)
+	w = f.do("GET", loc, "bob", nil)
+	assert.Equal(t, http.StatusForbidden, w.Code, "bob reads alice's redrive: %s", w.Body.String())
+	assert.NotContains(t, w.Body.String(), "prop_mgmt_co")
+	assert.Equal(t, http.StatusNotFound, f.do("GET", "/deliveries/whd_nope", "bob", nil).Code, "an unknown delivery is not found")
+}
