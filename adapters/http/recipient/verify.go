@@ -61,6 +61,26 @@ type VerifyParams struct {
 	Tolerance time.Duration
 }
 
+// String describes the parameters without their secrets (only how many
+// there are) or the body (only its length), so printing them with any fmt verb
+// cannot leak a secret.
+func (p VerifyParams) String() string {
+	return fmt.Sprintf("recipient.VerifyParams{Secrets: %s, Header: %d fields, Body: %d bytes, Now: %v, Tolerance: %v}",
+		secretsCount(len(p.Secrets)), len(p.Header), len(p.Body), p.Now, p.Tolerance)
+}
+
+// Format writes String for every verb (%v, %+v, %#v, %d, …), so no
+// verb prints the fields one by one.
+func (p VerifyParams) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, p.String()) }
+
+// secretsCount says how many secrets there are, in place of them.
+func secretsCount(n int) string {
+	if n == 1 {
+		return "1 secret (redacted)"
+	}
+	return strconv.Itoa(n) + " secrets (redacted)"
+}
+
 // Verify checks a Standard Webhooks request: the three headers are
 // present, the timestamp is within the tolerance of Now (the current time
 // when Now is zero), and at least one
@@ -158,6 +178,17 @@ type VerifierConfig struct {
 	MaxBodyBytes int64
 }
 
+// String describes the configuration without its secrets (only how many
+// there are), so printing it with any fmt verb cannot leak a secret.
+func (c VerifierConfig) String() string {
+	return fmt.Sprintf("recipient.VerifierConfig{Secrets: %s, Tolerance: %v, Clock: %v, MaxBodyBytes: %d}",
+		secretsCount(len(c.Secrets)), c.Tolerance, c.Clock != nil, c.MaxBodyBytes)
+}
+
+// Format writes String for every verb (%v, %+v, %#v, %d, …), so no
+// verb prints the fields one by one.
+func (c VerifierConfig) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, c.String()) }
+
 // Verifier verifies Standard Webhooks requests with pre-decoded secrets.
 // It is safe for concurrent use.
 type Verifier struct {
@@ -191,6 +222,17 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 	}
 	return v, nil
 }
+
+// String describes the verifier without its keys (only how many there
+// are), so printing it with any fmt verb cannot leak a secret.
+func (v Verifier) String() string {
+	return fmt.Sprintf("recipient.Verifier{Secrets: %s, Tolerance: %v, MaxBodyBytes: %d}",
+		secretsCount(len(v.keys)), v.tolerance, v.maxBody)
+}
+
+// Format writes String for every verb (%v, %+v, %#v, %d, …), so no
+// verb prints the fields one by one.
+func (v Verifier) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, v.String()) }
 
 // Verify checks a request's headers and raw body at the verifier's clock.
 func (v *Verifier) Verify(h http.Header, body []byte) error {
