@@ -135,8 +135,9 @@ type Config struct {
 // (the SSRF guard checks the address actually dialled). A Sender is safe
 // for concurrent use and reuses connections; call CloseIdleConnections when
 // done with it. It keeps the decoded keys of the signing secrets it has
-// used (up to 4096, by secret value, so a rotated secret signs from the
-// next send on).
+// used (up to 4096 of at most 1 KiB each, by secret value, so a rotated
+// secret signs from the next send on; a longer secret is decoded at each
+// send).
 type Sender struct {
 	cfg Config
 	tr  *http.Transport
