@@ -62,8 +62,9 @@ const (
 )
 
 // ReasonInvalidSecret is the permanent reason for a destination whose
-// signing secret is not a valid "whsec_" base64 key. Fix the secret, then
-// redrive.
+// signing secret is not a valid "whsec_" base64 key; the Detail names the
+// secret's position and what is wrong with it, never the secret. Fix the
+// secret, then redrive.
 const ReasonInvalidSecret = "invalid_signing_secret"
 
 // ReasonInvalidHeader is the permanent reason for a destination header

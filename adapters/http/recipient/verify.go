@@ -40,7 +40,10 @@ var (
 	// ErrNoMatchingSignature: no v1 signature matches any accepted secret.
 	ErrNoMatchingSignature = errors.New("recipient: no signature matches an accepted secret")
 	// ErrInvalidSecret: a configured secret is not a valid "whsec_" base64
-	// key (a configuration error, not the sender's).
+	// key (a configuration error, not the sender's). The error wrapping it
+	// names the secret's position and what is wrong (empty, surrounding
+	// whitespace, an upper-case prefix, URL-safe base64, missing padding),
+	// never the secret.
 	ErrInvalidSecret = errors.New("recipient: " + signature.ErrInvalidSecret.Error())
 )
 
@@ -112,7 +115,14 @@ func decodeSecrets(secrets []string) ([][]byte, error) {
 	for i, s := range secrets {
 		k, err := signature.DecodeSecret(s)
 		if err != nil {
-			return nil, fmt.Errorf("%w (secret %d of %d)", ErrInvalidSecret, i+1, len(secrets))
+			// The reason says what is wrong (e.g. surrounding whitespace)
+			// without quoting the secret.
+			reason := "unusable"
+			var ise *signature.InvalidSecretError
+			if errors.As(err, &ise) {
+				reason = ise.Reason
+			}
+			return nil, fmt.Errorf("%w (secret %d of %d): %s", ErrInvalidSecret, i+1, len(secrets), reason)
 		}
 		keys[i] = k
 	}

@@ -275,3 +275,18 @@ func TestVerifierMiddlewareOuterBodyLimitIs413(t *testing.T) {
 	assert.Equal(t, http.StatusRequestEntityTooLarge, rec.Code, rec.Body.String())
 	assert.Empty(t, *gotBody, "the handler did not run")
 }
+
+// TestInvalidSecretErrorSaysWhatIsWrong: a secret pasted with a trailing
+// space (or in another wrong spelling) is refused with an error naming its
+// position and the problem, never the secret.
+func TestInvalidSecretErrorSaysWhatIsWrong(t *testing.T) {
+	_, err := NewVerifier(VerifierConfig{Secrets: []string{secretOld, secretNew + " "}})
+	require.ErrorIs(t, err, ErrInvalidSecret)
+	assert.Contains(t, err.Error(), "secret 2 of 2")
+	assert.Contains(t, err.Error(), "whitespace")
+	assert.NotContains(t, err.Error(), strings.TrimPrefix(secretNew, "whsec_")[:8])
+
+	err = Verify(VerifyParams{Secrets: []string{"WHSEC_" + strings.TrimPrefix(secretOld, "whsec_")}, Header: http.Header{}, Now: now})
+	require.ErrorIs(t, err, ErrInvalidSecret)
+	assert.Contains(t, err.Error(), "lower-case whsec_")
+}
