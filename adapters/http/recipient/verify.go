@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -52,7 +53,9 @@ type VerifyParams struct {
 	// Secrets are the accepted secrets ("whsec_<base64 key>"); during a
 	// rotation, list both old and new.
 	Secrets []string
-	Header  http.Header
+	// Header holds the request's headers; their keys need not be in
+	// canonical form (http.Header(event.MultiValueHeaders) works).
+	Header http.Header
 	// Body is the raw request body, exactly as received.
 	Body []byte
 	// Now is the time the timestamp is checked against. Defaults to the
@@ -144,7 +147,7 @@ func resolveTolerance(field string, d time.Duration) (time.Duration, error) {
 
 // verify checks at now with a resolved (positive) tolerance.
 func verify(keys [][]byte, h http.Header, body []byte, now time.Time, tolerance time.Duration) error {
-	id, ts, sig := h.Get(HeaderWebhookID), h.Get(HeaderWebhookTimestamp), h.Get(HeaderWebhookSignature)
+	id, ts, sig := headerValue(h, HeaderWebhookID), headerValue(h, HeaderWebhookTimestamp), headerValue(h, HeaderWebhookSignature)
 	if id == "" || ts == "" || sig == "" {
 		return ErrMissingHeaders
 	}
@@ -173,6 +176,23 @@ func verify(keys [][]byte, h http.Header, body []byte, now time.Time, tolerance 
 		return ErrNoMatchingSignature
 	}
 	return nil
+}
+
+// headerValue is h.Get(name), but also finds the header under a key that
+// is not in canonical form, as in a map converted from a serverless event
+// (lower-case keys). With several such spellings and no canonical one, the
+// first key in sort order wins, so the choice does not depend on map order.
+func headerValue(h http.Header, name string) string {
+	if vs := h[http.CanonicalHeaderKey(name)]; len(vs) > 0 {
+		return vs[0]
+	}
+	key, value, found := "", "", false
+	for k, vs := range h {
+		if len(vs) > 0 && strings.EqualFold(k, name) && (!found || k < key) {
+			key, value, found = k, vs[0], true
+		}
+	}
+	return value
 }
 
 // VerifierConfig configures a Verifier.
@@ -245,6 +265,7 @@ func (v Verifier) String() string {
 func (v Verifier) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, v.String()) }
 
 // Verify checks a request's headers and raw body at the verifier's clock.
+// The header keys need not be in canonical form.
 func (v *Verifier) Verify(h http.Header, body []byte) error {
 	return verify(v.keys, h, body, v.clock.Now(), v.tolerance)
 }

@@ -290,3 +290,26 @@ func TestInvalidSecretErrorSaysWhatIsWrong(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidSecret)
 	assert.Contains(t, err.Error(), "lower-case whsec_")
 }
+
+// TestVerifyFindsHeadersWhateverTheirKeySpelling: a header map built
+// without canonical keys (http.Header(event.MultiValueHeaders) from a
+// serverless event, whose keys are lower-case) verifies like one from
+// net/http, through Verify and Verifier.Verify.
+func TestVerifyFindsHeadersWhateverTheirKeySpelling(t *testing.T) {
+	body := []byte(`{"payment_id":"pay_7319"}`)
+	signed := signedHeader(t, secretNew, "whd_1", now, body)
+	mock := clock.NewMock()
+	mock.Set(now)
+	v, err := NewVerifier(VerifierConfig{Secrets: []string{secretNew}, Clock: mock})
+	require.NoError(t, err)
+	for _, spell := range []func(string) string{strings.ToLower, strings.ToUpper} {
+		h := http.Header{}
+		for k, vs := range signed {
+			h[spell(k)] = vs
+		}
+		assert.NoError(t, Verify(VerifyParams{Secrets: []string{secretNew}, Header: h, Body: body, Now: now}), "%v", h)
+		assert.NoError(t, v.Verify(h, body), "%v", h)
+		h[spell(HeaderWebhookSignature)] = []string{"v1,AAAA"}
+		assert.ErrorIs(t, v.Verify(h, body), ErrNoMatchingSignature, "a wrong signature under such a key is still checked")
+	}
+}
