@@ -3,6 +3,7 @@ package hookrelay
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"time"
@@ -91,6 +92,10 @@ func (d Destination) String() string {
 
 // GoString redacts like String so %#v cannot print secrets either.
 func (d Destination) GoString() string { return d.String() }
+
+// Format writes String for every verb: String and GoString alone leave
+// %d, %t and the like printing the fields, secrets included, one by one.
+func (d Destination) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, d.String()) }
 
 // DestinationFinder is an optional ability of Destinations (the memory and
 // SQL stores have it): list destinations by tenant and event type.

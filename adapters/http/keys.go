@@ -11,12 +11,20 @@ import (
 // maxCachedKeys bounds a Sender's cache of decoded signing keys.
 const maxCachedKeys = 4096
 
+// maxCachedSecretLen is the longest secret the cache keeps, so that its
+// bound in entries bounds its memory too. Standard Webhooks keys are 24 to
+// 64 bytes (at most 94 characters as "whsec_" base64); a longer secret
+// still signs, but is decoded at each send rather than pinned (with its
+// decoded key) for the Sender's lifetime.
+const maxCachedSecretLen = 1024
+
 // keyCache maps a signing secret, by its value, to its decoded Key, so a
 // send does not decode the secret and key a new HMAC every time. Keying by
 // the value (never by destination) makes a rotated secret take effect on
 // the next attempt: the new value is simply another entry. Invalid secrets
-// are not cached. When the cache holds maxCachedKeys entries, adding one
-// evicts another, chosen arbitrarily. Safe for concurrent use.
+// are not cached, nor are secrets longer than maxCachedSecretLen. When the
+// cache holds maxCachedKeys entries, adding one evicts another, chosen
+// arbitrarily. Safe for concurrent use.
 type keyCache struct {
 	m sync.Map // secret string → *signature.Key
 	n atomic.Int64
@@ -34,6 +42,10 @@ func (c *keyCache) keys(dst []*signature.Key, secrets []string) ([]*signature.Ke
 		raw, err := signature.DecodeSecret(sec)
 		if err != nil {
 			return nil, fmt.Errorf("signing secret %d of %d: %w", i+1, len(secrets), err)
+		}
+		if len(sec) > maxCachedSecretLen {
+			dst = append(dst, signature.NewKey(raw))
+			continue
 		}
 		k, loaded := c.m.LoadOrStore(sec, signature.NewKey(raw))
 		if !loaded && c.n.Add(1) > maxCachedKeys {

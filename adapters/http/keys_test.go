@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -74,5 +75,42 @@ func TestKeyCacheIsBoundedAndSignsAsDecoded(t *testing.T) {
 	assert.Equal(t, c.len(), n, "the count matches the entries")
 
 	_, err := c.keys(nil, []string{secret(1), "whsec_not base64!"})
-	assert.EqualError(t, err, "signing secret 2 of 2: "+signature.ErrInvalidSecret.Error())
+	assert.EqualError(t, err, "signing secret 2 of 2: "+signature.ErrInvalidSecret.Error()+": the key is not standard base64")
+}
+
+// TestKeyCacheHoldsLongSecretsBriefly: a secret of any length signs as
+// its decoded key does, but the cache keeps no secret longer than
+// maxCachedSecretLen, so its bound in entries is a bound in bytes too:
+// long secrets (rotated through, one per destination) cannot pin
+// maxCachedKeys times their length for the Sender's lifetime.
+func TestKeyCacheHoldsLongSecretsBriefly(t *testing.T) {
+	var c keyCache
+	for i := range 8 {
+		long := "whsec_" + base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "%d-%0*d", i, 64<<10, 0))
+		keys, err := c.keys(nil, []string{long, testSecret})
+		require.NoError(t, err)
+		raw, err := decodeKeys([]string{long, testSecret})
+		require.NoError(t, err)
+		assert.Equal(t, signature.Header(raw, "id", 42, []byte("body")), signature.HeaderOf(keys, "id", 42, []byte("body")))
+	}
+	held := 0
+	c.m.Range(func(k, _ any) bool { held += len(k.(string)); return true })
+	assert.LessOrEqual(t, held, c.len()*maxCachedSecretLen, "bytes of secrets the cache keeps")
+	assert.Equal(t, 1, c.len(), "only the short secret is kept")
+}
+
+// TestInvalidSecretDetailSaysWhatIsWrong: a secret pasted with a trailing
+// space fails the send permanently, with a Detail naming its position and
+// the problem, never the secret; nothing is sent.
+func TestInvalidSecretDetailSaysWhatIsWrong(t *testing.T) {
+	srv, seen := recordingServer(t, 204)
+	s := newTestSender(t, Config{})
+	p := sendParams(srv.URL, `{}`)
+	p.Destination.Secrets = []string{testSecret, testSecret2 + " "}
+	res := s.Send(context.Background(), p)
+	assert.Equal(t, ReasonInvalidSecret, res.Reason)
+	assert.Contains(t, res.Detail, "signing secret 2 of 2")
+	assert.Contains(t, res.Detail, "whitespace")
+	assert.NotContains(t, res.Detail, strings.TrimPrefix(testSecret2, "whsec_")[:8])
+	assert.Empty(t, seen())
 }

@@ -62,8 +62,9 @@ const (
 )
 
 // ReasonInvalidSecret is the permanent reason for a destination whose
-// signing secret is not a valid "whsec_" base64 key. Fix the secret, then
-// redrive.
+// signing secret is not a valid "whsec_" base64 key; the Detail names the
+// secret's position and what is wrong with it, never the secret. Fix the
+// secret, then redrive.
 const ReasonInvalidSecret = "invalid_signing_secret"
 
 // ReasonInvalidHeader is the permanent reason for a destination header
@@ -135,8 +136,9 @@ type Config struct {
 // (the SSRF guard checks the address actually dialled). A Sender is safe
 // for concurrent use and reuses connections; call CloseIdleConnections when
 // done with it. It keeps the decoded keys of the signing secrets it has
-// used (up to 4096, by secret value, so a rotated secret signs from the
-// next send on).
+// used (up to 4096 of at most 1 KiB each, by secret value, so a rotated
+// secret signs from the next send on; a longer secret is decoded at each
+// send).
 type Sender struct {
 	cfg Config
 	tr  *http.Transport

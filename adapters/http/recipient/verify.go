@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -40,7 +41,10 @@ var (
 	// ErrNoMatchingSignature: no v1 signature matches any accepted secret.
 	ErrNoMatchingSignature = errors.New("recipient: no signature matches an accepted secret")
 	// ErrInvalidSecret: a configured secret is not a valid "whsec_" base64
-	// key (a configuration error, not the sender's).
+	// key (a configuration error, not the sender's). The error wrapping it
+	// names the secret's position and what is wrong (empty, surrounding
+	// whitespace, an upper-case prefix, URL-safe base64, missing padding),
+	// never the secret.
 	ErrInvalidSecret = errors.New("recipient: " + signature.ErrInvalidSecret.Error())
 )
 
@@ -49,7 +53,9 @@ type VerifyParams struct {
 	// Secrets are the accepted secrets ("whsec_<base64 key>"); during a
 	// rotation, list both old and new.
 	Secrets []string
-	Header  http.Header
+	// Header holds the request's headers; their keys need not be in
+	// canonical form (http.Header(event.MultiValueHeaders) works).
+	Header http.Header
 	// Body is the raw request body, exactly as received.
 	Body []byte
 	// Now is the time the timestamp is checked against. Defaults to the
@@ -59,6 +65,26 @@ type VerifyParams struct {
 	// Tolerance bounds |Now − webhook-timestamp|. Zero means
 	// DefaultTolerance; a negative value is refused.
 	Tolerance time.Duration
+}
+
+// String describes the parameters without their secrets (only how many
+// there are) or the body (only its length), so printing them with any fmt verb
+// cannot leak a secret.
+func (p VerifyParams) String() string {
+	return fmt.Sprintf("recipient.VerifyParams{Secrets: %s, Header: %d fields, Body: %d bytes, Now: %v, Tolerance: %v}",
+		secretsCount(len(p.Secrets)), len(p.Header), len(p.Body), p.Now, p.Tolerance)
+}
+
+// Format writes String for every verb (%v, %+v, %#v, %d, …), so no
+// verb prints the fields one by one.
+func (p VerifyParams) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, p.String()) }
+
+// secretsCount says how many secrets there are, in place of them.
+func secretsCount(n int) string {
+	if n == 1 {
+		return "1 secret (redacted)"
+	}
+	return strconv.Itoa(n) + " secrets (redacted)"
 }
 
 // Verify checks a Standard Webhooks request: the three headers are
@@ -92,7 +118,14 @@ func decodeSecrets(secrets []string) ([][]byte, error) {
 	for i, s := range secrets {
 		k, err := signature.DecodeSecret(s)
 		if err != nil {
-			return nil, fmt.Errorf("%w (secret %d of %d)", ErrInvalidSecret, i+1, len(secrets))
+			// The reason says what is wrong (e.g. surrounding whitespace)
+			// without quoting the secret.
+			reason := "unusable"
+			var ise *signature.InvalidSecretError
+			if errors.As(err, &ise) {
+				reason = ise.Reason
+			}
+			return nil, fmt.Errorf("%w (secret %d of %d): %s", ErrInvalidSecret, i+1, len(secrets), reason)
 		}
 		keys[i] = k
 	}
@@ -114,7 +147,7 @@ func resolveTolerance(field string, d time.Duration) (time.Duration, error) {
 
 // verify checks at now with a resolved (positive) tolerance.
 func verify(keys [][]byte, h http.Header, body []byte, now time.Time, tolerance time.Duration) error {
-	id, ts, sig := h.Get(HeaderWebhookID), h.Get(HeaderWebhookTimestamp), h.Get(HeaderWebhookSignature)
+	id, ts, sig := headerValue(h, HeaderWebhookID), headerValue(h, HeaderWebhookTimestamp), headerValue(h, HeaderWebhookSignature)
 	if id == "" || ts == "" || sig == "" {
 		return ErrMissingHeaders
 	}
@@ -145,6 +178,23 @@ func verify(keys [][]byte, h http.Header, body []byte, now time.Time, tolerance 
 	return nil
 }
 
+// headerValue is h.Get(name), but also finds the header under a key that
+// is not in canonical form, as in a map converted from a serverless event
+// (lower-case keys). With several such spellings and no canonical one, the
+// first key in sort order wins, so the choice does not depend on map order.
+func headerValue(h http.Header, name string) string {
+	if vs := h[http.CanonicalHeaderKey(name)]; len(vs) > 0 {
+		return vs[0]
+	}
+	key, value, found := "", "", false
+	for k, vs := range h {
+		if len(vs) > 0 && strings.EqualFold(k, name) && (!found || k < key) {
+			key, value, found = k, vs[0], true
+		}
+	}
+	return value
+}
+
 // VerifierConfig configures a Verifier.
 type VerifierConfig struct {
 	// Secrets are the accepted secrets; at least one is required.
@@ -157,6 +207,17 @@ type VerifierConfig struct {
 	// MaxBodyBytes refuses larger bodies with 413. Defaults to 1 MiB.
 	MaxBodyBytes int64
 }
+
+// String describes the configuration without its secrets (only how many
+// there are), so printing it with any fmt verb cannot leak a secret.
+func (c VerifierConfig) String() string {
+	return fmt.Sprintf("recipient.VerifierConfig{Secrets: %s, Tolerance: %v, Clock: %v, MaxBodyBytes: %d}",
+		secretsCount(len(c.Secrets)), c.Tolerance, c.Clock != nil, c.MaxBodyBytes)
+}
+
+// Format writes String for every verb (%v, %+v, %#v, %d, …), so no
+// verb prints the fields one by one.
+func (c VerifierConfig) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, c.String()) }
 
 // Verifier verifies Standard Webhooks requests with pre-decoded secrets.
 // It is safe for concurrent use.
@@ -192,7 +253,19 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 	return v, nil
 }
 
+// String describes the verifier without its keys (only how many there
+// are), so printing it with any fmt verb cannot leak a secret.
+func (v Verifier) String() string {
+	return fmt.Sprintf("recipient.Verifier{Secrets: %s, Tolerance: %v, MaxBodyBytes: %d}",
+		secretsCount(len(v.keys)), v.tolerance, v.maxBody)
+}
+
+// Format writes String for every verb (%v, %+v, %#v, %d, …), so no
+// verb prints the fields one by one.
+func (v Verifier) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, v.String()) }
+
 // Verify checks a request's headers and raw body at the verifier's clock.
+// The header keys need not be in canonical form.
 func (v *Verifier) Verify(h http.Header, body []byte) error {
 	return verify(v.keys, h, body, v.clock.Now(), v.tolerance)
 }

@@ -275,3 +275,41 @@ func TestVerifierMiddlewareOuterBodyLimitIs413(t *testing.T) {
 	assert.Equal(t, http.StatusRequestEntityTooLarge, rec.Code, rec.Body.String())
 	assert.Empty(t, *gotBody, "the handler did not run")
 }
+
+// TestInvalidSecretErrorSaysWhatIsWrong: a secret pasted with a trailing
+// space (or in another wrong spelling) is refused with an error naming its
+// position and the problem, never the secret.
+func TestInvalidSecretErrorSaysWhatIsWrong(t *testing.T) {
+	_, err := NewVerifier(VerifierConfig{Secrets: []string{secretOld, secretNew + " "}})
+	require.ErrorIs(t, err, ErrInvalidSecret)
+	assert.Contains(t, err.Error(), "secret 2 of 2")
+	assert.Contains(t, err.Error(), "whitespace")
+	assert.NotContains(t, err.Error(), strings.TrimPrefix(secretNew, "whsec_")[:8])
+
+	err = Verify(VerifyParams{Secrets: []string{"WHSEC_" + strings.TrimPrefix(secretOld, "whsec_")}, Header: http.Header{}, Now: now})
+	require.ErrorIs(t, err, ErrInvalidSecret)
+	assert.Contains(t, err.Error(), "lower-case whsec_")
+}
+
+// TestVerifyFindsHeadersWhateverTheirKeySpelling: a header map built
+// without canonical keys (http.Header(event.MultiValueHeaders) from a
+// serverless event, whose keys are lower-case) verifies like one from
+// net/http, through Verify and Verifier.Verify.
+func TestVerifyFindsHeadersWhateverTheirKeySpelling(t *testing.T) {
+	body := []byte(`{"payment_id":"pay_7319"}`)
+	signed := signedHeader(t, secretNew, "whd_1", now, body)
+	mock := clock.NewMock()
+	mock.Set(now)
+	v, err := NewVerifier(VerifierConfig{Secrets: []string{secretNew}, Clock: mock})
+	require.NoError(t, err)
+	for _, spell := range []func(string) string{strings.ToLower, strings.ToUpper} {
+		h := http.Header{}
+		for k, vs := range signed {
+			h[spell(k)] = vs
+		}
+		assert.NoError(t, Verify(VerifyParams{Secrets: []string{secretNew}, Header: h, Body: body, Now: now}), "%v", h)
+		assert.NoError(t, v.Verify(h, body), "%v", h)
+		h[spell(HeaderWebhookSignature)] = []string{"v1,AAAA"}
+		assert.ErrorIs(t, v.Verify(h, body), ErrNoMatchingSignature, "a wrong signature under such a key is still checked")
+	}
+}

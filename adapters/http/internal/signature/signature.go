@@ -23,15 +23,52 @@ const SecretPrefix = "whsec_"
 // empty. It never carries the secret itself.
 var ErrInvalidSecret = errors.New("signing secret is not a valid whsec_ base64 key")
 
+// InvalidSecretError is DecodeSecret's error. Reason says what is wrong
+// with the secret without quoting any of it; it unwraps to
+// ErrInvalidSecret.
+type InvalidSecretError struct{ Reason string }
+
+func (e *InvalidSecretError) Error() string { return ErrInvalidSecret.Error() + ": " + e.Reason }
+
+func (e *InvalidSecretError) Unwrap() error { return ErrInvalidSecret }
+
 // DecodeSecret returns the HMAC key of a secret. The "whsec_" prefix is
 // optional, as in the reference implementations; the rest must be standard
-// base64.
+// padded base64 (which, as there, may hold line breaks, so a secret read
+// from a file with its trailing newline decodes). Anything else is an
+// *InvalidSecretError saying what is wrong: an empty key, surrounding
+// spaces or tabs, an upper-case prefix, the URL-safe alphabet or missing
+// padding.
 func DecodeSecret(secret string) ([]byte, error) {
-	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, SecretPrefix))
+	body := strings.TrimPrefix(secret, SecretPrefix)
+	key, err := base64.StdEncoding.DecodeString(body)
 	if err != nil || len(key) == 0 {
-		return nil, ErrInvalidSecret
+		return nil, &InvalidSecretError{Reason: secretProblem(secret, body)}
 	}
 	return key, nil
+}
+
+// secretProblem says why a secret whose base64 part is body does not
+// decode to a key, in words that quote none of it.
+func secretProblem(secret, body string) string {
+	lines := strings.NewReplacer("\r", "", "\n", "")
+	switch {
+	case strings.TrimSpace(secret) == "":
+		return "it is empty"
+	case strings.TrimSpace(body) == "":
+		return "the key after the whsec_ prefix is empty"
+	case strings.TrimSpace(secret) != secret:
+		return "it has leading or trailing whitespace"
+	case !strings.HasPrefix(secret, SecretPrefix) && len(secret) > len(SecretPrefix) &&
+		strings.EqualFold(secret[:len(SecretPrefix)], SecretPrefix):
+		return "its prefix must be lower-case whsec_"
+	case strings.ContainsAny(body, "-_"):
+		return "it uses the URL-safe base64 alphabet (- and _); the key must be standard base64 (+ and /)"
+	}
+	if _, err := base64.RawStdEncoding.DecodeString(lines.Replace(body)); err == nil {
+		return "its base64 lacks the = padding"
+	}
+	return "the key is not standard base64"
 }
 
 // mac returns the HMAC-SHA256 of "id.timestamp.body" under key.

@@ -120,3 +120,40 @@ func BenchmarkHeaderOf(b *testing.B) {
 		HeaderOf(keys, "whd_0f8e2a4c-1111-5222-8333-444455556666", 1772600767, body)
 	}
 }
+
+// TestDecodeSecretSaysWhatIsWrong: each common misspelling of a secret is
+// refused with an error that says what is wrong and never quotes the
+// secret; the spellings the reference library accepts decode to the key.
+func TestDecodeSecretSaysWhatIsWrong(t *testing.T) {
+	key := []byte(strings.Repeat("~", 32)) // base64 "fn5+…"
+	std := base64.StdEncoding.EncodeToString(key)
+	require.True(t, strings.ContainsAny(std, "+/"), "the test key must use the characters URL-safe base64 replaces")
+	for _, ok := range []string{"whsec_" + std, std, "whsec_" + std + "\n", "whsec_" + std + "\r\n"} {
+		got, err := DecodeSecret(ok)
+		if assert.NoError(t, err, "%q", ok) {
+			assert.Equal(t, key, got, "%q", ok)
+		}
+	}
+	short := base64.StdEncoding.EncodeToString([]byte("0123456789abcdefghijklmnop")) // padded
+	require.True(t, strings.HasSuffix(short, "="))
+	for _, tt := range []struct{ secret, reason string }{
+		{"", "empty"},
+		{"whsec_", "empty"},
+		{"whsec_\n", "empty"},
+		{" whsec_" + std, "whitespace"},
+		{"whsec_" + std + " ", "whitespace"},
+		{"whsec_" + std + "\t", "whitespace"},
+		{"WHSEC_" + std, "lower-case"},
+		{"Whsec_" + std, "lower-case"},
+		{"whsec_" + base64.URLEncoding.EncodeToString(key), "URL-safe"},
+		{"whsec_" + strings.TrimRight(short, "="), "padding"},
+		{"whsec_***", "not standard base64"},
+	} {
+		_, err := DecodeSecret(tt.secret)
+		require.ErrorIs(t, err, ErrInvalidSecret, "%q", tt.secret)
+		assert.Contains(t, err.Error(), tt.reason, "%q", tt.secret)
+		if body := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(tt.secret), "whsec_")); len(body) > 3 {
+			assert.NotContains(t, err.Error(), body[:4], "%q", tt.secret)
+		}
+	}
+}
