@@ -134,12 +134,21 @@ func (l *GuardMap) GuardStates(ctx context.Context, p GuardStatesParams) ([]Guar
 // negative (zero is no limit).
 func validRate(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 }
 
+// MaxDestinationSecrets bounds a destination's Secrets. Every secret signs
+// every send (an HMAC over the whole payload and about 45 bytes of
+// webhook-signature header each); a rotation needs two or three.
+const MaxDestinationSecrets = 16
+
 // ValidateLimits checks what a destination may ask of the sender: its rate
-// limit (MaxPerSecond must be finite and not negative) and its Headers
+// limit (MaxPerSecond must be finite and not negative), how many Secrets
+// sign each send (at most MaxDestinationSecrets) and its Headers
 // (ValidateHeaders). Stores call it on Put.
 func (d Destination) ValidateLimits() error {
 	if !validRate(d.MaxPerSecond) {
 		return invalid(ErrInvalidDestination, "MaxPerSecond", fmt.Sprintf("is %v; it must be zero (no limit) or a finite positive rate", d.MaxPerSecond))
+	}
+	if len(d.Secrets) > MaxDestinationSecrets {
+		return invalid(ErrInvalidDestination, "Secrets", fmt.Sprintf("has %d secrets, over the limit of %d (each signs every send)", len(d.Secrets), MaxDestinationSecrets))
 	}
 	return ValidateHeaders(d.Headers)
 }

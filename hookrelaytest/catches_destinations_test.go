@@ -89,6 +89,17 @@ func (s *refusesWideDestination) Put(ctx context.Context, d hookrelay.Destinatio
 	return s.Destinations.Put(ctx, d)
 }
 
+// keepsFirstSecrets stores the first MaxDestinationSecrets of too many
+// secrets instead of refusing the destination.
+type keepsFirstSecrets struct{ *memory.Destinations }
+
+func (s *keepsFirstSecrets) Put(ctx context.Context, d hookrelay.Destination) error {
+	if len(d.Secrets) > hookrelay.MaxDestinationSecrets {
+		d.Secrets = d.Secrets[:hookrelay.MaxDestinationSecrets]
+	}
+	return s.Destinations.Put(ctx, d)
+}
+
 // foldsCase matches IDs without regard to case, as a case-insensitive
 // collation would.
 type foldsCase struct{ *memory.Destinations }

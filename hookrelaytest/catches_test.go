@@ -359,6 +359,11 @@ var brokenStores = []brokenStore{
 		caughtBy: []string{"Redrive/AnAuditSpanningThousandsOfTenantsIsKeptWhole"},
 	},
 	{
+		name:     "PutKeepsTheFirstSecretsOfTooMany",
+		harness:  batchReaderHarness(func(d *memory.Destinations) hookrelaytest.DestinationStore { return &keepsFirstSecrets{d} }),
+		caughtBy: []string{"Destinations/PutRefusesMoreSecretsThanEachSendShouldSign"},
+	},
+	{
 		name:     "BatchReadFoldsCase",
 		harness:  batchReaderHarness(func(d *memory.Destinations) hookrelaytest.DestinationStore { return &foldsCase{d} }),
 		caughtBy: []string{"DestinationBatchReader/IDsMatchExactly"},

@@ -124,6 +124,27 @@ func RunDestinations(t *testing.T, newHarness NewHarness) {
 		require.NoError(t, h.Destinations.Put(ctx, ok), "TE: trailers and names merely like the refused ones are stored")
 	})
 
+	t.Run("PutRefusesMoreSecretsThanEachSendShouldSign", func(t *testing.T) {
+		h := newHarness(t)
+		secrets := make([]string, hookrelay.MaxDestinationSecrets+1)
+		for i := range secrets {
+			secrets[i] = fmt.Sprintf("whsec_c2VjcmV0LW51bWJlci0%02d", i)
+		}
+		at := hookrelay.Destination{ID: "dest_1", URL: "https://hooks.example/in", Secrets: secrets[:hookrelay.MaxDestinationSecrets]}
+		require.NoError(t, h.Destinations.Put(ctx, at), "MaxDestinationSecrets secrets are stored")
+		over := at
+		over.Secrets = secrets
+		err := h.Destinations.Put(ctx, over)
+		require.ErrorIs(t, err, hookrelay.ErrInvalidDestination)
+		var ve *hookrelay.ValidationError
+		require.ErrorAs(t, err, &ve)
+		assert.Equal(t, "Secrets", ve.Field)
+		assert.NotContains(t, err.Error(), "whsec_", "the error shows no secret")
+		got, err := h.Destinations.Destination(ctx, at.ID)
+		require.NoError(t, err)
+		assert.Equal(t, at.Secrets, got.Secrets, "a refused Put changes nothing")
+	})
+
 	t.Run("PutRefusesAnIDOrTenantNoStoreCanHold", func(t *testing.T) {
 		h := newHarness(t)
 		edge := strings.Repeat("d", 255) // at the limit: stored
