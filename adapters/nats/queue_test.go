@@ -210,3 +210,26 @@ func TestOversizedEnvelopeDoesNotHoldBackTheOthers(t *testing.T) {
 	require.NoError(t, err)
 	assert.EqualValues(t, 2, info.State.Msgs, "both small deliveries were published")
 }
+
+// Delivery IDs that differ only where a NATS header value loses its
+// spelling (leading or trailing blanks, which the server trims; line
+// breaks, which become spaces) are different deliveries: none of them is
+// taken for a repeated publish of another and dropped.
+func TestIDsDifferingOnlyInBlanksOrLineBreaksAreAllPublished(t *testing.T) {
+	ctx := context.Background()
+	js := connect(t)
+	cfg := testConfig(t, js)
+	q := newQueue(t, js, memory.NewStore(), cfg)
+	at := time.Now()
+	ids := []string{"whd_1", " whd_1", "whd_1 ", "\twhd_1", "whd 1", "whd\n1", "whd\r1", "whd\r\n1", "whd  1"}
+	var ds []hookrelay.Delivery
+	for _, id := range ids {
+		ds = append(ds, hookrelay.Delivery{ID: id, EventID: "evt", DestinationID: "dest_1", Attempt: 1, NextAttemptAt: at})
+	}
+	require.NoError(t, q.Enqueue(ctx, ds))
+	s, err := js.Stream(ctx, cfg.Stream)
+	require.NoError(t, err)
+	info, err := s.Info(ctx)
+	require.NoError(t, err)
+	assert.EqualValues(t, len(ids), info.State.Msgs, "one message per delivery")
+}
