@@ -34,6 +34,8 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,6 +43,7 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/adapters/internal/brokerq"
+	"github.com/hookrelay/hookrelay/adapters/internal/redact"
 )
 
 // HeaderDeadLetterReason carries the dead-letter reason on a message in the
@@ -120,10 +123,16 @@ var _ hookrelay.Queue = (*Queue)(nil)
 
 // New connects to url, declares the topology and starts consuming. Claims
 // are leased from ledger. It fails if the first connection fails;
-// later drops are reconnected.
+// later drops are reconnected. A url that does not parse is refused with
+// an error wrapping hookrelay.ErrInvalidConfig; no error or log record
+// shows the url's user name or password.
 func New(ctx context.Context, url string, ledger hookrelay.LeaseLedger, cfg Config) (*Queue, error) {
 	if ledger == nil {
 		return nil, fmt.Errorf("%w: hookamqp: ledger is required", hookrelay.ErrInvalidConfig)
+	}
+	if _, err := amqp.ParseURI(url); err != nil {
+		return nil, &hookrelay.ValidationError{Err: hookrelay.ErrInvalidConfig, Field: "hookamqp broker URL",
+			Problem: "does not parse: " + maskURL(err.Error(), url)}
 	}
 	if err := setDefaults(&cfg); err != nil {
 		return nil, err
@@ -253,7 +262,7 @@ type broker struct {
 func (b *broker) connect(ctx context.Context) error {
 	conn, err := amqp.DialConfig(b.url, amqp.Config{Properties: amqp.Table{"connection_name": b.cfg.Name + " hookrelay queue"}})
 	if err != nil {
-		return fmt.Errorf("%w: %s", ErrNotConnected, err.Error())
+		return fmt.Errorf("%w: %s", ErrNotConnected, maskURL(err.Error(), b.url))
 	}
 	fail := func(step string, err error) error {
 		_ = conn.Close()
@@ -537,6 +546,41 @@ func (b *broker) DeadLetter(ctx context.Context, h handle, d *hookrelay.Delivery
 	}
 	return b.Ack(ctx, h)
 }
+
+// maskURL returns text (an error about rawURL) with rawURL's user
+// information masked. A URL that does not parse is quoted whole by the
+// parser, and a reserved character in the password makes it quote a piece
+// of it (`invalid port ":pa" after host`): when any piece of the password
+// is left after masking the URL, the parser's words are replaced by what
+// to do about it.
+func maskURL(text, rawURL string) string {
+	start := 0
+	if i := strings.Index(rawURL, "://"); i >= 0 {
+		start = i + len("://")
+	}
+	at := strings.LastIndex(rawURL, "@")
+	if at <= start {
+		return redact.Text(text, maxErrorText)
+	}
+	masked := rawURL[:start] + redact.Mask + rawURL[at:]
+	quoted := strconv.Quote(rawURL)
+	text = strings.ReplaceAll(text, quoted[1:len(quoted)-1], masked)
+	text = strings.ReplaceAll(text, rawURL, masked)
+	secret := rawURL[start:at]
+	if _, password, ok := strings.Cut(secret, ":"); ok {
+		secret = password
+	}
+	for n, i := min(3, len(secret)), 0; n > 0 && i+n <= len(secret); i++ {
+		if strings.Contains(text, secret[i:i+n]) {
+			return masked + ": percent-encode any reserved character (? # @ : / %) in its user name and password"
+		}
+	}
+	return redact.Text(text, maxErrorText)
+}
+
+// maxErrorText bounds the broker's words in an error: room for the URL
+// parser's advice on percent-encoding.
+const maxErrorText = 1024
 
 // translate keeps client error types out of the public API.
 func translate(err error) error {

@@ -376,3 +376,27 @@ func TestDefaultPrefetchHoldsEightRoundsOfTheDefaultConcurrency(t *testing.T) {
 	}
 	assert.Equal(t, want, held, "claims held unsettled with the default Prefetch")
 }
+
+// A broker URL that does not parse is refused as invalid config, and the
+// error names the problem without the password, whatever the password
+// holds: the URL parser quotes the whole URL, and a reserved character in
+// the password makes it quote a piece of it ("invalid port \":pa\"").
+func TestAnInvalidURLIsRefusedWithoutItsPassword(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	for _, tc := range []struct{ url, password string }{
+		{"amqp://guest:s3cr3t-pw@127.0.0.1:5672/%zz", "s3cr3t-pw"},
+		{"amqp://guest:s3cr3t-pw@[::1/", "s3cr3t-pw"},
+		{"amqp://guest:s3cr/3t-pw@127.0.0.1:5672/", "s3cr/3t-pw"},
+		{"amqp://guest:s3cr%zz3t@127.0.0.1:5672/", "s3cr%zz3t"},
+		{"amqp://guest:s3\"cr3t\x01@127.0.0.1:5672/%zz", "cr3t"},
+	} {
+		_, err := hookamqp.New(ctx, tc.url, memory.NewStore(), cfg)
+		require.Error(t, err, tc.url)
+		assert.ErrorIs(t, err, hookrelay.ErrInvalidConfig, tc.url)
+		for i := 0; i+3 <= len(tc.password); i++ {
+			assert.NotContains(t, err.Error(), tc.password[i:i+3], "%s: no piece of the password in %q", tc.url, err)
+		}
+		assert.Contains(t, err.Error(), "URL", tc.url)
+	}
+}
