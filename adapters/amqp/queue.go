@@ -33,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,7 +91,8 @@ type Config struct {
 	// 16): the worker claims that much ahead, one broker round trip
 	// for many deliveries. A smaller value makes claims smaller (Concurrency
 	// or less leaves slots idle while it holds claims); a larger one holds
-	// messages another worker could run. Defaults to DefaultPrefetch.
+	// messages another worker could run. At most 65535, what AMQP carries.
+	// Defaults to DefaultPrefetch.
 	Prefetch int
 	// ClaimWait is how long one Claim lets the broker push messages that
 	// are on their way when fewer than it asked for are at hand. Defaults
@@ -188,6 +190,9 @@ func setDefaults(cfg *Config) error {
 	switch {
 	case cfg.Prefetch < 0:
 		return bad("Prefetch", "must not be negative")
+	case cfg.Prefetch > math.MaxUint16:
+		// The protocol carries it in 16 bits; the client would wrap it.
+		return bad("Prefetch", fmt.Sprintf("is %d, over AMQP's limit of %d", cfg.Prefetch, math.MaxUint16))
 	case cfg.ClaimWait < 0:
 		return bad("ClaimWait", "must not be negative")
 	case cfg.SkipDelay < 0:

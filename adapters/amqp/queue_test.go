@@ -400,3 +400,22 @@ func TestAnInvalidURLIsRefusedWithoutItsPassword(t *testing.T) {
 		assert.Contains(t, err.Error(), "URL", tc.url)
 	}
 }
+
+// AMQP carries the prefetch count in 16 bits: a larger Prefetch is refused
+// naming the limit, not wrapped around (65536 became 0, no limit at all,
+// and 70000 became 4464); the largest that fits is accepted.
+func TestPrefetchOverTheProtocolLimitIsRefused(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	cfg.Prefetch = 65536
+	q, err := hookamqp.New(ctx, brokerURL(t), memory.NewStore(), cfg)
+	if err == nil {
+		require.NoError(t, q.Close())
+	}
+	require.ErrorIs(t, err, hookrelay.ErrInvalidConfig)
+	assert.Contains(t, err.Error(), "Prefetch")
+	assert.Contains(t, err.Error(), "65535")
+
+	cfg.Prefetch = 65535
+	newQueue(t, memory.NewStore(), cfg)
+}
