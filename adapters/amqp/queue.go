@@ -47,8 +47,9 @@ import (
 	"github.com/hookrelay/hookrelay/adapters/internal/redact"
 )
 
-// HeaderDeadLetterReason carries the dead-letter reason on a message in the
-// dead-letter queue.
+// HeaderDeadLetterReason carries the dead-letter reason (at most its first
+// 256 bytes, "…" marking a cut; the ledger's record keeps more) on a message in
+// the dead-letter queue.
 const HeaderDeadLetterReason = "Hookrelay-Dead-Letter-Reason"
 
 // HeaderDeliveryID carries the delivery ID on every message.

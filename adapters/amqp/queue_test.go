@@ -419,3 +419,27 @@ func TestPrefetchOverTheProtocolLimitIsRefused(t *testing.T) {
 	cfg.Prefetch = 65535
 	newQueue(t, memory.NewStore(), cfg)
 }
+
+// A Sender's reason can be any length; the ledger keeps it. On the
+// dead-letter queue's header it is cut, so a long one does not make the
+// broker refuse the dead-letter message (a header over the frame size).
+func TestALongReasonStillDeadLetters(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	ledger := memory.NewStore()
+	q := newQueue(t, ledger, cfg)
+	d := hookrelay.Delivery{ID: "whd_long_reason", EventID: "evt", DestinationID: "dest_1", Attempt: 1, NextAttemptAt: time.Now()}
+	_, err := ledger.Create(ctx, []hookrelay.Delivery{d})
+	require.NoError(t, err)
+	require.NoError(t, q.Enqueue(ctx, []hookrelay.Delivery{d}))
+	cs, err := q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
+	require.NoError(t, err)
+	require.Len(t, cs, 1)
+	reason := strings.Repeat("r", 1<<21)
+	require.NoError(t, q.DeadLetter(ctx, hookrelay.DeadLetterParams{Delivery: cs[0].Delivery, Lease: cs[0].Lease, Reason: reason, Now: time.Now()}))
+	require.NoError(t, q.Close())
+	got, ok := getDead(t, cfg).Headers[hookamqp.HeaderDeadLetterReason].(string)
+	require.True(t, ok)
+	assert.True(t, strings.HasPrefix(got, "rrrr"), "the reason's start is kept")
+	assert.LessOrEqual(t, len(got), 256+len("…"), "cut")
+}

@@ -36,8 +36,9 @@ import (
 	"github.com/hookrelay/hookrelay/adapters/internal/brokerq"
 )
 
-// HeaderDeadLetterReason carries the dead-letter reason on a message in the
-// dead-letter stream.
+// HeaderDeadLetterReason carries the dead-letter reason (at most its first
+// 256 bytes, "…" marking a cut; the ledger's record keeps more) on a message in
+// the dead-letter stream.
 const HeaderDeadLetterReason = "Hookrelay-Dead-Letter-Reason"
 
 // HeaderDeliveryID carries the delivery ID on every message, so operators
