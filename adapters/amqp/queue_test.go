@@ -443,3 +443,38 @@ func TestALongReasonStillDeadLetters(t *testing.T) {
 	assert.True(t, strings.HasPrefix(got, "rrrr"), "the reason's start is kept")
 	assert.LessOrEqual(t, len(got), 256+len("…"), "cut")
 }
+
+// releaseDespiteCancel is a ledger whose ReleaseLease finishes even when
+// its caller gave up, so the broker step after it is what fails.
+type releaseDespiteCancel struct{ *memory.Store }
+
+func (l releaseDespiteCancel) ReleaseLease(_ context.Context, p hookrelay.ReleaseLeaseParams) error {
+	return l.Store.ReleaseLease(context.Background(), p)
+}
+
+// A dead-letter whose publish fails (here the caller gave up) hands the
+// message back: it was neither acknowledged nor returned, so the broker
+// kept it out of reach on the consumer channel, and its prefetch slot,
+// until the connection closed.
+func TestAFailedDeadLetterHandsTheMessageBack(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	ledger := memory.NewStore()
+	q := newQueue(t, releaseDespiteCancel{ledger}, cfg)
+	d := hookrelay.Delivery{ID: "whd_dl_fails", EventID: "evt", DestinationID: "dest_1", Attempt: 1, NextAttemptAt: time.Now()}
+	_, err := ledger.Create(ctx, []hookrelay.Delivery{d})
+	require.NoError(t, err)
+	require.NoError(t, q.Enqueue(ctx, []hookrelay.Delivery{d}))
+	cs, err := q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
+	require.NoError(t, err)
+	require.Len(t, cs, 1)
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	err = q.DeadLetter(gone, hookrelay.DeadLetterParams{Delivery: cs[0].Delivery, Lease: cs[0].Lease, Reason: hookrelay.ReasonBadRequest, Now: time.Now()})
+	require.ErrorContains(t, err, "context canceled")
+
+	assert.Eventually(t, func() bool {
+		cs, err := q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
+		return err == nil && len(cs) == 1
+	}, 5*time.Second, 10*time.Millisecond, "the message is back for the ledger to decide")
+}
