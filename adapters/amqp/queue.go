@@ -33,7 +33,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,10 +44,12 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/adapters/internal/brokerq"
+	"github.com/hookrelay/hookrelay/adapters/internal/redact"
 )
 
-// HeaderDeadLetterReason carries the dead-letter reason on a message in the
-// dead-letter queue.
+// HeaderDeadLetterReason carries the dead-letter reason (at most its first
+// 256 bytes, "…" marking a cut; the ledger's record keeps more) on a message in
+// the dead-letter queue.
 const HeaderDeadLetterReason = "Hookrelay-Dead-Letter-Reason"
 
 // HeaderDeliveryID carries the delivery ID on every message.
@@ -87,7 +92,8 @@ type Config struct {
 	// 16): the worker claims that much ahead, one broker round trip
 	// for many deliveries. A smaller value makes claims smaller (Concurrency
 	// or less leaves slots idle while it holds claims); a larger one holds
-	// messages another worker could run. Defaults to DefaultPrefetch.
+	// messages another worker could run. At most 65535, what AMQP carries.
+	// Defaults to DefaultPrefetch.
 	Prefetch int
 	// ClaimWait is how long one Claim lets the broker push messages that
 	// are on their way when fewer than it asked for are at hand. Defaults
@@ -120,10 +126,16 @@ var _ hookrelay.Queue = (*Queue)(nil)
 
 // New connects to url, declares the topology and starts consuming. Claims
 // are leased from ledger. It fails if the first connection fails;
-// later drops are reconnected.
+// later drops are reconnected. A url that does not parse is refused with
+// an error wrapping hookrelay.ErrInvalidConfig; no error or log record
+// shows the url's user name or password.
 func New(ctx context.Context, url string, ledger hookrelay.LeaseLedger, cfg Config) (*Queue, error) {
 	if ledger == nil {
 		return nil, fmt.Errorf("%w: hookamqp: ledger is required", hookrelay.ErrInvalidConfig)
+	}
+	if _, err := amqp.ParseURI(url); err != nil {
+		return nil, &hookrelay.ValidationError{Err: hookrelay.ErrInvalidConfig, Field: "hookamqp broker URL",
+			Problem: "does not parse: " + maskURL(err.Error(), url)}
 	}
 	if err := setDefaults(&cfg); err != nil {
 		return nil, err
@@ -179,6 +191,9 @@ func setDefaults(cfg *Config) error {
 	switch {
 	case cfg.Prefetch < 0:
 		return bad("Prefetch", "must not be negative")
+	case cfg.Prefetch > math.MaxUint16:
+		// The protocol carries it in 16 bits; the client would wrap it.
+		return bad("Prefetch", fmt.Sprintf("is %d, over AMQP's limit of %d", cfg.Prefetch, math.MaxUint16))
 	case cfg.ClaimWait < 0:
 		return bad("ClaimWait", "must not be negative")
 	case cfg.SkipDelay < 0:
@@ -253,7 +268,7 @@ type broker struct {
 func (b *broker) connect(ctx context.Context) error {
 	conn, err := amqp.DialConfig(b.url, amqp.Config{Properties: amqp.Table{"connection_name": b.cfg.Name + " hookrelay queue"}})
 	if err != nil {
-		return fmt.Errorf("%w: %s", ErrNotConnected, err.Error())
+		return fmt.Errorf("%w: %s", ErrNotConnected, maskURL(err.Error(), b.url))
 	}
 	fail := func(step string, err error) error {
 		_ = conn.Close()
@@ -537,6 +552,41 @@ func (b *broker) DeadLetter(ctx context.Context, h handle, d *hookrelay.Delivery
 	}
 	return b.Ack(ctx, h)
 }
+
+// maskURL returns text (an error about rawURL) with rawURL's user
+// information masked. A URL that does not parse is quoted whole by the
+// parser, and a reserved character in the password makes it quote a piece
+// of it (`invalid port ":pa" after host`): when any piece of the password
+// is left after masking the URL, the parser's words are replaced by what
+// to do about it.
+func maskURL(text, rawURL string) string {
+	start := 0
+	if i := strings.Index(rawURL, "://"); i >= 0 {
+		start = i + len("://")
+	}
+	at := strings.LastIndex(rawURL, "@")
+	if at <= start {
+		return redact.Text(text, maxErrorText)
+	}
+	masked := rawURL[:start] + redact.Mask + rawURL[at:]
+	quoted := strconv.Quote(rawURL)
+	text = strings.ReplaceAll(text, quoted[1:len(quoted)-1], masked)
+	text = strings.ReplaceAll(text, rawURL, masked)
+	secret := rawURL[start:at]
+	if _, password, ok := strings.Cut(secret, ":"); ok {
+		secret = password
+	}
+	for n, i := min(3, len(secret)), 0; n > 0 && i+n <= len(secret); i++ {
+		if strings.Contains(text, secret[i:i+n]) {
+			return masked + ": percent-encode any reserved character (? # @ : / %) in its user name and password"
+		}
+	}
+	return redact.Text(text, maxErrorText)
+}
+
+// maxErrorText bounds the broker's words in an error: room for the URL
+// parser's advice on percent-encoding.
+const maxErrorText = 1024
 
 // translate keeps client error types out of the public API.
 func translate(err error) error {

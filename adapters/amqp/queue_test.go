@@ -376,3 +376,105 @@ func TestDefaultPrefetchHoldsEightRoundsOfTheDefaultConcurrency(t *testing.T) {
 	}
 	assert.Equal(t, want, held, "claims held unsettled with the default Prefetch")
 }
+
+// A broker URL that does not parse is refused as invalid config, and the
+// error names the problem without the password, whatever the password
+// holds: the URL parser quotes the whole URL, and a reserved character in
+// the password makes it quote a piece of it ("invalid port \":pa\"").
+func TestAnInvalidURLIsRefusedWithoutItsPassword(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	for _, tc := range []struct{ url, password string }{
+		{"amqp://guest:s3cr3t-pw@127.0.0.1:5672/%zz", "s3cr3t-pw"},
+		{"amqp://guest:s3cr3t-pw@[::1/", "s3cr3t-pw"},
+		{"amqp://guest:s3cr/3t-pw@127.0.0.1:5672/", "s3cr/3t-pw"},
+		{"amqp://guest:s3cr%zz3t@127.0.0.1:5672/", "s3cr%zz3t"},
+		{"amqp://guest:s3\"cr3t\x01@127.0.0.1:5672/%zz", "cr3t"},
+	} {
+		_, err := hookamqp.New(ctx, tc.url, memory.NewStore(), cfg)
+		require.Error(t, err, tc.url)
+		assert.ErrorIs(t, err, hookrelay.ErrInvalidConfig, tc.url)
+		for i := 0; i+3 <= len(tc.password); i++ {
+			assert.NotContains(t, err.Error(), tc.password[i:i+3], "%s: no piece of the password in %q", tc.url, err)
+		}
+		assert.Contains(t, err.Error(), "URL", tc.url)
+	}
+}
+
+// AMQP carries the prefetch count in 16 bits: a larger Prefetch is refused
+// naming the limit, not wrapped around (65536 became 0, no limit at all,
+// and 70000 became 4464); the largest that fits is accepted.
+func TestPrefetchOverTheProtocolLimitIsRefused(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	cfg.Prefetch = 65536
+	q, err := hookamqp.New(ctx, brokerURL(t), memory.NewStore(), cfg)
+	if err == nil {
+		require.NoError(t, q.Close())
+	}
+	require.ErrorIs(t, err, hookrelay.ErrInvalidConfig)
+	assert.Contains(t, err.Error(), "Prefetch")
+	assert.Contains(t, err.Error(), "65535")
+
+	cfg.Prefetch = 65535
+	newQueue(t, memory.NewStore(), cfg)
+}
+
+// A Sender's reason can be any length; the ledger keeps it. On the
+// dead-letter queue's header it is cut, so a long one does not make the
+// broker refuse the dead-letter message (a header over the frame size).
+func TestALongReasonStillDeadLetters(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	ledger := memory.NewStore()
+	q := newQueue(t, ledger, cfg)
+	d := hookrelay.Delivery{ID: "whd_long_reason", EventID: "evt", DestinationID: "dest_1", Attempt: 1, NextAttemptAt: time.Now()}
+	_, err := ledger.Create(ctx, []hookrelay.Delivery{d})
+	require.NoError(t, err)
+	require.NoError(t, q.Enqueue(ctx, []hookrelay.Delivery{d}))
+	cs, err := q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
+	require.NoError(t, err)
+	require.Len(t, cs, 1)
+	reason := strings.Repeat("r", 1<<21)
+	require.NoError(t, q.DeadLetter(ctx, hookrelay.DeadLetterParams{Delivery: cs[0].Delivery, Lease: cs[0].Lease, Reason: reason, Now: time.Now()}))
+	require.NoError(t, q.Close())
+	got, ok := getDead(t, cfg).Headers[hookamqp.HeaderDeadLetterReason].(string)
+	require.True(t, ok)
+	assert.True(t, strings.HasPrefix(got, "rrrr"), "the reason's start is kept")
+	assert.LessOrEqual(t, len(got), 256+len("…"), "cut")
+}
+
+// releaseDespiteCancel is a ledger whose ReleaseLease finishes even when
+// its caller gave up, so the broker step after it is what fails.
+type releaseDespiteCancel struct{ *memory.Store }
+
+func (l releaseDespiteCancel) ReleaseLease(_ context.Context, p hookrelay.ReleaseLeaseParams) error {
+	return l.Store.ReleaseLease(context.Background(), p)
+}
+
+// A dead-letter whose publish fails (here the caller gave up) hands the
+// message back: it was neither acknowledged nor returned, so the broker
+// kept it out of reach on the consumer channel, and its prefetch slot,
+// until the connection closed.
+func TestAFailedDeadLetterHandsTheMessageBack(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	ledger := memory.NewStore()
+	q := newQueue(t, releaseDespiteCancel{ledger}, cfg)
+	d := hookrelay.Delivery{ID: "whd_dl_fails", EventID: "evt", DestinationID: "dest_1", Attempt: 1, NextAttemptAt: time.Now()}
+	_, err := ledger.Create(ctx, []hookrelay.Delivery{d})
+	require.NoError(t, err)
+	require.NoError(t, q.Enqueue(ctx, []hookrelay.Delivery{d}))
+	cs, err := q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
+	require.NoError(t, err)
+	require.Len(t, cs, 1)
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	err = q.DeadLetter(gone, hookrelay.DeadLetterParams{Delivery: cs[0].Delivery, Lease: cs[0].Lease, Reason: hookrelay.ReasonBadRequest, Now: time.Now()})
+	require.ErrorContains(t, err, "context canceled")
+
+	assert.Eventually(t, func() bool {
+		cs, err := q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
+		return err == nil && len(cs) == 1
+	}, 5*time.Second, 10*time.Millisecond, "the message is back for the ledger to decide")
+}

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -35,8 +36,9 @@ import (
 	"github.com/hookrelay/hookrelay/adapters/internal/brokerq"
 )
 
-// HeaderDeadLetterReason carries the dead-letter reason on a message in the
-// dead-letter stream.
+// HeaderDeadLetterReason carries the dead-letter reason (at most its first
+// 256 bytes, "…" marking a cut; the ledger's record keeps more) on a message in
+// the dead-letter stream.
 const HeaderDeadLetterReason = "Hookrelay-Dead-Letter-Reason"
 
 // HeaderDeliveryID carries the delivery ID on every message, so operators
@@ -247,7 +249,7 @@ func (b *broker) Publish(ctx context.Context, ds []hookrelay.Delivery) error {
 		// The message ID makes the server drop a publish repeated within its
 		// duplicate window (a retried publish whose acknowledgement was
 		// lost); a later enqueue of the same delivery (a redrive) differs.
-		m.Header.Set(jetstream.MsgIDHeader, d.ID+"/"+strconv.Itoa(d.Attempt)+"/"+strconv.FormatInt(d.NextAttemptAt.UnixNano(), 10))
+		m.Header.Set(jetstream.MsgIDHeader, msgIDPart(d.ID)+"/"+strconv.Itoa(d.Attempt)+"/"+strconv.FormatInt(d.NextAttemptAt.UnixNano(), 10))
 		if acks[i], err = b.js.PublishMsgAsync(m); err != nil {
 			errs = append(errs, &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: d.ID, Err: translate(err)})
 		}
@@ -315,7 +317,7 @@ func (b *broker) DeadLetter(ctx context.Context, m jetstream.Msg, d *hookrelay.D
 		}
 		dm.Data = body
 		dm.Header.Set(HeaderDeliveryID, d.ID)
-		dm.Header.Set(jetstream.MsgIDHeader, "dead/"+d.ID+"/"+strconv.Itoa(d.Attempt))
+		dm.Header.Set(jetstream.MsgIDHeader, "dead/"+msgIDPart(d.ID)+"/"+strconv.Itoa(d.Attempt))
 	}
 	dm.Header.Set(HeaderDeadLetterReason, reason)
 	if _, err := b.js.PublishMsg(ctx, dm); err != nil {
@@ -323,6 +325,13 @@ func (b *broker) DeadLetter(ctx context.Context, m jetstream.Msg, d *hookrelay.D
 	}
 	return translate(m.DoubleAck(ctx))
 }
+
+// msgIDPart is a delivery ID as it goes into a message ID: escaped, so
+// that no two IDs give the same message ID. The server trims the blanks
+// around a header value and line breaks become spaces, so " whd_1" or
+// "whd\n1" sent raw would be taken for a repeat of "whd_1" or "whd 1" and
+// dropped as a duplicate.
+func msgIDPart(id string) string { return url.QueryEscape(id) }
 
 // translate keeps client error types out of the public API: the message
 // survives, the type does not.

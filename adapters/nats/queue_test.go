@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -209,4 +210,54 @@ func TestOversizedEnvelopeDoesNotHoldBackTheOthers(t *testing.T) {
 	info, err := s.Info(ctx)
 	require.NoError(t, err)
 	assert.EqualValues(t, 2, info.State.Msgs, "both small deliveries were published")
+}
+
+// Delivery IDs that differ only where a NATS header value loses its
+// spelling (leading or trailing blanks, which the server trims; line
+// breaks, which become spaces) are different deliveries: none of them is
+// taken for a repeated publish of another and dropped.
+func TestIDsDifferingOnlyInBlanksOrLineBreaksAreAllPublished(t *testing.T) {
+	ctx := context.Background()
+	js := connect(t)
+	cfg := testConfig(t, js)
+	q := newQueue(t, js, memory.NewStore(), cfg)
+	at := time.Now()
+	ids := []string{"whd_1", " whd_1", "whd_1 ", "\twhd_1", "whd 1", "whd\n1", "whd\r1", "whd\r\n1", "whd  1"}
+	var ds []hookrelay.Delivery
+	for _, id := range ids {
+		ds = append(ds, hookrelay.Delivery{ID: id, EventID: "evt", DestinationID: "dest_1", Attempt: 1, NextAttemptAt: at})
+	}
+	require.NoError(t, q.Enqueue(ctx, ds))
+	s, err := js.Stream(ctx, cfg.Stream)
+	require.NoError(t, err)
+	info, err := s.Info(ctx)
+	require.NoError(t, err)
+	assert.EqualValues(t, len(ids), info.State.Msgs, "one message per delivery")
+}
+
+// A Sender's reason can be any length; the ledger keeps it. On the
+// dead-letter stream's header it is cut, so a long one does not make the
+// dead-letter message too large to publish.
+func TestALongReasonStillDeadLetters(t *testing.T) {
+	ctx := context.Background()
+	js := connect(t)
+	cfg := testConfig(t, js)
+	ledger := memory.NewStore()
+	q := newQueue(t, js, ledger, cfg)
+	d := hookrelay.Delivery{ID: "whd_long_reason", EventID: "evt", DestinationID: "dest_1", Attempt: 1, NextAttemptAt: time.Now()}
+	_, err := ledger.Create(ctx, []hookrelay.Delivery{d})
+	require.NoError(t, err)
+	require.NoError(t, q.Enqueue(ctx, []hookrelay.Delivery{d}))
+	cs, err := q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
+	require.NoError(t, err)
+	require.Len(t, cs, 1)
+	reason := strings.Repeat("r", int(js.Conn().MaxPayload())+1)
+	require.NoError(t, q.DeadLetter(ctx, hookrelay.DeadLetterParams{Delivery: cs[0].Delivery, Lease: cs[0].Lease, Reason: reason, Now: time.Now()}))
+	dlq, err := js.Stream(ctx, cfg.Stream+"_DEAD")
+	require.NoError(t, err)
+	msg, err := dlq.GetMsg(ctx, 1)
+	require.NoError(t, err)
+	got := msg.Header.Get(hooknats.HeaderDeadLetterReason)
+	assert.True(t, strings.HasPrefix(got, "rrrr"), "the reason's start is kept")
+	assert.LessOrEqual(t, len(got), 256+len("…"), "cut")
 }

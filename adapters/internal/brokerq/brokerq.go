@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/adapters/internal/redact"
 )
 
 // Broker is what an adapter provides for its message handle type M. Every
@@ -46,7 +47,9 @@ type Broker[M any] interface {
 	// from now on; a broker that redelivers the same message may ignore it.
 	Redeliver(ctx context.Context, m M, delay time.Duration, next *hookrelay.Delivery) error
 	// DeadLetter publishes the envelope (d, or the raw body when d is nil)
-	// to the dead-letter path with the reason, then acknowledges m.
+	// to the dead-letter path with the reason (at most MaxReasonBytes,
+	// valid UTF-8), then acknowledges m. On failure m is left as it was;
+	// the Queue hands it back.
 	DeadLetter(ctx context.Context, m M, d *hookrelay.Delivery, reason string) error
 }
 
@@ -260,7 +263,7 @@ func (q *Queue[M]) prepare(ctx context.Context, m M, p hookrelay.ClaimParams) (h
 	}
 	if err != nil {
 		q.cfg.Logger.ErrorContext(ctx, "hookrelay broker queue: unreadable message dead-lettered", "error", err)
-		return d, false, q.broker.DeadLetter(ctx, m, nil, hookrelay.ReasonMalformedEnvelope)
+		return d, false, q.deadLetter(ctx, m, nil, hookrelay.ReasonMalformedEnvelope)
 	}
 	if slices.Contains(p.SkipDestinations, d.DestinationID) {
 		return d, false, q.broker.Redeliver(ctx, m, q.cfg.SkipDelay, nil)
@@ -361,8 +364,14 @@ func (q *Queue[M]) handBack(ctx context.Context, m M, rel hookrelay.ReleaseLease
 	return nil
 }
 
+// MaxReasonBytes bounds the reason a dead-letter message carries in a
+// header: a Sender's reason can be any length (the ledger keeps
+// hookrelay.StorableText of it), and a long one made the broker refuse
+// the message (over NATS max_payload, over an AMQP frame).
+const MaxReasonBytes = 256
+
 // DeadLetter publishes the delivery to the dead-letter path with its reason
-// and acknowledges the message. Dead-lettering a delivery this process no
+// (cut to MaxReasonBytes, "…" marking the cut) and acknowledges the message. Dead-lettering a delivery this process no
 // longer holds is a no-op when the ledger already says dead.
 func (q *Queue[M]) DeadLetter(ctx context.Context, p hookrelay.DeadLetterParams) error {
 	m, ok := q.take(p.Delivery.ID, p.Lease)
@@ -378,7 +387,20 @@ func (q *Queue[M]) DeadLetter(ctx context.Context, p hookrelay.DeadLetterParams)
 		return &hookrelay.OpError{Op: "ledger.release_lease", DeliveryID: p.Delivery.ID, Err: err}
 	}
 	d := p.Delivery
-	return q.broker.DeadLetter(ctx, m, &d, p.Reason)
+	return q.deadLetter(ctx, m, &d, redact.Cut(p.Reason, MaxReasonBytes))
+}
+
+// deadLetter moves m to the dead-letter path, or hands it back when that
+// fails: a message neither acknowledged nor handed back stays out of reach
+// (on RabbitMQ, held on its channel with its prefetch slot until the
+// connection closes). Once back, the ledger decides: a dead record's
+// message is acknowledged, a pending one's claimed again.
+func (q *Queue[M]) deadLetter(ctx context.Context, m M, d *hookrelay.Delivery, reason string) error {
+	err := q.broker.DeadLetter(ctx, m, d, reason)
+	if err != nil {
+		_ = q.broker.Redeliver(ctx, m, q.cfg.ErrorDelay, nil)
+	}
+	return err
 }
 
 // Release redelivers the message at p.At without spending an attempt.
