@@ -345,7 +345,9 @@ func mysqlDSNSets(dsn, name string) bool {
 // migrate. opts.Dialect is ignored.
 func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) {
 	if path == "" || strings.ContainsAny(path, "?#") {
-		return nil, fmt.Errorf("hooksql: OpenSQLite: path %q must be a file name without '?' or '#'", path)
+		// A server DSN passed here by mistake has a '?': its password is
+		// not printed.
+		return nil, fmt.Errorf("hooksql: OpenSQLite: path %q must be a file name without '?' or '#'", redact(path, dsnSecrets(path)))
 	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
