@@ -211,6 +211,7 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 // MySQL, modernc sqlite for SQLite), checks that the database answers and
 // returns a Store that owns the connection pool: Close closes it. It does not
 // migrate. opts.Dialect is ignored. Errors never contain the DSN's password.
+// A PostgreSQL URL's scheme may be spelt in any case (POSTGRES://…).
 //
 // On MySQL, Open turns on the driver's interpolateParams unless the DSN
 // sets it: the driver then puts a statement's arguments into its text, and
@@ -222,6 +223,9 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 func Open(ctx context.Context, dialect Dialect, dsn string, opts Options) (*Store, error) {
 	opts.Dialect = dialect
 	secrets := dsnSecrets(dsn)
+	if dialect == Postgres {
+		dsn = lowerURLScheme(dsn)
+	}
 	switch dialect {
 	case SQLite, Postgres, MySQL:
 	default:
@@ -253,6 +257,19 @@ func Open(ctx context.Context, dialect Dialect, dsn string, opts Options) (*Stor
 		return nil, s.dbErr("open", err)
 	}
 	return s, nil
+}
+
+// lowerURLScheme writes a postgres:// or postgresql:// URL's scheme in
+// lower case: schemes are case-insensitive, but pgx takes any other
+// spelling for keyword=value text and would connect to its default server
+// instead, sending the URL (password included) as a parameter name.
+func lowerURLScheme(dsn string) string {
+	for _, scheme := range []string{"postgres://", "postgresql://"} {
+		if len(dsn) >= len(scheme) && strings.EqualFold(dsn[:len(scheme)], scheme) {
+			return scheme + dsn[len(scheme):]
+		}
+	}
+	return dsn
 }
 
 // openDB opens a pool on dsn with dialect's driver and the driver
