@@ -49,3 +49,25 @@ func TestOpenPostgresAcceptsAnUpperCaseURLScheme(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 }
+
+// TestErrorsDoNotLeakAnEscapedKeywordPassword: in keyword=value form a
+// password may hold backslash-escaped quotes and spaces; no part of it
+// appears in an error.
+func TestErrorsDoNotLeakAnEscapedKeywordPassword(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, dsn := range []string{
+		`host=127.0.0.1 port=1 user=x password='s3cret\' tail-pw' sslmode=bogus`,
+		`host=127.0.0.1 port=1 user=x password=s3cret\ tail-pw sslmode=bogus`,
+		`host=127.0.0.1 port=1 user=x password='s3cret\' tail-pw' connect_timeout=2`,
+	} {
+		_, err := Open(ctx, Postgres, dsn, Options{})
+		require.Error(t, err, dsn)
+		assert.NotContains(t, err.Error(), "s3cret", dsn)
+		assert.NotContains(t, err.Error(), "tail-pw", dsn)
+	}
+	_, err := OpenSQLite(ctx, `host=127.0.0.1 password='s3cret\' tail-pw' sslmode=disable#`, Options{})
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "s3cret")
+	assert.NotContains(t, err.Error(), "tail-pw")
+}

@@ -210,7 +210,8 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 // Open opens dsn with the driver for dialect (pgx for Postgres, mysql for
 // MySQL, modernc sqlite for SQLite), checks that the database answers and
 // returns a Store that owns the connection pool: Close closes it. It does not
-// migrate. opts.Dialect is ignored. Errors never contain the DSN's password.
+// migrate. opts.Dialect is ignored. Errors never contain the DSN's password
+// (nor, when pgx cannot parse it, the DSN).
 // A PostgreSQL URL's scheme may be spelt in any case (POSTGRES://…).
 //
 // On MySQL, Open turns on the driver's interpolateParams unless the DSN
@@ -237,7 +238,7 @@ func Open(ctx context.Context, dialect Dialect, dsn string, opts Options) (*Stor
 	}
 	db, err := openDB(dialect, dsn, lifetime)
 	if err != nil {
-		return nil, fmt.Errorf("hooksql: open %s: %s", dialect, redact(err.Error(), secrets))
+		return nil, fmt.Errorf("hooksql: open %s: %s", dialect, redact(withoutConnString(err), secrets))
 	}
 	s, err := New(db, opts)
 	if err != nil {
