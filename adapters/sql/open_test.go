@@ -3,10 +3,12 @@ package hooksql
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hookrelay/hookrelay"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -70,4 +72,37 @@ func TestErrorsDoNotLeakAnEscapedKeywordPassword(t *testing.T) {
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "s3cret")
 	assert.NotContains(t, err.Error(), "tail-pw")
+}
+
+// TestAPoolOfOneConnectionStoresDeliveries: Options.MaxOpenConns 1 is
+// accepted, so a Store on one connection must not wait for a second one
+// while its transaction holds the first (on MariaDB/MySQL, Create looked
+// up the server's version on the pool inside its transaction and waited
+// forever).
+func TestAPoolOfOneConnectionStoresDeliveries(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		opts := Options{MaxOpenConns: 1, TablePrefix: randomPrefix()}
+		var s *Store
+		var err error
+		if b.dialect == SQLite {
+			s, err = OpenSQLite(ctx, filepath.Join(t.TempDir(), "one.db"), opts)
+		} else {
+			s, err = Open(ctx, b.dialect, os.Getenv(b.envVar), opts)
+		}
+		require.NoError(t, err)
+		defer s.Close()
+		require.NoError(t, s.Migrate(ctx))
+		defer dropTables(t, s)
+
+		_, err = s.Create(ctx, []hookrelay.Delivery{newDelivery("evt_1", "dst_1", t0)})
+		require.NoError(t, err, "Create on a pool of one")
+		tx, err := s.DB().BeginTx(ctx, nil)
+		require.NoError(t, err)
+		_, err = s.EnqueueTx(ctx, tx, []hookrelay.Delivery{newDelivery("evt_2", "dst_1", t0)})
+		require.NoError(t, err, "EnqueueTx in the pool's only connection")
+		require.NoError(t, tx.Commit())
+		assert.Len(t, claimAll(t, s, t0), 2)
+	})
 }
