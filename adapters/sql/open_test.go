@@ -74,6 +74,22 @@ func TestErrorsDoNotLeakAnEscapedKeywordPassword(t *testing.T) {
 	assert.NotContains(t, err.Error(), "tail-pw")
 }
 
+// TestSQLiteInMemoryDatabaseIsRefused: an in-memory SQLite database
+// belongs to one connection (or, shared, lives only while one is open),
+// so a pooled Store would see tables vanish and lose what it stored. It is
+// refused at open, saying so.
+func TestSQLiteInMemoryDatabaseIsRefused(t *testing.T) {
+	ctx := context.Background()
+	_, err := OpenSQLite(ctx, ":memory:", Options{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "in-memory")
+	for _, dsn := range []string{":memory:", "file::memory:", "file::memory:?cache=shared", "file:hr?mode=memory&cache=shared", "", "file:"} {
+		_, err := Open(ctx, SQLite, dsn, Options{})
+		require.Error(t, err, "%q", dsn)
+		assert.Contains(t, err.Error(), "in-memory", "%q", dsn)
+	}
+}
+
 // TestAPoolOfOneConnectionStoresDeliveries: Options.MaxOpenConns 1 is
 // accepted, so a Store on one connection must not wait for a second one
 // while its transaction holds the first (on MariaDB/MySQL, Create looked

@@ -211,7 +211,9 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 // MySQL, modernc sqlite for SQLite), checks that the database answers and
 // returns a Store that owns the connection pool: Close closes it. It does not
 // migrate. opts.Dialect is ignored. Errors never contain the DSN's password
-// (nor, when pgx cannot parse it, the DSN).
+// (nor, when pgx cannot parse it, the DSN). An in-memory SQLite database
+// (":memory:", mode=memory) is refused: each pooled connection would have
+// its own, or the database would vanish when its last connection closed.
 // A PostgreSQL URL's scheme may be spelt in any case (POSTGRES://…).
 //
 // On MySQL, Open turns on the driver's interpolateParams unless the DSN
@@ -231,6 +233,9 @@ func Open(ctx context.Context, dialect Dialect, dsn string, opts Options) (*Stor
 	case SQLite, Postgres, MySQL:
 	default:
 		return nil, fmt.Errorf("hooksql: dialect %q is unknown (want sqlite, postgres or mysql)", dialect)
+	}
+	if dialect == SQLite && sqliteInMemory(dsn) {
+		return nil, errors.New(`hooksql: open sqlite: an in-memory database (":memory:", mode=memory or no file name) belongs to one connection, or lives only while one is open, so the Store's pool would lose tables and deliveries; use a file (in tests, one in a temporary directory) or the memory adapter`)
 	}
 	lifetime := opts.ConnMaxLifetime
 	if lifetime <= 0 {
@@ -271,6 +276,18 @@ func lowerURLScheme(dsn string) string {
 		}
 	}
 	return dsn
+}
+
+// sqliteInMemory reports whether a SQLite DSN names an in-memory database
+// (or, with no file name, a temporary one of its connection's own).
+func sqliteInMemory(dsn string) bool {
+	name, query, _ := strings.Cut(dsn, "?")
+	name = strings.TrimPrefix(name, "file:")
+	if name == "" || name == ":memory:" {
+		return true
+	}
+	q, _ := url.ParseQuery(query)
+	return q.Get("mode") == "memory"
 }
 
 // openDB opens a pool on dsn with dialect's driver and the driver
@@ -360,7 +377,8 @@ func mysqlDSNSets(dsn, name string) bool {
 // WAL mode with synchronous=FULL (a commit survives a power loss, not only a
 // crash), a busy timeout and immediate write transactions, and returns a
 // Store that owns it. Several processes may open the same file. It does not
-// migrate. opts.Dialect is ignored.
+// migrate. opts.Dialect is ignored. The directory must exist; ":memory:" is
+// refused (see Open).
 func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) {
 	if path == "" || strings.ContainsAny(path, "?#") {
 		// A server DSN passed here by mistake has a '?': its password is
