@@ -90,6 +90,31 @@ func TestSQLiteInMemoryDatabaseIsRefused(t *testing.T) {
 	}
 }
 
+// TestOpenSQLiteOpensTheFileItIsGiven: a '%' in the path, or a path
+// starting with "//", names the file as written (SQLite's file: URIs
+// decode %XX and read "//" as an authority).
+func TestOpenSQLiteOpensTheFileItIsGiven(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for _, name := range []string{"pay%41ments.db", "with space.db", "100%.db"} {
+		s, err := OpenSQLite(ctx, filepath.Join(dir, name), Options{})
+		require.NoError(t, err, name)
+		require.NoError(t, s.Migrate(ctx))
+		require.NoError(t, s.Close())
+		_, err = os.Stat(filepath.Join(dir, name))
+		assert.NoError(t, err, "the file named %q exists", name)
+	}
+	_, err := os.Stat(filepath.Join(dir, "payAments.db"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "no file under a decoded name")
+
+	s, err := OpenSQLite(ctx, "/"+filepath.Join(dir, "slashes.db"), Options{})
+	require.NoError(t, err)
+	require.NoError(t, s.Migrate(ctx))
+	require.NoError(t, s.Close())
+	_, err = os.Stat(filepath.Join(dir, "slashes.db"))
+	assert.NoError(t, err)
+}
+
 // TestAPoolOfOneConnectionStoresDeliveries: Options.MaxOpenConns 1 is
 // accepted, so a Store on one connection must not wait for a second one
 // while its transaction holds the first (on MariaDB/MySQL, Create looked

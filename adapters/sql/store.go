@@ -390,12 +390,25 @@ func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Set("_txlock", "immediate")
-	s, err := Open(ctx, SQLite, "file:"+path+"?"+q.Encode(), opts)
+	s, err := Open(ctx, SQLite, sqliteFileURI(path)+"?"+q.Encode(), opts)
 	if err != nil {
 		return nil, err
 	}
 	s.txStmts = true
 	return s, nil
+}
+
+// sqliteFileURI is the file: URI of the file path names. SQLite decodes
+// %XX in a URI's path and reads a path after "file://" as starting with
+// an authority, so '%' is escaped and an absolute path gets an empty
+// authority ("file:///…"): a name like "100%.db" or "//data/x.db" opens
+// that file.
+func sqliteFileURI(path string) string {
+	path = strings.ReplaceAll(path, "%", "%25")
+	if strings.HasPrefix(path, "/") {
+		return "file://" + path
+	}
+	return "file:" + path
 }
 
 // DB returns the connection pool the Store uses, e.g. to begin the
