@@ -2,6 +2,7 @@ package hooksql
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,6 +113,27 @@ func TestOpenSQLiteOpensTheFileItIsGiven(t *testing.T) {
 	require.NoError(t, s.Migrate(ctx))
 	require.NoError(t, s.Close())
 	_, err = os.Stat(filepath.Join(dir, "slashes.db"))
+	assert.NoError(t, err)
+}
+
+// TestNewRefusesADialectOtherThanTheDriversOwn: a pool of a driver the
+// Store knows, given with another dialect, is refused at New naming
+// Options.Dialect, instead of failing later with a syntax error.
+func TestNewRefusesADialectOtherThanTheDriversOwn(t *testing.T) {
+	db := serverlessDB(t)
+	for _, d := range []Dialect{Postgres, MySQL} {
+		_, err := New(db, Options{Dialect: d})
+		require.Error(t, err, d)
+		assert.Contains(t, err.Error(), "Options.Dialect")
+		assert.Contains(t, err.Error(), string(d))
+	}
+	pg, err := sql.Open("pgx", "postgres://127.0.0.1:1/test")
+	require.NoError(t, err)
+	defer pg.Close()
+	_, err = New(pg, Options{Dialect: SQLite})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Options.Dialect")
+	_, err = New(pg, Options{Dialect: Postgres})
 	assert.NoError(t, err)
 }
 

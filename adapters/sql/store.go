@@ -21,7 +21,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
-	_ "modernc.org/sqlite"
+	"modernc.org/sqlite"
 )
 
 // Dialect names the SQL database behind a Store.
@@ -152,7 +152,9 @@ var (
 
 // New returns a Store on db, which must be open on the database named by
 // opts.Dialect. The caller keeps ownership of db: Close does not close it.
-// New does not touch the database; call Migrate before first use.
+// New does not touch the database; call Migrate before first use. A db of
+// the pgx, go-sql-driver/mysql or modernc.org/sqlite driver with another
+// dialect is refused; a driver of another kind is taken at its word.
 //
 // New leaves db's pool settings alone. A pool shared with a running worker
 // needs idle connections: set db.SetMaxIdleConns to the same value as
@@ -182,6 +184,9 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 	default:
 		return nil, fmt.Errorf("hooksql: Options.Dialect %q is unknown (want sqlite, postgres or mysql)", opts.Dialect)
 	}
+	if d, ok := driverDialect(db.Driver()); ok && d != opts.Dialect {
+		return nil, fmt.Errorf("hooksql: Options.Dialect is %s, but db's driver is %s's", opts.Dialect, d)
+	}
 	if opts.TablePrefix == "" {
 		opts.TablePrefix = DefaultTablePrefix
 	}
@@ -205,6 +210,21 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 		db: db, dialect: opts.Dialect, prefix: opts.TablePrefix, maxPay: opts.MaxPayloadBytes,
 		sqliteWriter: make(chan struct{}, 1), pgxArgs: pgxArgs && opts.Dialect == Postgres,
 	}, nil
+}
+
+// driverDialect is the dialect of one of the three drivers Open uses; a
+// driver of another kind (another PostgreSQL driver, a wrapper) is not
+// known.
+func driverDialect(d driver.Driver) (Dialect, bool) {
+	switch d.(type) {
+	case *sqlite.Driver:
+		return SQLite, true
+	case *stdlib.Driver:
+		return Postgres, true
+	case *mysql.MySQLDriver:
+		return MySQL, true
+	}
+	return "", false
 }
 
 // Open opens dsn with the driver for dialect (pgx for Postgres, mysql for
