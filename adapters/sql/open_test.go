@@ -137,6 +137,18 @@ func TestNewRefusesADialectOtherThanTheDriversOwn(t *testing.T) {
 	assert.NoError(t, err)
 }
 
+// TestOpenMySQLWithAURLSaysWhichFormItWants: go-sql-driver/mysql takes
+// user:password@tcp(host:port)/dbname; a mysql:// URL is refused saying
+// so, without its password.
+func TestOpenMySQLWithAURLSaysWhichFormItWants(t *testing.T) {
+	for _, dsn := range []string{"mysql://hookrelay:s3cret-pw@127.0.0.1:1/test", "MariaDB://hookrelay:s3cret-pw@127.0.0.1/test?parseTime=true"} {
+		_, err := Open(context.Background(), MySQL, dsn, Options{})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "user:password@tcp(host:port)/dbname")
+		assert.NotContains(t, err.Error(), "s3cret-pw")
+	}
+}
+
 // TestAPoolOfOneConnectionStoresDeliveries: Options.MaxOpenConns 1 is
 // accepted, so a Store on one connection must not wait for a second one
 // while its transaction holds the first (on MariaDB/MySQL, Create looked

@@ -370,6 +370,10 @@ func retirementAge(lifetime time.Duration, u float64) time.Duration {
 func openMySQL(dsn string) (*sql.DB, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
+		if urlScheme.MatchString(dsn) {
+			// The driver's own error names an unknown network.
+			return nil, errors.New("the DSN must be in go-sql-driver/mysql form, user:password@tcp(host:port)/dbname, not a URL")
+		}
 		return nil, err
 	}
 	if !mysqlDSNSets(dsn, "interpolateParams") {
@@ -381,6 +385,9 @@ func openMySQL(dsn string) (*sql.DB, error) {
 	}
 	return sql.OpenDB(conn), nil
 }
+
+// urlScheme matches the start of a URL (mysql://…).
+var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
 
 // mysqlDSNSets reports whether a MySQL DSN sets the parameter name. The
 // parameters follow the '?' after the last '/' (the database name's
