@@ -149,6 +149,26 @@ func TestOpenMySQLWithAURLSaysWhichFormItWants(t *testing.T) {
 	}
 }
 
+// TestOptionErrorsAreBounded: an over-long option is named and quoted in
+// part, so its refusal is not as long as the input.
+func TestOptionErrorsAreBounded(t *testing.T) {
+	huge := strings.Repeat("A", 1<<20)
+	_, err := New(serverlessDB(t), Options{Dialect: SQLite, TablePrefix: huge})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Options.TablePrefix")
+	assert.Less(t, len(err.Error()), 500)
+	_, err = New(serverlessDB(t), Options{Dialect: Dialect(huge)})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Options.Dialect")
+	assert.Less(t, len(err.Error()), 500)
+	_, err = Open(context.Background(), Dialect(huge), "x", Options{})
+	require.Error(t, err)
+	assert.Less(t, len(err.Error()), 500)
+	_, err = OpenSQLite(context.Background(), huge+"?", Options{})
+	require.Error(t, err)
+	assert.Less(t, len(err.Error()), 500)
+}
+
 // TestAPoolOfOneConnectionStoresDeliveries: Options.MaxOpenConns 1 is
 // accepted, so a Store on one connection must not wait for a second one
 // while its transaction holds the first (on MariaDB/MySQL, Create looked

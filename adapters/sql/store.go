@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/internal/errtext"
 
 	// The three drivers this adapter speaks to, registered as "sqlite",
 	// "pgx" and "mysql".
@@ -182,7 +183,7 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 	case "":
 		return nil, errors.New("hooksql: Options.Dialect is required (sqlite, postgres or mysql)")
 	default:
-		return nil, fmt.Errorf("hooksql: Options.Dialect %q is unknown (want sqlite, postgres or mysql)", opts.Dialect)
+		return nil, fmt.Errorf("hooksql: Options.Dialect %s is unknown (want sqlite, postgres or mysql)", errtext.Quote(string(opts.Dialect)))
 	}
 	if d, ok := driverDialect(db.Driver()); ok && d != opts.Dialect {
 		return nil, fmt.Errorf("hooksql: Options.Dialect is %s, but db's driver is %s's", opts.Dialect, d)
@@ -191,7 +192,7 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 		opts.TablePrefix = DefaultTablePrefix
 	}
 	if !prefixPattern.MatchString(opts.TablePrefix) || len(opts.TablePrefix) > 40 {
-		return nil, fmt.Errorf("hooksql: Options.TablePrefix %q must match ^[a-z_][a-z0-9_]*$ and be at most 40 bytes", opts.TablePrefix)
+		return nil, fmt.Errorf("hooksql: Options.TablePrefix %s must match ^[a-z_][a-z0-9_]*$ and be at most 40 bytes", errtext.Quote(opts.TablePrefix))
 	}
 	if opts.MaxPayloadBytes < 0 {
 		return nil, errors.New("hooksql: Options.MaxPayloadBytes must not be negative")
@@ -252,7 +253,7 @@ func Open(ctx context.Context, dialect Dialect, dsn string, opts Options) (*Stor
 	switch dialect {
 	case SQLite, Postgres, MySQL:
 	default:
-		return nil, fmt.Errorf("hooksql: dialect %q is unknown (want sqlite, postgres or mysql)", dialect)
+		return nil, fmt.Errorf("hooksql: dialect %s is unknown (want sqlite, postgres or mysql)", errtext.Quote(string(dialect)))
 	}
 	if dialect == SQLite && sqliteInMemory(dsn) {
 		return nil, errors.New(`hooksql: open sqlite: an in-memory database (":memory:", mode=memory or no file name) belongs to one connection, or lives only while one is open, so the Store's pool would lose tables and deliveries; use a file (in tests, one in a temporary directory) or the memory adapter`)
@@ -410,7 +411,7 @@ func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 	if path == "" || strings.ContainsAny(path, "?#") {
 		// A server DSN passed here by mistake has a '?': its password is
 		// not printed.
-		return nil, fmt.Errorf("hooksql: OpenSQLite: path %q must be a file name without '?' or '#'", redact(path, dsnSecrets(path)))
+		return nil, fmt.Errorf("hooksql: OpenSQLite: path %s must be a file name without '?' or '#'", errtext.Quote(redact(path, dsnSecrets(path))))
 	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
