@@ -201,3 +201,19 @@ func TestAPoolOfOneConnectionStoresDeliveries(t *testing.T) {
 		assert.Len(t, claimAll(t, s, t0), 2)
 	})
 }
+
+// TestOpenSQLiteInAMissingDirectorySaysSo: SQLite creates the file but not
+// its directory; the refusal names the directory rather than SQLite's
+// "unable to open database file".
+func TestOpenSQLiteInAMissingDirectorySaysSo(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such-dir")
+	_, err := OpenSQLite(context.Background(), filepath.Join(missing, "hookrelay.db"), Options{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), missing)
+	assert.Contains(t, err.Error(), "does not exist")
+	assert.ErrorIs(t, err, os.ErrNotExist)
+
+	_, err = OpenSQLite(context.Background(), "postgres://hookrelay:s3cret-pw@127.0.0.1/test", Options{})
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "s3cret-pw")
+}

@@ -6,8 +6,11 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -413,6 +416,11 @@ func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 		// not printed.
 		return nil, fmt.Errorf("hooksql: OpenSQLite: path %s must be a file name without '?' or '#'", errtext.Quote(redact(path, dsnSecrets(path))))
 	}
+	if dir := filepath.Dir(path); dir != "." {
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("hooksql: OpenSQLite: directory %s: %w", errtext.QuoteN(redact(dir, dsnSecrets(path)), maxQuotedPath), fs.ErrNotExist)
+		}
+	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
@@ -425,6 +433,9 @@ func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 	s.txStmts = true
 	return s, nil
 }
+
+// maxQuotedPath is how much of a file path an error quotes.
+const maxQuotedPath = 1024
 
 // sqliteFileURI is the file: URI of the file path names. SQLite decodes
 // %XX in a URI's path and reads a path after "file://" as starting with
