@@ -84,7 +84,12 @@ func isRetryable(err error) bool {
 	return false
 }
 
-var keywordPassword = regexp.MustCompile(`(?i)password\s*=\s*('[^']*'|\S+)`)
+// keywordPassword finds a keyword=value password: quoted, or up to the
+// next space, a backslash escaping the next character in either (libpq's
+// rules: password='it\'s mine' or password=it\ s).
+var keywordPassword = regexp.MustCompile(`(?i)password\s*=\s*('(?:[^'\\]|\\.)*'|(?:[^\s\\]|\\.)+)`)
+
+var keywordEscape = regexp.MustCompile(`\\(.)`)
 
 // dsnSecrets extracts the password of a URL, key=value or go-sql-driver
 // DSN, so it can be removed from error messages.
@@ -105,9 +110,31 @@ func dsnSecrets(dsn string) []string {
 		add(cfg.Passwd)
 	}
 	for _, m := range keywordPassword.FindAllStringSubmatch(dsn, -1) {
-		add(m[1])
+		v := m[1]
+		if len(v) >= 2 && v[0] == '\'' {
+			v = v[1 : len(v)-1]
+		}
+		add(v)
+		add(keywordEscape.ReplaceAllString(v, "$1")) // as the driver read it
 	}
 	return out
+}
+
+// withoutConnString is err's text, but for pgx's refusal of a DSN it
+// cannot parse ("cannot parse `<DSN>`: why"), which prints the DSN with
+// what pgx could find of its password masked: with a password pgx reads
+// differently from its masking (password='it\'s mine'), the rest of the
+// password showed. The DSN is left out.
+func withoutConnString(err error) string {
+	msg := err.Error()
+	var pe *pgconn.ParseConfigError
+	if errors.As(err, &pe) {
+		if i := strings.LastIndex(msg, "`: "); strings.HasPrefix(msg, "cannot parse `") && i >= 0 {
+			return "cannot parse the DSN: " + msg[i+len("`: "):]
+		}
+		return "cannot parse the DSN"
+	}
+	return msg
 }
 
 func redact(msg string, secrets []string) string {

@@ -162,7 +162,7 @@ func chunkLen(ds []hookrelay.Delivery, order []int) int {
 
 // insertChunk inserts rows[idx…] if absent and returns the IDs inserted.
 func (s *Store) insertChunk(ctx context.Context, q querier, idx []int, rows []deliveryRow) ([]string, error) {
-	returning, err := s.hasInsertReturning(ctx)
+	returning, err := s.hasInsertReturning(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -237,8 +237,10 @@ func (s *Store) insertOneByOne(ctx context.Context, q querier, idx []int, rows [
 }
 
 // hasInsertReturning reports whether INSERT … RETURNING works: always on
-// PostgreSQL and SQLite (3.35+), on MariaDB (10.5+) but not on MySQL.
-func (s *Store) hasInsertReturning(ctx context.Context) (bool, error) {
+// PostgreSQL and SQLite (3.35+), on MariaDB (10.5+) but not on MySQL. It
+// asks through q, the caller's transaction: on a pool of one connection,
+// which the transaction holds, a query on the pool would wait forever.
+func (s *Store) hasInsertReturning(ctx context.Context, q querier) (bool, error) {
 	if s.dialect != MySQL {
 		return true, nil
 	}
@@ -246,7 +248,7 @@ func (s *Store) hasInsertReturning(ctx context.Context) (bool, error) {
 	defer s.returningMu.Unlock()
 	if !s.returningKnown {
 		var v string
-		if err := s.db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&v); err != nil {
+		if err := q.QueryRowContext(ctx, "SELECT VERSION()").Scan(&v); err != nil {
 			return false, s.dbErr("server version", err)
 		}
 		s.returning = strings.Contains(strings.ToLower(v), "mariadb")

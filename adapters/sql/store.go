@@ -6,8 +6,11 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -15,13 +18,14 @@ import (
 	"time"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/internal/errtext"
 
 	// The three drivers this adapter speaks to, registered as "sqlite",
 	// "pgx" and "mysql".
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
-	_ "modernc.org/sqlite"
+	"modernc.org/sqlite"
 )
 
 // Dialect names the SQL database behind a Store.
@@ -152,7 +156,9 @@ var (
 
 // New returns a Store on db, which must be open on the database named by
 // opts.Dialect. The caller keeps ownership of db: Close does not close it.
-// New does not touch the database; call Migrate before first use.
+// New does not touch the database; call Migrate before first use. A db of
+// the pgx, go-sql-driver/mysql or modernc.org/sqlite driver with another
+// dialect is refused; a driver of another kind is taken at its word.
 //
 // New leaves db's pool settings alone. A pool shared with a running worker
 // needs idle connections: set db.SetMaxIdleConns to the same value as
@@ -180,13 +186,16 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 	case "":
 		return nil, errors.New("hooksql: Options.Dialect is required (sqlite, postgres or mysql)")
 	default:
-		return nil, fmt.Errorf("hooksql: Options.Dialect %q is unknown (want sqlite, postgres or mysql)", opts.Dialect)
+		return nil, fmt.Errorf("hooksql: Options.Dialect %s is unknown (want sqlite, postgres or mysql)", errtext.Quote(string(opts.Dialect)))
+	}
+	if d, ok := driverDialect(db.Driver()); ok && d != opts.Dialect {
+		return nil, fmt.Errorf("hooksql: Options.Dialect is %s, but db's driver is %s's", opts.Dialect, d)
 	}
 	if opts.TablePrefix == "" {
 		opts.TablePrefix = DefaultTablePrefix
 	}
 	if !prefixPattern.MatchString(opts.TablePrefix) || len(opts.TablePrefix) > 40 {
-		return nil, fmt.Errorf("hooksql: Options.TablePrefix %q must match ^[a-z_][a-z0-9_]*$ and be at most 40 bytes", opts.TablePrefix)
+		return nil, fmt.Errorf("hooksql: Options.TablePrefix %s must match ^[a-z_][a-z0-9_]*$ and be at most 40 bytes", errtext.Quote(opts.TablePrefix))
 	}
 	if opts.MaxPayloadBytes < 0 {
 		return nil, errors.New("hooksql: Options.MaxPayloadBytes must not be negative")
@@ -207,10 +216,29 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 	}, nil
 }
 
+// driverDialect is the dialect of one of the three drivers Open uses; a
+// driver of another kind (another PostgreSQL driver, a wrapper) is not
+// known.
+func driverDialect(d driver.Driver) (Dialect, bool) {
+	switch d.(type) {
+	case *sqlite.Driver:
+		return SQLite, true
+	case *stdlib.Driver:
+		return Postgres, true
+	case *mysql.MySQLDriver:
+		return MySQL, true
+	}
+	return "", false
+}
+
 // Open opens dsn with the driver for dialect (pgx for Postgres, mysql for
 // MySQL, modernc sqlite for SQLite), checks that the database answers and
 // returns a Store that owns the connection pool: Close closes it. It does not
-// migrate. opts.Dialect is ignored. Errors never contain the DSN's password.
+// migrate. opts.Dialect is ignored. Errors never contain the DSN's password
+// (nor, when pgx cannot parse it, the DSN). An in-memory SQLite database
+// (":memory:", mode=memory) is refused: each pooled connection would have
+// its own, or the database would vanish when its last connection closed.
+// A PostgreSQL URL's scheme may be spelt in any case (POSTGRES://…).
 //
 // On MySQL, Open turns on the driver's interpolateParams unless the DSN
 // sets it: the driver then puts a statement's arguments into its text, and
@@ -222,10 +250,16 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 func Open(ctx context.Context, dialect Dialect, dsn string, opts Options) (*Store, error) {
 	opts.Dialect = dialect
 	secrets := dsnSecrets(dsn)
+	if dialect == Postgres {
+		dsn = lowerURLScheme(dsn)
+	}
 	switch dialect {
 	case SQLite, Postgres, MySQL:
 	default:
-		return nil, fmt.Errorf("hooksql: dialect %q is unknown (want sqlite, postgres or mysql)", dialect)
+		return nil, fmt.Errorf("hooksql: dialect %s is unknown (want sqlite, postgres or mysql)", errtext.Quote(string(dialect)))
+	}
+	if dialect == SQLite && sqliteInMemory(dsn) {
+		return nil, errors.New(`hooksql: open sqlite: an in-memory database (":memory:", mode=memory or no file name) belongs to one connection, or lives only while one is open, so the Store's pool would lose tables and deliveries; use a file (in tests, one in a temporary directory) or the memory adapter`)
 	}
 	lifetime := opts.ConnMaxLifetime
 	if lifetime <= 0 {
@@ -233,7 +267,7 @@ func Open(ctx context.Context, dialect Dialect, dsn string, opts Options) (*Stor
 	}
 	db, err := openDB(dialect, dsn, lifetime)
 	if err != nil {
-		return nil, fmt.Errorf("hooksql: open %s: %s", dialect, redact(err.Error(), secrets))
+		return nil, fmt.Errorf("hooksql: open %s: %s", dialect, redact(withoutConnString(err), secrets))
 	}
 	s, err := New(db, opts)
 	if err != nil {
@@ -253,6 +287,31 @@ func Open(ctx context.Context, dialect Dialect, dsn string, opts Options) (*Stor
 		return nil, s.dbErr("open", err)
 	}
 	return s, nil
+}
+
+// lowerURLScheme writes a postgres:// or postgresql:// URL's scheme in
+// lower case: schemes are case-insensitive, but pgx takes any other
+// spelling for keyword=value text and would connect to its default server
+// instead, sending the URL (password included) as a parameter name.
+func lowerURLScheme(dsn string) string {
+	for _, scheme := range []string{"postgres://", "postgresql://"} {
+		if len(dsn) >= len(scheme) && strings.EqualFold(dsn[:len(scheme)], scheme) {
+			return scheme + dsn[len(scheme):]
+		}
+	}
+	return dsn
+}
+
+// sqliteInMemory reports whether a SQLite DSN names an in-memory database
+// (or, with no file name, a temporary one of its connection's own).
+func sqliteInMemory(dsn string) bool {
+	name, query, _ := strings.Cut(dsn, "?")
+	name = strings.TrimPrefix(name, "file:")
+	if name == "" || name == ":memory:" {
+		return true
+	}
+	q, _ := url.ParseQuery(query)
+	return q.Get("mode") == "memory"
 }
 
 // openDB opens a pool on dsn with dialect's driver and the driver
@@ -315,6 +374,10 @@ func retirementAge(lifetime time.Duration, u float64) time.Duration {
 func openMySQL(dsn string) (*sql.DB, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
+		if urlScheme.MatchString(dsn) {
+			// The driver's own error names an unknown network.
+			return nil, errors.New("the DSN must be in go-sql-driver/mysql form, user:password@tcp(host:port)/dbname, not a URL")
+		}
 		return nil, err
 	}
 	if !mysqlDSNSets(dsn, "interpolateParams") {
@@ -326,6 +389,9 @@ func openMySQL(dsn string) (*sql.DB, error) {
 	}
 	return sql.OpenDB(conn), nil
 }
+
+// urlScheme matches the start of a URL (mysql://…).
+var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
 
 // mysqlDSNSets reports whether a MySQL DSN sets the parameter name. The
 // parameters follow the '?' after the last '/' (the database name's
@@ -342,22 +408,46 @@ func mysqlDSNSets(dsn, name string) bool {
 // WAL mode with synchronous=FULL (a commit survives a power loss, not only a
 // crash), a busy timeout and immediate write transactions, and returns a
 // Store that owns it. Several processes may open the same file. It does not
-// migrate. opts.Dialect is ignored.
+// migrate. opts.Dialect is ignored. The directory must exist; ":memory:" is
+// refused (see Open).
 func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) {
 	if path == "" || strings.ContainsAny(path, "?#") {
-		return nil, fmt.Errorf("hooksql: OpenSQLite: path %q must be a file name without '?' or '#'", path)
+		// A server DSN passed here by mistake has a '?': its password is
+		// not printed.
+		return nil, fmt.Errorf("hooksql: OpenSQLite: path %s must be a file name without '?' or '#'", errtext.Quote(redact(path, dsnSecrets(path))))
+	}
+	if dir := filepath.Dir(path); dir != "." {
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("hooksql: OpenSQLite: directory %s: %w", errtext.QuoteN(redact(dir, dsnSecrets(path)), maxQuotedPath), fs.ErrNotExist)
+		}
 	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Set("_txlock", "immediate")
-	s, err := Open(ctx, SQLite, "file:"+path+"?"+q.Encode(), opts)
+	s, err := Open(ctx, SQLite, sqliteFileURI(path)+"?"+q.Encode(), opts)
 	if err != nil {
 		return nil, err
 	}
 	s.txStmts = true
 	return s, nil
+}
+
+// maxQuotedPath is how much of a file path an error quotes.
+const maxQuotedPath = 1024
+
+// sqliteFileURI is the file: URI of the file path names. SQLite decodes
+// %XX in a URI's path and reads a path after "file://" as starting with
+// an authority, so '%' is escaped and an absolute path gets an empty
+// authority ("file:///…"): a name like "100%.db" or "//data/x.db" opens
+// that file.
+func sqliteFileURI(path string) string {
+	path = strings.ReplaceAll(path, "%", "%25")
+	if strings.HasPrefix(path, "/") {
+		return "file://" + path
+	}
+	return "file:" + path
 }
 
 // DB returns the connection pool the Store uses, e.g. to begin the

@@ -1,0 +1,219 @@
+package hooksql
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestOpenSQLiteRefusalDoesNotPrintADSNPassword: a server DSN given to
+// OpenSQLite by mistake is refused (it has a '?'), and the refusal does
+// not print its password.
+func TestOpenSQLiteRefusalDoesNotPrintADSNPassword(t *testing.T) {
+	for _, dsn := range []string{
+		"postgres://hookrelay:s3cret-pw@127.0.0.1:1/test?sslmode=disable",
+		"hookrelay:s3cret-pw@tcp(127.0.0.1:1)/test?parseTime=true",
+		"host=127.0.0.1 password=s3cret-pw sslmode=disable#",
+	} {
+		_, err := OpenSQLite(context.Background(), dsn, Options{})
+		require.Error(t, err, dsn)
+		assert.NotContains(t, err.Error(), "s3cret-pw")
+		assert.Contains(t, err.Error(), "OpenSQLite")
+	}
+}
+
+// TestOpenPostgresAcceptsAnUpperCaseURLScheme: URL schemes are
+// case-insensitive, so POSTGRES://… and PostgreSQL://… reach the server
+// they name (pgx alone reads them as keyword=value text and connects to
+// its default server, sending the whole URL, password included, as a
+// parameter name).
+func TestOpenPostgresAcceptsAnUpperCaseURLScheme(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, scheme := range []string{"POSTGRES", "PostgreSQL"} {
+		_, err := Open(ctx, Postgres, scheme+"://hookrelay:s3cret-pw@127.0.0.1:1/test?sslmode=disable&connect_timeout=2", Options{})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "dial tcp 127.0.0.1:1", "dialled the host the URL names")
+		assert.NotContains(t, err.Error(), "s3cret-pw")
+	}
+	dsn := os.Getenv("HOOKRELAY_TEST_POSTGRES_DSN")
+	if !strings.HasPrefix(dsn, "postgres://") {
+		t.Skip("set HOOKRELAY_TEST_POSTGRES_DSN to a postgres:// URL to open one with an upper-case scheme")
+	}
+	s, err := Open(ctx, Postgres, "POSTGRES"+strings.TrimPrefix(dsn, "postgres"), Options{})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+}
+
+// TestErrorsDoNotLeakAnEscapedKeywordPassword: in keyword=value form a
+// password may hold backslash-escaped quotes and spaces; no part of it
+// appears in an error.
+func TestErrorsDoNotLeakAnEscapedKeywordPassword(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, dsn := range []string{
+		`host=127.0.0.1 port=1 user=x password='s3cret\' tail-pw' sslmode=bogus`,
+		`host=127.0.0.1 port=1 user=x password=s3cret\ tail-pw sslmode=bogus`,
+		`host=127.0.0.1 port=1 user=x password='s3cret\' tail-pw' connect_timeout=2`,
+	} {
+		_, err := Open(ctx, Postgres, dsn, Options{})
+		require.Error(t, err, dsn)
+		assert.NotContains(t, err.Error(), "s3cret", dsn)
+		assert.NotContains(t, err.Error(), "tail-pw", dsn)
+	}
+	_, err := OpenSQLite(ctx, `host=127.0.0.1 password='s3cret\' tail-pw' sslmode=disable#`, Options{})
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "s3cret")
+	assert.NotContains(t, err.Error(), "tail-pw")
+}
+
+// TestSQLiteInMemoryDatabaseIsRefused: an in-memory SQLite database
+// belongs to one connection (or, shared, lives only while one is open),
+// so a pooled Store would see tables vanish and lose what it stored. It is
+// refused at open, saying so.
+func TestSQLiteInMemoryDatabaseIsRefused(t *testing.T) {
+	ctx := context.Background()
+	_, err := OpenSQLite(ctx, ":memory:", Options{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "in-memory")
+	for _, dsn := range []string{":memory:", "file::memory:", "file::memory:?cache=shared", "file:hr?mode=memory&cache=shared", "", "file:"} {
+		_, err := Open(ctx, SQLite, dsn, Options{})
+		require.Error(t, err, "%q", dsn)
+		assert.Contains(t, err.Error(), "in-memory", "%q", dsn)
+	}
+}
+
+// TestOpenSQLiteOpensTheFileItIsGiven: a '%' in the path, or a path
+// starting with "//", names the file as written (SQLite's file: URIs
+// decode %XX and read "//" as an authority).
+func TestOpenSQLiteOpensTheFileItIsGiven(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for _, name := range []string{"pay%41ments.db", "with space.db", "100%.db"} {
+		s, err := OpenSQLite(ctx, filepath.Join(dir, name), Options{})
+		require.NoError(t, err, name)
+		require.NoError(t, s.Migrate(ctx))
+		require.NoError(t, s.Close())
+		_, err = os.Stat(filepath.Join(dir, name))
+		assert.NoError(t, err, "the file named %q exists", name)
+	}
+	_, err := os.Stat(filepath.Join(dir, "payAments.db"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "no file under a decoded name")
+
+	s, err := OpenSQLite(ctx, "/"+filepath.Join(dir, "slashes.db"), Options{})
+	require.NoError(t, err)
+	require.NoError(t, s.Migrate(ctx))
+	require.NoError(t, s.Close())
+	_, err = os.Stat(filepath.Join(dir, "slashes.db"))
+	assert.NoError(t, err)
+}
+
+// TestNewRefusesADialectOtherThanTheDriversOwn: a pool of a driver the
+// Store knows, given with another dialect, is refused at New naming
+// Options.Dialect, instead of failing later with a syntax error.
+func TestNewRefusesADialectOtherThanTheDriversOwn(t *testing.T) {
+	db := serverlessDB(t)
+	for _, d := range []Dialect{Postgres, MySQL} {
+		_, err := New(db, Options{Dialect: d})
+		require.Error(t, err, d)
+		assert.Contains(t, err.Error(), "Options.Dialect")
+		assert.Contains(t, err.Error(), string(d))
+	}
+	pg, err := sql.Open("pgx", "postgres://127.0.0.1:1/test")
+	require.NoError(t, err)
+	defer pg.Close()
+	_, err = New(pg, Options{Dialect: SQLite})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Options.Dialect")
+	_, err = New(pg, Options{Dialect: Postgres})
+	assert.NoError(t, err)
+}
+
+// TestOpenMySQLWithAURLSaysWhichFormItWants: go-sql-driver/mysql takes
+// user:password@tcp(host:port)/dbname; a mysql:// URL is refused saying
+// so, without its password.
+func TestOpenMySQLWithAURLSaysWhichFormItWants(t *testing.T) {
+	for _, dsn := range []string{"mysql://hookrelay:s3cret-pw@127.0.0.1:1/test", "MariaDB://hookrelay:s3cret-pw@127.0.0.1/test?parseTime=true"} {
+		_, err := Open(context.Background(), MySQL, dsn, Options{})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "user:password@tcp(host:port)/dbname")
+		assert.NotContains(t, err.Error(), "s3cret-pw")
+	}
+}
+
+// TestOptionErrorsAreBounded: an over-long option is named and quoted in
+// part, so its refusal is not as long as the input.
+func TestOptionErrorsAreBounded(t *testing.T) {
+	huge := strings.Repeat("A", 1<<20)
+	_, err := New(serverlessDB(t), Options{Dialect: SQLite, TablePrefix: huge})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Options.TablePrefix")
+	assert.Less(t, len(err.Error()), 500)
+	_, err = New(serverlessDB(t), Options{Dialect: Dialect(huge)})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Options.Dialect")
+	assert.Less(t, len(err.Error()), 500)
+	_, err = Open(context.Background(), Dialect(huge), "x", Options{})
+	require.Error(t, err)
+	assert.Less(t, len(err.Error()), 500)
+	_, err = OpenSQLite(context.Background(), huge+"?", Options{})
+	require.Error(t, err)
+	assert.Less(t, len(err.Error()), 500)
+}
+
+// TestAPoolOfOneConnectionStoresDeliveries: Options.MaxOpenConns 1 is
+// accepted, so a Store on one connection must not wait for a second one
+// while its transaction holds the first (on MariaDB/MySQL, Create looked
+// up the server's version on the pool inside its transaction and waited
+// forever).
+func TestAPoolOfOneConnectionStoresDeliveries(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		opts := Options{MaxOpenConns: 1, TablePrefix: randomPrefix()}
+		var s *Store
+		var err error
+		if b.dialect == SQLite {
+			s, err = OpenSQLite(ctx, filepath.Join(t.TempDir(), "one.db"), opts)
+		} else {
+			s, err = Open(ctx, b.dialect, os.Getenv(b.envVar), opts)
+		}
+		require.NoError(t, err)
+		defer s.Close()
+		require.NoError(t, s.Migrate(ctx))
+		defer dropTables(t, s)
+
+		_, err = s.Create(ctx, []hookrelay.Delivery{newDelivery("evt_1", "dst_1", t0)})
+		require.NoError(t, err, "Create on a pool of one")
+		tx, err := s.DB().BeginTx(ctx, nil)
+		require.NoError(t, err)
+		_, err = s.EnqueueTx(ctx, tx, []hookrelay.Delivery{newDelivery("evt_2", "dst_1", t0)})
+		require.NoError(t, err, "EnqueueTx in the pool's only connection")
+		require.NoError(t, tx.Commit())
+		assert.Len(t, claimAll(t, s, t0), 2)
+	})
+}
+
+// TestOpenSQLiteInAMissingDirectorySaysSo: SQLite creates the file but not
+// its directory; the refusal names the directory rather than SQLite's
+// "unable to open database file".
+func TestOpenSQLiteInAMissingDirectorySaysSo(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such-dir")
+	_, err := OpenSQLite(context.Background(), filepath.Join(missing, "hookrelay.db"), Options{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), missing)
+	assert.Contains(t, err.Error(), "does not exist")
+	assert.ErrorIs(t, err, os.ErrNotExist)
+
+	_, err = OpenSQLite(context.Background(), "postgres://hookrelay:s3cret-pw@127.0.0.1/test", Options{})
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "s3cret-pw")
+}
