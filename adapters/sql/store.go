@@ -19,6 +19,7 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/internal/errtext"
+	"github.com/hookrelay/hookrelay/internal/sqlitefile"
 
 	// The three drivers this adapter speaks to, registered as "sqlite",
 	// "pgx" and "mysql".
@@ -426,7 +427,7 @@ func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Set("_txlock", "immediate")
-	s, err := Open(ctx, SQLite, sqliteFileURI(path)+"?"+q.Encode(), opts)
+	s, err := Open(ctx, SQLite, sqlitefile.URI(path)+"?"+q.Encode(), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -436,19 +437,6 @@ func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 
 // maxQuotedPath is how much of a file path an error quotes.
 const maxQuotedPath = 1024
-
-// sqliteFileURI is the file: URI of the file path names. SQLite decodes
-// %XX in a URI's path and reads a path after "file://" as starting with
-// an authority, so '%' is escaped and an absolute path gets an empty
-// authority ("file:///…"): a name like "100%.db" or "//data/x.db" opens
-// that file.
-func sqliteFileURI(path string) string {
-	path = strings.ReplaceAll(path, "%", "%25")
-	if strings.HasPrefix(path, "/") {
-		return "file://" + path
-	}
-	return "file:" + path
-}
 
 // DB returns the connection pool the Store uses, e.g. to begin the
 // transaction given to EnqueueTx.

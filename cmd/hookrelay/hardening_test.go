@@ -45,17 +45,28 @@ func TestCommandsOnAMissingSQLiteFileCreateNothing(t *testing.T) {
 	}
 }
 
+// TestReadCommandsWorkOnAMigratedFile also on file names a file: URI
+// would misread: "%41" decoded to "A", a path starting "//" taken for a
+// host. The read-only open must open the file the path names.
 func TestReadCommandsWorkOnAMigratedFile(t *testing.T) {
-	db := database{dsn: filepath.Join(t.TempDir(), "hookrelay.db"), prefix: "hookrelay_"}
-	require.Zero(t, db.cli(t, "migrate").code)
-	db.open(t)
-	ids := db.seed(t, 2)
-	r := db.cli(t, "--json", "dead", "show", ids[0])
-	require.Zero(t, r.code, r)
-	assert.Contains(t, r.stdout, ids[0])
-	r = db.cli(t, "dead", "list")
-	require.Zero(t, r.code, r)
-	assert.Contains(t, r.stdout, ids[1])
+	for name, path := range map[string]func(dir string) string{
+		"Plain":         func(dir string) string { return filepath.Join(dir, "hookrelay.db") },
+		"PercentInName": func(dir string) string { return filepath.Join(dir, "pay%41.db") },
+		"DoubleSlash":   func(dir string) string { return "/" + filepath.Join(dir, "hookrelay.db") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			db := database{dsn: path(t.TempDir()), prefix: "hookrelay_"}
+			require.Zero(t, db.cli(t, "migrate").code)
+			db.open(t)
+			ids := db.seed(t, 2)
+			r := db.cli(t, "--json", "dead", "show", ids[0])
+			require.Zero(t, r.code, r)
+			assert.Contains(t, r.stdout, ids[0])
+			r = db.cli(t, "dead", "list")
+			require.Zero(t, r.code, r)
+			assert.Contains(t, r.stdout, ids[1])
+		})
+	}
 }
 
 func TestBlankRedriveActorOrReasonIsRefused(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	hooksql "github.com/hookrelay/hookrelay/adapters/sql"
+	"github.com/hookrelay/hookrelay/internal/sqlitefile"
 )
 
 // globals are the flags every command accepts, and the streams.
@@ -112,7 +113,7 @@ func (g *globals) openStore(ctx context.Context, mode access) (*hooksql.Store, e
 			return nil, fail(exitDatabase, "no database here: %s does not exist; run hookrelay migrate to create one", dsn)
 		}
 		if mode == accessRead {
-			s, err = hooksql.Open(ctx, hooksql.SQLite, "file:"+dsn+"?mode=ro&_pragma=busy_timeout(10000)", opts)
+			s, err = hooksql.Open(ctx, hooksql.SQLite, sqlitefile.URI(dsn)+"?mode=ro&_pragma=busy_timeout(10000)", opts)
 		} else {
 			s, err = hooksql.OpenSQLite(ctx, dsn, opts)
 		}
