@@ -428,13 +428,7 @@ func TestALongReasonStillDeadLetters(t *testing.T) {
 	cfg := testConfig(t)
 	ledger := memory.NewStore()
 	q := newQueue(t, ledger, cfg)
-	d := hookrelay.Delivery{ID: "whd_long_reason", EventID: "evt", DestinationID: "dest_1", Attempt: 1, NextAttemptAt: time.Now()}
-	_, err := ledger.Create(ctx, []hookrelay.Delivery{d})
-	require.NoError(t, err)
-	require.NoError(t, q.Enqueue(ctx, []hookrelay.Delivery{d}))
-	cs, err := q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
-	require.NoError(t, err)
-	require.Len(t, cs, 1)
+	cs := []hookrelay.Claim{brokertest.ClaimOne(t, q, ledger, "whd_long_reason")}
 	reason := strings.Repeat("r", 1<<21)
 	require.NoError(t, q.DeadLetter(ctx, hookrelay.DeadLetterParams{Delivery: cs[0].Delivery, Lease: cs[0].Lease, Reason: reason, Now: time.Now()}))
 	require.NoError(t, q.Close())
@@ -461,16 +455,10 @@ func TestAFailedDeadLetterHandsTheMessageBack(t *testing.T) {
 	cfg := testConfig(t)
 	ledger := memory.NewStore()
 	q := newQueue(t, releaseDespiteCancel{ledger}, cfg)
-	d := hookrelay.Delivery{ID: "whd_dl_fails", EventID: "evt", DestinationID: "dest_1", Attempt: 1, NextAttemptAt: time.Now()}
-	_, err := ledger.Create(ctx, []hookrelay.Delivery{d})
-	require.NoError(t, err)
-	require.NoError(t, q.Enqueue(ctx, []hookrelay.Delivery{d}))
-	cs, err := q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
-	require.NoError(t, err)
-	require.Len(t, cs, 1)
+	cs := []hookrelay.Claim{brokertest.ClaimOne(t, q, ledger, "whd_dl_fails")}
 	gone, cancel := context.WithCancel(ctx)
 	cancel()
-	err = q.DeadLetter(gone, hookrelay.DeadLetterParams{Delivery: cs[0].Delivery, Lease: cs[0].Lease, Reason: hookrelay.ReasonBadRequest, Now: time.Now()})
+	err := q.DeadLetter(gone, hookrelay.DeadLetterParams{Delivery: cs[0].Delivery, Lease: cs[0].Lease, Reason: hookrelay.ReasonBadRequest, Now: time.Now()})
 	require.ErrorContains(t, err, "context canceled")
 
 	assert.Eventually(t, func() bool {

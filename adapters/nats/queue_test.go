@@ -244,13 +244,7 @@ func TestALongReasonStillDeadLetters(t *testing.T) {
 	cfg := testConfig(t, js)
 	ledger := memory.NewStore()
 	q := newQueue(t, js, ledger, cfg)
-	d := hookrelay.Delivery{ID: "whd_long_reason", EventID: "evt", DestinationID: "dest_1", Attempt: 1, NextAttemptAt: time.Now()}
-	_, err := ledger.Create(ctx, []hookrelay.Delivery{d})
-	require.NoError(t, err)
-	require.NoError(t, q.Enqueue(ctx, []hookrelay.Delivery{d}))
-	cs, err := q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
-	require.NoError(t, err)
-	require.Len(t, cs, 1)
+	cs := []hookrelay.Claim{brokertest.ClaimOne(t, q, ledger, "whd_long_reason")}
 	reason := strings.Repeat("r", int(js.Conn().MaxPayload())+1)
 	require.NoError(t, q.DeadLetter(ctx, hookrelay.DeadLetterParams{Delivery: cs[0].Delivery, Lease: cs[0].Lease, Reason: reason, Now: time.Now()}))
 	dlq, err := js.Stream(ctx, cfg.Stream+"_DEAD")

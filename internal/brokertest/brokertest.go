@@ -183,6 +183,22 @@ func NewClient(t *testing.T, q hookrelay.Queue, ledger hookrelay.Ledger, sender 
 	return c
 }
 
+// ClaimOne records a due delivery id in ledger, enqueues it on q and
+// claims it: the one claim a test of a broker step (dead-letter, release)
+// starts from.
+func ClaimOne(t *testing.T, q hookrelay.Queue, ledger hookrelay.Ledger, id string) hookrelay.Claim {
+	t.Helper()
+	ctx := context.Background()
+	d := hookrelay.Delivery{ID: id, EventID: "evt", DestinationID: "dest_1", Attempt: 1, NextAttemptAt: time.Now()}
+	_, err := ledger.Create(ctx, []hookrelay.Delivery{d})
+	require.NoError(t, err)
+	require.NoError(t, q.Enqueue(ctx, []hookrelay.Delivery{d}))
+	cs, err := q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
+	require.NoError(t, err)
+	require.Len(t, cs, 1)
+	return cs[0]
+}
+
 // Enqueue enqueues one payment event for NewClient's destination.
 func Enqueue(t *testing.T, c *hookrelay.Client, eventID string) string {
 	t.Helper()
