@@ -15,6 +15,24 @@ import (
 	"github.com/hookrelay/hookrelay/internal/errtext"
 )
 
+// refusedPutChangedNothing checks, after bad's Put was refused, that the
+// stored destination reads as before and that bad under a new ID is
+// refused and not stored either.
+func refusedPutChangedNothing(t *testing.T, h Harness, stored, bad hookrelay.Destination, what string) {
+	t.Helper()
+	ctx := context.Background()
+	got, err := h.Destinations.Destination(ctx, stored.ID)
+	require.NoError(t, err)
+	assert.Equal(t, stored.URL, got.URL, "a refused Put changes nothing (%s)", what)
+	assert.Equal(t, stored.Headers, got.Headers, what)
+	assert.Equal(t, stored.Secrets, got.Secrets, what)
+	assert.Equal(t, stored.MaxPerSecond, got.MaxPerSecond, what)
+	bad.ID = "dest_new"
+	require.Error(t, h.Destinations.Put(ctx, bad), what)
+	_, err = h.Destinations.Destination(ctx, bad.ID)
+	assert.ErrorIs(t, err, hookrelay.ErrDestinationNotFound, "a refused new destination is not stored (%s)", what)
+}
+
 // RunDestinations runs the Destinations contract tests on the harness's
 // DestinationStore: every field round-trips, a bad rate limit and a
 // connection-specific or Host header (hookrelay.ValidateHeaders) are
@@ -79,15 +97,7 @@ func RunDestinations(t *testing.T, newHarness NewHarness) {
 			require.ErrorIs(t, err, hookrelay.ErrInvalidDestination, "MaxPerSecond %v", rate)
 			assert.ErrorContains(t, err, "MaxPerSecond", "the error names the field")
 			assert.ErrorContains(t, err, "finite positive rate", "and the rule")
-			got, err := h.Destinations.Destination(ctx, stored.ID)
-			require.NoError(t, err)
-			assert.Equal(t, stored.URL, got.URL, "a refused Put changes nothing (MaxPerSecond %v)", rate)
-			assert.Equal(t, stored.MaxPerSecond, got.MaxPerSecond)
-
-			bad.ID = "dest_new"
-			require.Error(t, h.Destinations.Put(ctx, bad))
-			_, err = h.Destinations.Destination(ctx, bad.ID)
-			assert.ErrorIs(t, err, hookrelay.ErrDestinationNotFound, "a refused new destination is not stored")
+			refusedPutChangedNothing(t, h, stored, bad, fmt.Sprintf("MaxPerSecond %v", rate))
 		}
 	})
 
@@ -109,15 +119,7 @@ func RunDestinations(t *testing.T, newHarness NewHarness) {
 			require.ErrorAs(t, err, &ve, "header %s", name)
 			assert.Contains(t, ve.Field, name, "the error names the header")
 			assert.NotContains(t, err.Error(), "t0k3n", "nor shows a header value")
-			got, err := h.Destinations.Destination(ctx, stored.ID)
-			require.NoError(t, err)
-			assert.Equal(t, stored.URL, got.URL, "a refused Put changes nothing (header %s)", name)
-			assert.Equal(t, stored.Headers, got.Headers)
-
-			bad.ID = "dest_new"
-			require.Error(t, h.Destinations.Put(ctx, bad))
-			_, err = h.Destinations.Destination(ctx, bad.ID)
-			assert.ErrorIs(t, err, hookrelay.ErrDestinationNotFound, "a refused new destination is not stored")
+			refusedPutChangedNothing(t, h, stored, bad, "header "+name)
 		}
 		ok := full()
 		ok.Headers = map[string]string{"TE": "trailers", "X-Connection": "close"}
@@ -140,9 +142,7 @@ func RunDestinations(t *testing.T, newHarness NewHarness) {
 		require.ErrorAs(t, err, &ve)
 		assert.Equal(t, "Secrets", ve.Field)
 		assert.NotContains(t, err.Error(), "whsec_", "the error shows no secret")
-		got, err := h.Destinations.Destination(ctx, at.ID)
-		require.NoError(t, err)
-		assert.Equal(t, at.Secrets, got.Secrets, "a refused Put changes nothing")
+		refusedPutChangedNothing(t, h, at, over, "too many secrets")
 	})
 
 	t.Run("PutRefusesAnIDOrTenantNoStoreCanHold", func(t *testing.T) {
