@@ -60,6 +60,9 @@ type RedriveAudit struct {
 	// running redrive honours it between batches.
 	StopRequested   bool
 	StopRequestedBy string
+	// ResumedBy is who last resumed the redrive (Client.ResumeRedrive);
+	// empty if it never was.
+	ResumedBy string
 	// LastDeliveryID is the last delivery handled: how far it got.
 	LastDeliveryID string
 	// Error says why a failed or interrupted redrive ended.
@@ -114,6 +117,8 @@ type RedriveAuditUpdate struct {
 	ClearStop bool
 	// StopRequestedBy, when not empty, sets StopRequested.
 	StopRequestedBy string
+	// ResumedBy, when not empty, is recorded as who resumed it.
+	ResumedBy string
 }
 
 // Apply changes a to what the update says, as RedriveAuditLog
@@ -133,6 +138,9 @@ func (u RedriveAuditUpdate) Apply(a *RedriveAudit) {
 	}
 	if u.StopRequestedBy != "" {
 		a.StopRequested, a.StopRequestedBy = true, u.StopRequestedBy
+	}
+	if u.ResumedBy != "" {
+		a.ResumedBy = u.ResumedBy
 	}
 	a.UpdatedAt = u.Now
 }
@@ -227,11 +235,16 @@ func (c *Client) Redrive(ctx context.Context, params RedriveParams) (RedriveAudi
 // ResumeRedrive continues a stopped or failed redrive (or a running one
 // whose stop was requested but whose process died) with its recorded
 // selection, rate and batch size, after asking the authorization rule
-// again. It runs like Redrive and returns the entry as it ended.
-func (c *Client) ResumeRedrive(ctx context.Context, id string, progress func(RedriveAudit)) (RedriveAudit, error) {
+// again, for actor: the one resuming it, who need not be the one who
+// started it. The audit entry records actor as ResumedBy. It runs like
+// Redrive and returns the entry as it ended.
+func (c *Client) ResumeRedrive(ctx context.Context, id, actor string, progress func(RedriveAudit)) (RedriveAudit, error) {
 	dl, log, err := c.redriveStores()
 	if err != nil {
 		return RedriveAudit{}, err
+	}
+	if strings.TrimSpace(actor) == "" {
+		return RedriveAudit{}, invalid(ErrInvalidRequest, "actor", "must not be empty or only white space")
 	}
 	a, err := log.RedriveAudit(ctx, id)
 	if err != nil {
@@ -250,11 +263,11 @@ func (c *Client) ResumeRedrive(ctx context.Context, id string, progress func(Red
 		return RedriveAudit{}, err
 	}
 	if err := c.authorize(ctx, RedriveAuthorization{
-		Actor: a.Actor, Reason: a.Reason, Filter: a.Filter, Tenants: plan.Tenants, Plan: plan,
+		Actor: actor, Reason: a.Reason, Filter: a.Filter, Tenants: plan.Tenants, Plan: plan,
 	}); err != nil {
 		return a, err
 	}
-	a, err = log.UpdateRedriveAudit(ctx, RedriveAuditUpdate{ID: id, Now: c.clock.Now(), State: RedriveRunning, ClearStop: true})
+	a, err = log.UpdateRedriveAudit(ctx, RedriveAuditUpdate{ID: id, Now: c.clock.Now(), State: RedriveRunning, ClearStop: true, ResumedBy: actor})
 	if err != nil {
 		return RedriveAudit{}, opErr("ledger.update_redrive_audit", "", err)
 	}

@@ -137,7 +137,7 @@ func TestRedriveCancelledAsItStartsIsInterruptedNotFailed(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, hookrelay.RedriveStopped, a.State)
 	assert.Contains(t, a.Error, "interrupted")
-	a, err = client.ResumeRedrive(bg, a.ID, nil)
+	a, err = client.ResumeRedrive(bg, a.ID, "oncall", nil)
 	require.NoError(t, err)
 	assert.Equal(t, hookrelay.RedriveFinished, a.State, "an interrupted redrive resumes")
 	assert.EqualValues(t, 1, a.Redriven)

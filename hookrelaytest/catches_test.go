@@ -364,6 +364,11 @@ var brokenStores = []brokenStore{
 		caughtBy: []string{"Destinations/PutRefusesMoreSecretsThanEachSendShouldSign"},
 	},
 	{
+		name:     "AuditForgetsWhoResumed",
+		harness:  func() hookrelaytest.Harness { return storeHarness(&forgetsResumer{Store: memory.NewStore()}) },
+		caughtBy: []string{"Redrive/StopBetweenBatchesFromAnotherClientThenResume", "Redrive/ResumeIsAuthorizedForWhoResumesIt"},
+	},
+	{
 		name:     "BatchReadFoldsCase",
 		harness:  batchReaderHarness(func(d *memory.Destinations) hookrelaytest.DestinationStore { return &foldsCase{d} }),
 		caughtBy: []string{"DestinationBatchReader/IDsMatchExactly"},
@@ -899,6 +904,14 @@ func (s *refusesWideAudit) CreateRedriveAudit(ctx context.Context, a hookrelay.R
 		return err
 	}
 	return s.Store.CreateRedriveAudit(ctx, a)
+}
+
+// forgetsResumer does not record who resumed a redrive.
+type forgetsResumer struct{ *memory.Store }
+
+func (s *forgetsResumer) UpdateRedriveAudit(ctx context.Context, u hookrelay.RedriveAuditUpdate) (hookrelay.RedriveAudit, error) {
+	u.ResumedBy = ""
+	return s.Store.UpdateRedriveAudit(ctx, u)
 }
 
 // dropsBudgetStart does not store BudgetStart at Create.

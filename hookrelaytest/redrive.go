@@ -604,21 +604,84 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 		var driver sync.WaitGroup
 		driver.Add(1)
 		go func() { defer driver.Done(); drive(e.clock, done) }()
-		resumed, err := e.client.ResumeRedrive(ctx, audit.ID, nil)
+		resumed, err := e.client.ResumeRedrive(ctx, audit.ID, "oncall", nil)
 		close(done)
 		driver.Wait()
 		require.NoError(t, err)
 		assert.Equal(t, hookrelay.RedriveFinished, resumed.State)
 		assert.EqualValues(t, 10, resumed.Redriven)
 		assert.False(t, resumed.StopRequested)
+		status, err = other.RedriveStatus(ctx, audit.ID)
+		require.NoError(t, err)
+		assert.Equal(t, "oncall", status.ResumedBy, "the audit records who resumed it")
+		assert.Equal(t, "ops", status.Actor, "and still who started it")
 		assert.Len(t, e.redrivenEvents(), 10, "the three moved before the stop were not moved again")
 		for _, id := range ids {
 			assert.NotEqual(t, hookrelay.StateDead, e.get(id).State)
 		}
-		_, err = e.client.ResumeRedrive(ctx, audit.ID, nil)
+		_, err = e.client.ResumeRedrive(ctx, audit.ID, "oncall", nil)
 		assert.ErrorIs(t, err, hookrelay.ErrInvalidState, "a finished redrive cannot be resumed")
 		_, err = other.StopRedrive(ctx, audit.ID, "oncall")
 		assert.ErrorIs(t, err, hookrelay.ErrInvalidState, "nor stopped")
+	})
+
+	t.Run("ResumeIsAuthorizedForWhoResumesIt", func(t *testing.T) {
+		// The Authorizer decides on the operator resuming a redrive, not
+		// on the one who started it: one who may not redrive tenant_a's
+		// deliveries cannot move them by resuming another's redrive.
+		var asked []string
+		authz := hookrelay.AuthorizerFunc(func(_ context.Context, req hookrelay.RedriveAuthorization) error {
+			asked = append(asked, req.Actor)
+			if req.Actor != "ops" && req.Actor != "oncall" {
+				return errors.New(req.Actor + " may not redrive tenant_a")
+			}
+			return nil
+		})
+		e := redriveEngine(t, newHarness(t), nil, func(c *hookrelay.Config) { c.Authorizer = authz })
+		e.rec.Script = failTimes(1, hookrelay.Permanent(hookrelay.ReasonBadRequest))
+		id := e.enqueue("evt_1", "dest_1")
+		e.step()
+		e.clock.Add(time.Minute)
+		audit, err := e.redriveDriven(hookrelay.RedriveParams{
+			Filter: hookrelay.DeadLetterFilter{TenantIDs: []string{"tenant_a"}}, Actor: "ops", Reason: "r", RatePerSecond: 10,
+			Progress: func(a hookrelay.RedriveAudit) {
+				if a.Redriven == 0 {
+					_, err := e.client.StopRedrive(ctx, a.ID, "ops")
+					require.NoError(t, err)
+				}
+			},
+		})
+		require.NoError(t, err)
+		require.Equal(t, hookrelay.RedriveStopped, audit.State)
+		require.Equal(t, hookrelay.StateDead, e.get(id).State)
+
+		_, err = e.client.ResumeRedrive(ctx, audit.ID, " ", nil)
+		var ve *hookrelay.ValidationError
+		require.ErrorAs(t, err, &ve, "a blank actor is refused")
+		assert.Equal(t, "actor", ve.Field)
+		_, err = e.client.ResumeRedrive(ctx, audit.ID, "intruder", nil)
+		require.ErrorContains(t, err, "intruder may not redrive tenant_a")
+		assert.Equal(t, "intruder", asked[len(asked)-1], "the Authorizer is asked about who resumes")
+		assert.Equal(t, hookrelay.StateDead, e.get(id).State, "a refused resume moves nothing")
+		got, err := e.client.RedriveStatus(ctx, audit.ID)
+		require.NoError(t, err)
+		assert.Equal(t, hookrelay.RedriveStopped, got.State)
+		assert.Empty(t, got.ResumedBy)
+
+		done := make(chan struct{})
+		var driver sync.WaitGroup
+		driver.Add(1)
+		go func() { defer driver.Done(); drive(e.clock, done) }()
+		resumed, err := e.client.ResumeRedrive(ctx, audit.ID, "oncall", nil)
+		close(done)
+		driver.Wait()
+		require.NoError(t, err)
+		assert.Equal(t, hookrelay.RedriveFinished, resumed.State)
+		assert.Equal(t, "oncall", resumed.ResumedBy)
+		assert.NotEqual(t, hookrelay.StateDead, e.get(id).State)
+		got, err = e.client.RedriveStatus(ctx, audit.ID)
+		require.NoError(t, err)
+		assert.Equal(t, "oncall", got.ResumedBy, "the audit records who resumed it")
 	})
 
 	t.Run("StopTakesEffectWithinOneSlotAtALowRate", func(t *testing.T) {
@@ -701,7 +764,7 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 		var driver sync.WaitGroup
 		driver.Add(1)
 		go func() { defer driver.Done(); drive(e.clock, done) }()
-		resumed, err := e.client.ResumeRedrive(ctx, r.a.ID, nil)
+		resumed, err := e.client.ResumeRedrive(ctx, r.a.ID, "ops", nil)
 		close(done)
 		driver.Wait()
 		require.NoError(t, err)

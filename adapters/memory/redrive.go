@@ -114,7 +114,7 @@ func cloneAudit(a hookrelay.RedriveAudit) hookrelay.RedriveAudit {
 // storableAudit is a with its free text as the SQL store keeps it
 // (hookrelay.StorableText).
 func storableAudit(a *hookrelay.RedriveAudit) {
-	for _, f := range []*string{&a.Actor, &a.Reason, &a.StopRequestedBy, &a.Error} {
+	for _, f := range []*string{&a.Actor, &a.Reason, &a.StopRequestedBy, &a.ResumedBy, &a.Error} {
 		*f = hookrelay.StorableText(*f)
 	}
 }

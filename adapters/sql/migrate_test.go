@@ -167,12 +167,12 @@ func TestMigrateUpgradesAVersionEightPostgresDatabase(t *testing.T) {
 	assert.Less(t, seqs[0], seqs[1])
 }
 
-// undoVersion10 takes version 10's columns away again (its record is
-// deleted by each test with the versions it undoes).
+// undoVersion10 takes version 10's columns away again, and version 11's
+// (their records are deleted by each test with the versions it undoes).
 var undoVersion10 = []string{
 	"ALTER TABLE {d} DROP COLUMN delivering_attempt", "ALTER TABLE {d} DROP COLUMN delivering_started_at",
 	"ALTER TABLE {d} DROP COLUMN delivering_finished_at", "ALTER TABLE {d} DROP COLUMN delivering_status_code",
-	"ALTER TABLE {d} DROP COLUMN delivering_detail",
+	"ALTER TABLE {d} DROP COLUMN delivering_detail", "ALTER TABLE {r} DROP COLUMN resumed_by",
 }
 
 // TestMigrateUpgradesAVersionNineDatabase: a database at version 9 with a

@@ -338,12 +338,19 @@ func (g *globals) redriveStart(ctx context.Context, args []string) error {
 func (g *globals) redriveResume(ctx context.Context, args []string) error {
 	fs := g.flagSet("redrive resume")
 	cross := fs.Bool("cross-tenant", false, "you are authorized to redrive across tenants")
+	actor := fs.String("actor", "", "who resumes it (default $USER); recorded in the audit")
 	pos, err := parse(fs, args, 1)
 	if err != nil {
 		return err
 	}
+	if *actor == "" {
+		*actor = g.getenv("USER")
+	}
+	if strings.TrimSpace(*actor) == "" {
+		return fail(exitUsage, "redrive resume: --actor NAME is required and must not be blank ($USER is not set)")
+	}
 	return g.withClient(ctx, *cross, func(_ *hooksql.Store, c *hookrelay.Client) error {
-		a, err := c.ResumeRedrive(ctx, pos[0], g.progress)
+		a, err := c.ResumeRedrive(ctx, pos[0], *actor, g.progress)
 		return g.redriveResult(a, err)
 	})
 }
@@ -460,6 +467,9 @@ func (g *globals) showAudit(a hookrelay.RedriveAudit) error {
 	row(kv, "last delivery", a.LastDeliveryID)
 	if a.StopRequested || a.StopRequestedBy != "" {
 		row(kv, "stop requested by", a.StopRequestedBy)
+	}
+	if a.ResumedBy != "" {
+		row(kv, "resumed by", a.ResumedBy)
 	}
 	if a.Error != "" {
 		row(kv, "note", a.Error)

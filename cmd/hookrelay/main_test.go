@@ -433,6 +433,7 @@ func TestStopARunningRedriveFromAnotherProcess(t *testing.T) {
 			Redriven        int64  `json:"redriven"`
 			Matched         int64  `json:"matched"`
 			StopRequestedBy string `json:"stop_requested_by"`
+			ResumedBy       string `json:"resumed_by"`
 		}
 		r = db.cli(t, "redrive", "status", "--json", auditID)
 		require.Equal(t, 0, r.code, r)
@@ -443,10 +444,13 @@ func TestStopARunningRedriveFromAnotherProcess(t *testing.T) {
 		assert.Less(t, audit.Redriven, int64(4), "it stopped before the end")
 		assert.GreaterOrEqual(t, audit.Redriven, int64(1))
 
-		r = db.cli(t, "redrive", "resume", "--json", auditID)
+		r = db.cli(t, "redrive", "resume", "--json", "--actor", "   ", auditID)
+		assert.Equal(t, exitUsage, r.code, "a blank actor is refused: %s", r)
+		r = db.cli(t, "redrive", "resume", "--json", "--actor", "dayshift", auditID)
 		require.Equal(t, 0, r.code, r)
 		require.NoError(t, json.Unmarshal([]byte(r.stdout), &audit))
 		assert.Equal(t, "finished", audit.State)
+		assert.Equal(t, "dayshift", audit.ResumedBy, "the audit records who resumed it")
 		assert.EqualValues(t, 4, audit.Redriven)
 		for _, id := range ids {
 			assert.Equal(t, hookrelay.StatePending, db.state(t, id))

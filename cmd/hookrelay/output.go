@@ -234,6 +234,7 @@ type auditView struct {
 	Skipped         int64                  `json:"skipped"`
 	StopRequested   bool                   `json:"stop_requested"`
 	StopRequestedBy string                 `json:"stop_requested_by,omitempty"`
+	ResumedBy       string                 `json:"resumed_by,omitempty"`
 	LastDeliveryID  string                 `json:"last_delivery_id,omitempty"`
 	Error           string                 `json:"error,omitempty"`
 	Snapshot        string                 `json:"snapshot"`
@@ -246,7 +247,7 @@ func viewAudit(a hookrelay.RedriveAudit) auditView {
 		ID: a.ID, State: a.State, Actor: a.Actor, Reason: a.Reason, Filter: viewFilter(a.Filter),
 		Tenants: a.Tenants, RatePerSecond: a.RatePerSecond, BatchSize: a.BatchSize, Matched: a.Matched,
 		Redriven: a.Redriven, Skipped: a.Skipped, StopRequested: a.StopRequested,
-		StopRequestedBy: a.StopRequestedBy, LastDeliveryID: a.LastDeliveryID, Error: a.Error,
+		StopRequestedBy: a.StopRequestedBy, ResumedBy: a.ResumedBy, LastDeliveryID: a.LastDeliveryID, Error: a.Error,
 		Snapshot: fmtTime(a.Snapshot), CreatedAt: fmtTime(a.CreatedAt), UpdatedAt: fmtTime(a.UpdatedAt),
 	}
 	if v.Tenants == nil {

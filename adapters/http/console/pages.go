@@ -559,7 +559,7 @@ func (h *Handler) redriveResume(r *http.Request, actor string) (string, int, err
 		return "", http.StatusForbidden, err
 	}
 	_, err = h.startRedrive(func(ctx context.Context, progress func(hookrelay.RedriveAudit)) (hookrelay.RedriveAudit, error) {
-		return h.cfg.Client.ResumeRedrive(ctx, id, progress)
+		return h.cfg.Client.ResumeRedrive(ctx, id, actor, progress)
 	})
 	if err != nil {
 		return "", 0, err

@@ -21,7 +21,7 @@ import (
 // redrive by putting its ID in the URL: the Authorize hook is told the
 // redrive's selection and tenants, as it is for starting one.
 func TestStopAndResumeShowTheHookTheRedrivesTenants(t *testing.T) {
-	tenantOf := map[string]string{"alice": "prop_mgmt_co", "bob": "other_co"}
+	tenantOf := map[string]string{"alice": "prop_mgmt_co", "bob": "other_co", "carol": "prop_mgmt_co"}
 	var asked []console.ActionRequest
 	f := newFixture(t, func(_ *hookrelay.Config, c *console.Config) {
 		c.Authorize = func(_ *http.Request, req console.ActionRequest) error {
@@ -73,6 +73,20 @@ func TestStopAndResumeShowTheHookTheRedrivesTenants(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, hookrelay.RedriveStopped, a.State)
 	assert.Equal(t, hookrelay.StateDead, f.get(payments[2]).State)
+
+	// Another operator of the same tenant resumes it: the audit says who.
+	carol := f.token("carol", loc)
+	w = f.do("POST", loc+"/resume", "carol", url.Values{"csrf_token": {carol}})
+	require.Equal(t, http.StatusSeeOther, w.Code, w.Body.String())
+	require.Eventually(t, func() bool {
+		f.clock.Add(time.Second)
+		a, err = f.client.RedriveStatus(context.Background(), id)
+		require.NoError(t, err)
+		return a.State == hookrelay.RedriveFinished
+	}, 10*time.Second, time.Millisecond)
+	assert.Equal(t, "carol", a.ResumedBy)
+	assert.Equal(t, "alice", a.Actor)
+	assert.Contains(t, f.do("GET", loc, "carol", nil).Body.String(), `<dd id="redrive-resumed-by">carol</dd>`)
 
 	w = f.do("POST", "/redrives/rdv_nope/stop", "bob", url.Values{"csrf_token": {bob}})
 	assert.Equal(t, http.StatusNotFound, w.Code, "an unknown redrive is not found")
