@@ -163,6 +163,11 @@ var brokenStores = []brokenStore{
 		},
 	},
 	{
+		name:     "DeadAgeNegativeWhenDeadLetteredAfterNow",
+		harness:  func() hookrelaytest.Harness { return storeHarness(newUnclampedDeadAge()) },
+		caughtBy: []string{"Stats/ADeadLetterTimeAfterNowIsAgeZero"},
+	},
+	{
 		name:    "CleanerRemovesDeadLetters",
 		harness: func() hookrelaytest.Harness { return storeHarness(&removesDead{Store: memory.NewStore()}) },
 		caughtBy: []string{
@@ -1117,4 +1122,51 @@ func (s *allLeaseLost) RecordRetry(ctx context.Context, p hookrelay.RecordRetryP
 
 func (s *allLeaseLost) RecordDeadLetter(ctx context.Context, p hookrelay.RecordDeadLetterParams) error {
 	return leaseLost(s.Store.RecordDeadLetter(ctx, p))
+}
+
+// unclampedDeadAge reports OldestDeadAge as Now minus the earliest
+// dead-letter time even when that time is after Now, as the SQL store
+// once did: a negative age.
+type unclampedDeadAge struct {
+	*memory.Store
+	mu     sync.Mutex
+	deadAt map[string]time.Time // by destination: the earliest dead-letter time
+	dest   map[string]string    // by delivery
+}
+
+func newUnclampedDeadAge() *unclampedDeadAge {
+	return &unclampedDeadAge{Store: memory.NewStore(), deadAt: map[string]time.Time{}, dest: map[string]string{}}
+}
+
+func (s *unclampedDeadAge) Create(ctx context.Context, ds []hookrelay.Delivery) ([]bool, error) {
+	s.mu.Lock()
+	for _, d := range ds {
+		s.dest[d.ID] = d.DestinationID
+	}
+	s.mu.Unlock()
+	return s.Store.Create(ctx, ds)
+}
+
+func (s *unclampedDeadAge) RecordDeadLetter(ctx context.Context, p hookrelay.RecordDeadLetterParams) error {
+	if err := s.Store.RecordDeadLetter(ctx, p); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if at, ok := s.deadAt[s.dest[p.ID]]; !ok || p.Now.Before(at) {
+		s.deadAt[s.dest[p.ID]] = p.Now
+	}
+	return nil
+}
+
+func (s *unclampedDeadAge) Stats(ctx context.Context, p hookrelay.StatsParams) ([]hookrelay.DestinationStats, error) {
+	st, err := s.Store.Stats(ctx, p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range st {
+		if at, ok := s.deadAt[st[i].DestinationID]; ok && st[i].Dead > 0 {
+			st[i].OldestDeadAge = p.Now.Sub(at)
+		}
+	}
+	return st, err
 }
