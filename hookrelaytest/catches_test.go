@@ -3,6 +3,7 @@ package hookrelaytest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"os"
@@ -174,6 +175,11 @@ var brokenStores = []brokenStore{
 			"Retention/OnlyDeliveredHistoryPastTheRetentionIsRemoved",
 			"Retention/DeadRecordsGoOnlyWhenRemoveDeadSaysSo",
 		},
+	},
+	{
+		name:     "CleanerRefusesCutoffsBefore1678",
+		harness:  func() hookrelaytest.Harness { return storeHarness(&nanoCutoffs{Store: memory.NewStore()}) },
+		caughtBy: []string{"Retention/ACutoffBeforeAnyStorableTimeRemovesNothingAndFailsNot"},
 	},
 	{
 		name:     "CleanerIgnoresTheBatchLimit",
@@ -1169,4 +1175,18 @@ func (s *unclampedDeadAge) Stats(ctx context.Context, p hookrelay.StatsParams) (
 		}
 	}
 	return st, err
+}
+
+// nanoCutoffs encodes each cleaner cutoff, Now minus a retention, as int64
+// nanoseconds since 1970 and refuses one before 1678, as the SQL store
+// once did.
+type nanoCutoffs struct{ *memory.Store }
+
+func (s *nanoCutoffs) CleanHistory(ctx context.Context, p hookrelay.CleanHistoryParams) (hookrelay.CleanHistoryResult, error) {
+	for _, keep := range []time.Duration{p.Policy.Delivered, p.Policy.AttemptDetails, p.Policy.Dead} {
+		if cutoff := p.Now.Add(-keep); cutoff.Before(time.Unix(0, math.MinInt64)) {
+			return hookrelay.CleanHistoryResult{}, fmt.Errorf("cutoff %v is outside the storable range", cutoff)
+		}
+	}
+	return s.Store.CleanHistory(ctx, p)
 }
