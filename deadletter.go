@@ -109,8 +109,9 @@ type DeliveryDetail struct {
 
 // Delivery returns the record with the given ID (any state) and its
 // attempt history — the attempts kept in full and, when a retention pass
-// compacted older ones (a Ledger with HistoryCleaner), their summary — or
-// an error wrapping ErrNotFound.
+// compacted older ones (a Ledger with HistoryCleaner), their summary, each
+// attempt in one of the two even when a cleaner compacts them meanwhile —
+// or an error wrapping ErrNotFound.
 func (c *Client) Delivery(ctx context.Context, id string) (DeliveryDetail, error) {
 	d, err := c.ledger.Get(ctx, id)
 	if err != nil {
@@ -128,6 +129,13 @@ func (c *Client) Delivery(ctx context.Context, id string) (DeliveryDetail, error
 		}
 		if sum.Count > 0 {
 			det.Compacted = &sum
+			if len(as) > 0 {
+				// Read before a cleaner compacted them: read what the
+				// summary left.
+				if det.Attempts, err = c.ledger.Attempts(ctx, id); err != nil {
+					return DeliveryDetail{}, opErr("ledger.attempts", id, err)
+				}
+			}
 		}
 	}
 	return det, nil

@@ -53,7 +53,8 @@ type RedriveAudit struct {
 	// Redriven counts deliveries this redrive moved back to pending.
 	Redriven int64
 	// Skipped counts matching deliveries that were no longer dead when
-	// reached (another redrive moved them first).
+	// reached (another redrive moved them first, or a cleaner with
+	// RemoveDead removed them).
 	Skipped int64
 	State   RedriveState
 	// StopRequested is set by Client.StopRedrive in any process; the
@@ -483,6 +484,11 @@ func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, log Redr
 			}
 		}
 		rec, ok, err := dl.RedriveDelivery(ctx, RedriveDeliveryParams{ID: s.d.ID, AuditID: a.ID, Now: at})
+		if errors.Is(err, ErrNotFound) {
+			// A cleaner with RemoveDead took it since the listing: no
+			// longer dead, like one a worker or another redrive moved.
+			ok, err = false, nil
+		}
 		if err != nil {
 			for _, rest := range slots[i:] {
 				rest.r.CancelAt(at)

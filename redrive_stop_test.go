@@ -196,3 +196,58 @@ func TestRedriveNamesTheDeliveryItsInterruptedEnqueueLeftBehind(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, hookrelay.StatePending, d.State, "the ledger moved it")
 }
+
+// removedBeforeFirstMove is the memory store with a cleaner allowed to
+// remove dead letters (RemoveDead) that takes the oldest one just before
+// the redrive's first move: a pass of a worker's cleaner between the
+// redrive's listing and its moves.
+type removedBeforeFirstMove struct {
+	*memory.Store
+	once sync.Once
+	now  time.Time
+}
+
+func (r *removedBeforeFirstMove) RedriveDelivery(ctx context.Context, p hookrelay.RedriveDeliveryParams) (hookrelay.Delivery, bool, error) {
+	var err error
+	r.once.Do(func() {
+		_, err = r.Store.CleanHistory(ctx, hookrelay.CleanHistoryParams{
+			Now: r.now, Policy: hookrelay.RetentionPolicy{Delivered: time.Hour, RemoveDead: true}, Limit: 1,
+		})
+	})
+	if err != nil {
+		return hookrelay.Delivery{}, false, err
+	}
+	return r.Store.RedriveDelivery(ctx, p)
+}
+
+// A dead letter a cleaner removes while a redrive runs is skipped, as one
+// no longer dead is: the redrive moves the rest and finishes.
+func TestRedriveSkipsADeadLetterRemovedMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.New() // the redrive's rate waits a few real milliseconds
+	store := memory.NewStore()
+	ledger := &removedBeforeFirstMove{Store: store, now: clk.Now().Add(time.Hour)}
+	client := refusedClient(t, clk, store, ledger)
+	for i := range 3 {
+		_, err := client.Enqueue(ctx, hookrelay.EnqueueParams{
+			EventID: fmt.Sprintf("pay_%d", i), TenantID: "tenant_a", DestinationID: "accounting",
+			EventType: "lease.payment_recorded", Payload: []byte(`{}`),
+		})
+		require.NoError(t, err)
+	}
+	claims, err := store.Claim(ctx, hookrelay.ClaimParams{Now: clk.Now(), Limit: 10, LeaseFor: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, claims, 3)
+	for _, c := range claims {
+		require.NoError(t, client.Process(ctx, c))
+	}
+
+	a, err := client.Redrive(ctx, hookrelay.RedriveParams{
+		Filter: hookrelay.DeadLetterFilter{DestinationIDs: []string{"accounting"}},
+		Actor:  "alice", Reason: "credentials fixed", RatePerSecond: 1000,
+	})
+	require.NoError(t, err)
+	assert.Equal(t, hookrelay.RedriveFinished, a.State)
+	assert.EqualValues(t, 2, a.Redriven, "the two still there")
+	assert.EqualValues(t, 1, a.Skipped, "the one removed meanwhile")
+}

@@ -17,21 +17,24 @@ import (
 // producer may retry the same event.
 type RetentionPolicy struct {
 	// Delivered is how long a delivered record and its attempts are kept
-	// after delivery (the record's UpdatedAt). Zero removes them at the next
-	// pass.
+	// after delivery (the record's UpdatedAt): one delivered at or before
+	// Now−Delivered goes. Zero removes every delivered record at the next
+	// pass; unlike Interval and BatchSize, zero is no default.
 	Delivered time.Duration
 	// AttemptDetails is how long a delivered record keeps every attempt in
 	// full after delivery; then its attempts are compacted into one
 	// AttemptSummary (count, first and last time, last status and reason)
 	// and Ledger.Attempts returns none. It only matters when below
-	// Delivered. Dead records always keep their attempts in full.
+	// Delivered. Zero compacts them at the next pass (zero is no default
+	// here either). Dead records always keep their attempts in full.
 	AttemptDetails time.Duration
 	// RemoveDead allows removing dead records. Defaults to false: dead
 	// letters are the evidence a redrive or a dispute needs, so they are
 	// kept until an operator removes them (hookrelay purge --dead-after).
 	RemoveDead bool
 	// Dead is how long a dead record and its attempts are kept after it was
-	// dead-lettered (its UpdatedAt), when RemoveDead is set.
+	// dead-lettered (its UpdatedAt), when RemoveDead is set. Zero, with
+	// RemoveDead, removes them at the next pass.
 	Dead time.Duration
 	// Interval is the time between the worker's cleaner passes. Defaults
 	// to DefaultRetentionInterval.

@@ -222,3 +222,52 @@ func TestWorkerCleanerReportsAFailedPassAndTriesAgain(t *testing.T) {
 	defer mu.Unlock()
 	assert.Equal(t, []string{"ledger.clean_history"}, ops, "the failed pass is reported once, with its operation")
 }
+
+// compactedWhileRead is a memory store whose cleaner compacts a record's
+// attempts just after Attempts read them: a pass of another worker that
+// lands between Client.Delivery's reads.
+type compactedWhileRead struct {
+	*memory.Store
+	now time.Time
+}
+
+func (s *compactedWhileRead) Attempts(ctx context.Context, id string) ([]hookrelay.Attempt, error) {
+	as, err := s.Store.Attempts(ctx, id)
+	if err == nil {
+		_, err = s.Store.CleanHistory(ctx, hookrelay.CleanHistoryParams{
+			Now: s.now, Policy: hookrelay.RetentionPolicy{Delivered: 365 * 24 * time.Hour}, Limit: 100,
+		})
+	}
+	return as, err
+}
+
+// A delivery compacted while Client.Delivery reads it shows its attempts
+// once: the summary, not the summary and the attempts it replaced.
+func TestDeliveryCompactedWhileReadShowsItsAttemptsOnce(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewMock()
+	store := &compactedWhileRead{Store: memory.NewStore(), now: clk.Now().Add(time.Hour)}
+	delivered := make(chan struct{})
+	c, err := hookrelay.New(hookrelay.Config{
+		Queue: store, Ledger: store, Destinations: memory.NewDestinations(hookrelay.Destination{ID: "ok", URL: "https://ok.example/"}),
+		Clock: clk, PollInterval: 24 * time.Hour,
+		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result { return hookrelay.Delivered(204) }),
+		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
+			if e.Name == hookrelay.EventDelivered {
+				close(delivered)
+			}
+		}),
+	})
+	require.NoError(t, err)
+	res, err := c.Enqueue(ctx, hookrelay.EnqueueParams{EventID: "evt_1", TenantID: "t", DestinationID: "ok", EventType: "x", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	waitClosed(t, delivered, "the delivery")
+	require.NoError(t, c.Stop(ctx))
+
+	det, err := c.Delivery(ctx, res.ID)
+	require.NoError(t, err)
+	require.NotNil(t, det.Compacted, "compacted by the time the summary was read")
+	assert.Equal(t, 1, det.Compacted.Count)
+	assert.Empty(t, det.Attempts, "the compacted attempt is not also shown in full")
+}

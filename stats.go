@@ -24,7 +24,8 @@ type DestinationStats struct {
 	// Dead counts dead-lettered deliveries.
 	Dead int64
 	// OldestDeadAge is Now minus the earliest dead-letter time (the record's
-	// UpdatedAt); zero when none is dead.
+	// UpdatedAt); zero when none is dead, and never negative: zero too when
+	// that time is after Now (a clock ahead of the caller's).
 	OldestDeadAge time.Duration
 	// Circuit, ConsecutiveFailures, HeldUntil, RateLimitedUntil and
 	// FailingSince are the destination's guard state (GuardState), filled

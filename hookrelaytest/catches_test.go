@@ -3,6 +3,7 @@ package hookrelaytest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"os"
@@ -163,12 +164,22 @@ var brokenStores = []brokenStore{
 		},
 	},
 	{
+		name:     "DeadAgeNegativeWhenDeadLetteredAfterNow",
+		harness:  func() hookrelaytest.Harness { return storeHarness(newUnclampedDeadAge()) },
+		caughtBy: []string{"Stats/ADeadLetterTimeAfterNowIsAgeZero"},
+	},
+	{
 		name:    "CleanerRemovesDeadLetters",
 		harness: func() hookrelaytest.Harness { return storeHarness(&removesDead{Store: memory.NewStore()}) },
 		caughtBy: []string{
 			"Retention/OnlyDeliveredHistoryPastTheRetentionIsRemoved",
 			"Retention/DeadRecordsGoOnlyWhenRemoveDeadSaysSo",
 		},
+	},
+	{
+		name:     "CleanerRefusesCutoffsBefore1678",
+		harness:  func() hookrelaytest.Harness { return storeHarness(&nanoCutoffs{Store: memory.NewStore()}) },
+		caughtBy: []string{"Retention/ACutoffBeforeAnyStorableTimeRemovesNothingAndFailsNot"},
 	},
 	{
 		name:     "CleanerIgnoresTheBatchLimit",
@@ -1117,4 +1128,65 @@ func (s *allLeaseLost) RecordRetry(ctx context.Context, p hookrelay.RecordRetryP
 
 func (s *allLeaseLost) RecordDeadLetter(ctx context.Context, p hookrelay.RecordDeadLetterParams) error {
 	return leaseLost(s.Store.RecordDeadLetter(ctx, p))
+}
+
+// unclampedDeadAge reports OldestDeadAge as Now minus the earliest
+// dead-letter time even when that time is after Now, as the SQL store
+// once did: a negative age.
+type unclampedDeadAge struct {
+	*memory.Store
+	mu     sync.Mutex
+	deadAt map[string]time.Time // by destination: the earliest dead-letter time
+	dest   map[string]string    // by delivery
+}
+
+func newUnclampedDeadAge() *unclampedDeadAge {
+	return &unclampedDeadAge{Store: memory.NewStore(), deadAt: map[string]time.Time{}, dest: map[string]string{}}
+}
+
+func (s *unclampedDeadAge) Create(ctx context.Context, ds []hookrelay.Delivery) ([]bool, error) {
+	s.mu.Lock()
+	for _, d := range ds {
+		s.dest[d.ID] = d.DestinationID
+	}
+	s.mu.Unlock()
+	return s.Store.Create(ctx, ds)
+}
+
+func (s *unclampedDeadAge) RecordDeadLetter(ctx context.Context, p hookrelay.RecordDeadLetterParams) error {
+	if err := s.Store.RecordDeadLetter(ctx, p); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if at, ok := s.deadAt[s.dest[p.ID]]; !ok || p.Now.Before(at) {
+		s.deadAt[s.dest[p.ID]] = p.Now
+	}
+	return nil
+}
+
+func (s *unclampedDeadAge) Stats(ctx context.Context, p hookrelay.StatsParams) ([]hookrelay.DestinationStats, error) {
+	st, err := s.Store.Stats(ctx, p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range st {
+		if at, ok := s.deadAt[st[i].DestinationID]; ok && st[i].Dead > 0 {
+			st[i].OldestDeadAge = p.Now.Sub(at)
+		}
+	}
+	return st, err
+}
+
+// nanoCutoffs encodes each cleaner cutoff, Now minus a retention, as int64
+// nanoseconds since 1970 and refuses one before 1678, as the SQL store
+// once did.
+type nanoCutoffs struct{ *memory.Store }
+
+func (s *nanoCutoffs) CleanHistory(ctx context.Context, p hookrelay.CleanHistoryParams) (hookrelay.CleanHistoryResult, error) {
+	for _, keep := range []time.Duration{p.Policy.Delivered, p.Policy.AttemptDetails, p.Policy.Dead} {
+		if cutoff := p.Now.Add(-keep); cutoff.Before(time.Unix(0, math.MinInt64)) {
+			return hookrelay.CleanHistoryResult{}, fmt.Errorf("cutoff %v is outside the storable range", cutoff)
+		}
+	}
+	return s.Store.CleanHistory(ctx, p)
 }

@@ -210,6 +210,30 @@ func RunRetention(t *testing.T, newHarness NewHarness) {
 		assert.Equal(t, want, res.Counts, "the run does what the dry run counted")
 	})
 
+	t.Run("ACutoffBeforeAnyStorableTimeRemovesNothingAndFailsNot", func(t *testing.T) {
+		h := newHarness(t)
+		hc := historyCleaner(t, h)
+		delivered, _ := settle(t, h, "evt_delivered", "dest_1", base, 0, hookrelay.StateDelivered)
+		dead, _ := settle(t, h, "evt_dead", "dest_1", base.Add(time.Minute), 0, hookrelay.StateDead)
+		// The longest retention, from a clock before 1970: every cutoff is
+		// before 1678, earlier than int64 nanoseconds since 1970 reach.
+		const longest = time.Duration(1<<63 - 1)
+		policy := hookrelay.RetentionPolicy{Delivered: longest, AttemptDetails: longest, RemoveDead: true, Dead: longest}
+		now := time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC)
+		dry, err := hc.CleanHistory(ctx, hookrelay.CleanHistoryParams{Now: now, Policy: policy, DryRun: true})
+		require.NoError(t, err, "a dry run")
+		assert.Empty(t, dry.Counts, "a dry run counts nothing")
+		res, err := hc.CleanHistory(ctx, hookrelay.CleanHistoryParams{Now: now, Policy: policy, Limit: 100})
+		require.NoError(t, err)
+		assert.Empty(t, res.Counts)
+		assert.False(t, res.More)
+		assertKept(t, h, delivered, "nothing is older than a cutoff before 1678")
+		assertKept(t, h, dead, "nothing is older than a cutoff before 1678")
+		as, err := h.Ledger.Attempts(ctx, delivered)
+		require.NoError(t, err)
+		assert.Len(t, as, 1, "nor compacted")
+	})
+
 	t.Run("ConcurrentCleanersRemoveEachRecordOnce", func(t *testing.T) {
 		h := newHarness(t)
 		hc := historyCleaner(t, h)

@@ -152,6 +152,16 @@ func RunStats(t *testing.T, newHarness NewHarness) {
 		wantStats(t, got, "b", hookrelay.DestinationStats{Dead: 2, OldestDeadAge: 5 * time.Minute})
 		wantStats(t, got, "c", hookrelay.DestinationStats{Pending: 1, EligibleNow: 1, OldestEligibleAge: 65 * time.Second})
 	})
+	t.Run("ADeadLetterTimeAfterNowIsAgeZero", func(t *testing.T) {
+		h := newHarness(t)
+		stats := ledgerStats(t, h)
+		// Dead-lettered at T0 by a worker whose clock runs ahead of the
+		// caller's, which asks at T0−1m.
+		statsCreate(t, h, statsDelivery("skewed-dead", "skewed", statsT0))
+		statsDeadLetter(t, h, statsClaim(t, h, statsT0, time.Minute, 1)[0], statsT0)
+		got := statsByDestination(t, stats, statsT0.Add(-time.Minute))
+		wantStats(t, got, "skewed", hookrelay.DestinationStats{Dead: 1})
+	})
 	t.Run("OrderedByDestinationID", func(t *testing.T) {
 		h := newHarness(t)
 		stats := ledgerStats(t, h)

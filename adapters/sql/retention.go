@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/internal/errtext"
@@ -32,15 +33,15 @@ func (s *Store) CleanHistory(ctx context.Context, p hookrelay.CleanHistoryParams
 	if p.Limit <= 0 && !p.DryRun {
 		return hookrelay.CleanHistoryResult{}, errors.New("hooksql: clean history: Limit must be positive")
 	}
-	delivered, err := encTime("Now", p.Now.Add(-p.Policy.Delivered))
+	delivered, err := encCutoff(p.Now, p.Policy.Delivered)
 	if err != nil {
 		return hookrelay.CleanHistoryResult{}, err
 	}
-	compact, err := encTime("Now", p.Now.Add(-p.Policy.AttemptDetails))
+	compact, err := encCutoff(p.Now, p.Policy.AttemptDetails)
 	if err != nil {
 		return hookrelay.CleanHistoryResult{}, err
 	}
-	dead, err := encTime("Now", p.Now.Add(-p.Policy.Dead))
+	dead, err := encCutoff(p.Now, p.Policy.Dead)
 	if err != nil {
 		return hookrelay.CleanHistoryResult{}, err
 	}
@@ -90,6 +91,22 @@ func (s *Store) CleanHistory(ctx context.Context, p hookrelay.CleanHistoryParams
 	}
 	all := append(removedCounts, maps2slice(counts)...)
 	return hookrelay.CleanHistoryResult{Counts: mergeCounts(all), More: removed == p.Limit || compacted == p.Limit}, nil
+}
+
+// encCutoff encodes now−keep, the time at or before which a record is old
+// enough. A cutoff before every storable time (a long retention from an
+// early now) is no error: it is the lowest encoded time, which only the
+// zero time shares, as nothing stored is older. A now outside the storable
+// range is refused, named.
+func encCutoff(now time.Time, keep time.Duration) (int64, error) {
+	if _, err := encTime("Now", now); err != nil {
+		return 0, err
+	}
+	cutoff := now.Add(-keep)
+	if cutoff.Before(minTime) {
+		return zeroTime, nil
+	}
+	return encTime("Now", cutoff)
 }
 
 // removeInTx is the removal step on SQLite and MySQL: pick, then delete

@@ -42,7 +42,9 @@ func (s *Store) Stats(ctx context.Context, p hookrelay.StatsParams) ([]hookrelay
 			st.OldestEligibleAge = p.Now.Sub(decTime(oldestDue.Int64))
 		}
 		if oldestDead.Valid {
-			st.OldestDeadAge = p.Now.Sub(decTime(oldestDead.Int64))
+			// Never negative: a worker's clock ahead of the caller's can
+			// dead-letter after Now.
+			st.OldestDeadAge = max(0, p.Now.Sub(decTime(oldestDead.Int64)))
 		}
 		out = append(out, st)
 	}
