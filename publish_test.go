@@ -201,3 +201,16 @@ func TestPublishRefusesUnstorableTextEvenWithoutSubscribers(t *testing.T) {
 	}
 	assert.Empty(t, l.creates, "nothing reached the ledger")
 }
+
+func TestPublishWithACancelledContextFailsEvenWithoutSubscribers(t *testing.T) {
+	c, _, l := publishClient(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tenant := range []string{"tenant_a", "tenant_z"} { // subscribers, none
+		p := publishParams()
+		p.TenantID = tenant
+		_, err := c.Publish(ctx, p)
+		require.ErrorIs(t, err, context.Canceled, "tenant %s: as the SQL store answers", tenant)
+	}
+	assert.Empty(t, l.creates)
+}
