@@ -317,7 +317,11 @@ func (c *Client) randomFloat() float64 {
 	return c.random.Float64()
 }
 
-// EnqueueParams describe one event for one destination.
+// EnqueueParams describe one event for one destination. Its IDs, event
+// type and Scope labels must be valid UTF-8, and the IDs and event type
+// hold no NUL byte: what every store can keep exactly. They are taken
+// byte for byte, never trimmed or normalised: " evt_1" and "evt_1" are two
+// events.
 type EnqueueParams struct {
 	// EventID is the immutable business event ID (required, at most 255
 	// bytes). With DestinationID it determines the delivery ID.
@@ -377,7 +381,7 @@ func (c *Client) destinationsOf(params []EnqueueParams) func(context.Context, st
 	var ids []string
 	for _, p := range params {
 		// An ID prepare will refuse is not read.
-		if id := p.DestinationID; id != "" && len(id) <= 255 && !seen[id] {
+		if id := p.DestinationID; id != "" && len(id) <= 255 && unstorableText(id) == "" && !seen[id] {
 			seen[id] = true
 			ids = append(ids, id)
 		}
@@ -430,6 +434,14 @@ func (c *Client) prepare(ctx context.Context, params []EnqueueParams, resolve fu
 			err = invalid(ErrInvalidDelivery, "EventType", "must not be empty")
 		case len(p.EventType) > 255:
 			err = invalid(ErrInvalidDelivery, "EventType", "must be at most 255 bytes")
+		case unstorableText(p.EventID) != "":
+			err = invalid(ErrInvalidDelivery, "EventID", unstorableText(p.EventID))
+		case unstorableText(p.TenantID) != "":
+			err = invalid(ErrInvalidDelivery, "TenantID", unstorableText(p.TenantID))
+		case unstorableText(p.DestinationID) != "":
+			err = invalid(ErrInvalidDelivery, "DestinationID", unstorableText(p.DestinationID))
+		case unstorableText(p.EventType) != "":
+			err = invalid(ErrInvalidDelivery, "EventType", unstorableText(p.EventType))
 		case len(p.Payload) > c.cfg.MaxPayloadBytes:
 			err = invalid(ErrInvalidDelivery, "Payload", fmt.Sprintf("is %d bytes, over the %d-byte limit", len(p.Payload), c.cfg.MaxPayloadBytes))
 		case p.EnvelopeVersion < 0 || p.EnvelopeVersion > EnvelopeVersion:

@@ -108,3 +108,30 @@ func TestEnqueueBuildsTheRecord(t *testing.T) {
 	assert.False(t, again.Created, "the same event for the same destination is one record")
 	assert.Equal(t, res.ID, again.ID)
 }
+
+func TestEnqueueRefusesUnstorableTextBeforeLookingUpTheDestination(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*hookrelay.EnqueueParams)
+		field  string
+	}{
+		{"event ID not UTF-8", func(p *hookrelay.EnqueueParams) { p.EventID = "pay_\xff" }, "EventID"},
+		{"NUL in event ID", func(p *hookrelay.EnqueueParams) { p.EventID = "pay\x00" }, "EventID"},
+		{"tenant not UTF-8", func(p *hookrelay.EnqueueParams) { p.TenantID = "tenant_\xc3" }, "TenantID"},
+		{"destination not UTF-8", func(p *hookrelay.EnqueueParams) { p.DestinationID = "acct\xff" }, "DestinationID"},
+		{"NUL in destination", func(p *hookrelay.EnqueueParams) { p.DestinationID = "acct\x00" }, "DestinationID"},
+		{"NUL in event type", func(p *hookrelay.EnqueueParams) { p.EventType = "lease.\x00paid" }, "EventType"},
+		{"scope value not UTF-8", func(p *hookrelay.EnqueueParams) { p.Scope = map[string]string{"lease": "\xff"} }, "Scope"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := newClient(t)
+			p := validParams()
+			tc.mutate(&p)
+			_, err := c.Prepare(context.Background(), []hookrelay.EnqueueParams{p})
+			require.ErrorIs(t, err, hookrelay.ErrInvalidDelivery)
+			var ve *hookrelay.ValidationError
+			require.ErrorAs(t, err, &ve)
+			assert.Equal(t, tc.field, ve.Field)
+		})
+	}
+}

@@ -3,6 +3,8 @@ package hookrelay
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/hookrelay/hookrelay/internal/errtext"
 )
@@ -24,8 +26,25 @@ const (
 // over-long error.
 func quote(s string) string { return errtext.Quote(s) }
 
-// checkScope refuses a Scope over MaxScopeLabels labels, or with a key or
-// value over its size limit; the error names the label by a short prefix
+// unstorableText says why no store can keep s as an ID or label (bytes
+// that are not UTF-8, a NUL byte: PostgreSQL refuses both in TEXT), or ""
+// when it can. Prepare refuses such text itself, so that an event is
+// refused the same way whether it reaches one destination, many or none
+// (a Publish to a tenant without subscribers stores nothing, and an ID
+// that is not UTF-8 is not "not found").
+func unstorableText(s string) string {
+	switch {
+	case !utf8.ValidString(s):
+		return "is not valid UTF-8"
+	case strings.IndexByte(s, 0) >= 0:
+		return "contains a NUL byte"
+	}
+	return ""
+}
+
+// checkScope refuses a Scope over MaxScopeLabels labels, with a key or
+// value over its size limit or not valid UTF-8 (JSON, which stores keep
+// Scope as, cannot hold it); the error names the label by a short prefix
 // of its key.
 func checkScope(scope map[string]string) error {
 	if len(scope) > MaxScopeLabels {
@@ -33,6 +52,10 @@ func checkScope(scope map[string]string) error {
 	}
 	for k, v := range scope {
 		switch {
+		case !utf8.ValidString(k):
+			return invalid(ErrInvalidDelivery, "Scope", fmt.Sprintf("key %s is not valid UTF-8", quote(k)))
+		case !utf8.ValidString(v):
+			return invalid(ErrInvalidDelivery, "Scope", fmt.Sprintf("value of %s is not valid UTF-8", quote(k)))
 		case len(k) > MaxScopeKeyBytes:
 			return invalid(ErrInvalidDelivery, "Scope", fmt.Sprintf("key %s is %d bytes, over the %d-byte limit", quote(k), len(k), MaxScopeKeyBytes))
 		case len(v) > MaxScopeValueBytes:

@@ -175,3 +175,42 @@ func TestPreparedPublishResult(t *testing.T) {
 	}, pp.Result([]bool{true, false}))
 	assert.Panics(t, func() { pp.Result([]bool{true}) })
 }
+
+func TestPublishRefusesUnstorableTextEvenWithoutSubscribers(t *testing.T) {
+	c, _, l := publishClient(t)
+	for _, tc := range []struct {
+		mutate func(*hookrelay.PublishParams)
+		field  string
+	}{
+		{func(p *hookrelay.PublishParams) { p.EventID = "pay_\xff" }, "EventID"},
+		{func(p *hookrelay.PublishParams) { p.EventID = "pay_\x00" }, "EventID"},
+		{func(p *hookrelay.PublishParams) { p.TenantID = "tenant_\xc3" }, "TenantID"},
+		{func(p *hookrelay.PublishParams) { p.TenantID = "tenant_\x00" }, "TenantID"},
+		{func(p *hookrelay.PublishParams) { p.Scope = map[string]string{"lease": "\xff"} }, "Scope"},
+	} {
+		for _, tenant := range []string{"tenant_a", "tenant_z"} { // subscribers, none
+			p := publishParams()
+			p.TenantID = tenant
+			tc.mutate(&p)
+			_, err := c.Publish(context.Background(), p)
+			require.ErrorIs(t, err, hookrelay.ErrInvalidDelivery, "tenant %q, event %q", p.TenantID, p.EventID)
+			var ve *hookrelay.ValidationError
+			require.ErrorAs(t, err, &ve)
+			assert.Equal(t, tc.field, ve.Field)
+		}
+	}
+	assert.Empty(t, l.creates, "nothing reached the ledger")
+}
+
+func TestPublishWithACancelledContextFailsEvenWithoutSubscribers(t *testing.T) {
+	c, _, l := publishClient(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tenant := range []string{"tenant_a", "tenant_z"} { // subscribers, none
+		p := publishParams()
+		p.TenantID = tenant
+		_, err := c.Publish(ctx, p)
+		require.ErrorIs(t, err, context.Canceled, "tenant %s: as the SQL store answers", tenant)
+	}
+	assert.Empty(t, l.creates)
+}

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -11,8 +12,12 @@ import (
 var _ hookrelay.DestinationFinder = (*Destinations)(nil)
 
 // DestinationsFor implements hookrelay.DestinationFinder; it scans every
-// destination.
-func (s *Destinations) DestinationsFor(_ context.Context, p hookrelay.DestinationsForParams) ([]hookrelay.Destination, error) {
+// destination. A cancelled ctx is refused, as the SQL store refuses it,
+// so that a Publish reaching no destination fails here as there.
+func (s *Destinations) DestinationsFor(ctx context.Context, p hookrelay.DestinationsForParams) ([]hookrelay.Destination, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("hookrelay/memory: destinations for: %w", err)
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := []hookrelay.Destination{}

@@ -171,7 +171,9 @@ var (
 //
 // With MySQL, open db with interpolateParams=true in its DSN (Open does so
 // unless the DSN sets it): without it the driver sends every statement that
-// has arguments as three round trips (prepare, execute, close).
+// has arguments as three round trips (prepare, execute, close). With it,
+// set maxAllowedPacket=0 too (Open does), or a payload near
+// Options.MaxPayloadBytes may make a statement the server refuses.
 //
 // With SQLite, every write transaction of the Store is BEGIN IMMEDIATE with
 // a busy timeout on its connection, whatever the DSN says. Prefer
@@ -247,7 +249,11 @@ func driverDialect(d driver.Driver) (Dialect, bool) {
 // close) — with it, a batch of ledger writes is a few round trips instead
 // of a few per delivery. The driver refuses it with the multibyte character
 // sets it cannot escape safely (big5, cp932, gb2312, gbk, sjis); set
-// interpolateParams=false in such a DSN.
+// interpolateParams=false in such a DSN. Open also sets maxAllowedPacket=0
+// unless the DSN sets it, so that a statement too long for the server once
+// its arguments are in its text (a payload near Options.MaxPayloadBytes)
+// is sent prepared instead of refused; a DSN that sets it must set it to
+// at most the server's max_allowed_packet.
 func Open(ctx context.Context, dialect Dialect, dsn string, opts Options) (*Store, error) {
 	opts.Dialect = dialect
 	secrets := dsnSecrets(dsn)
@@ -370,8 +376,9 @@ func retirementAge(lifetime time.Duration, u float64) time.Duration {
 	return lifetime - time.Duration(u*float64(lifetime/4))
 }
 
-// openMySQL opens a pool on dsn with interpolateParams on, unless dsn
-// sets it (see Open).
+// openMySQL opens a pool on dsn with interpolateParams on, and
+// maxAllowedPacket=0 (the server's value), unless dsn sets them (see
+// Open).
 func openMySQL(dsn string) (*sql.DB, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
@@ -383,6 +390,15 @@ func openMySQL(dsn string) (*sql.DB, error) {
 	}
 	if !mysqlDSNSets(dsn, "interpolateParams") {
 		cfg.InterpolateParams = true
+	}
+	if !mysqlDSNSets(dsn, "maxAllowedPacket") {
+		// The server's own limit, read when a connection opens, instead of
+		// the driver's 64 MiB guess: the driver then sends a statement whose
+		// interpolated text the server would refuse (a payload at
+		// Options.MaxPayloadBytes whose bytes all take two in the text is
+		// 16 MiB, MariaDB's default limit) as a prepared one, the payload
+		// apart, rather than have it refused.
+		cfg.MaxAllowedPacket = 0
 	}
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {

@@ -1,6 +1,7 @@
 package hooksql
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -582,4 +583,49 @@ func TestDatabaseErrorsArePrintable(t *testing.T) {
 	require.ErrorIs(t, err, ErrDatabase)
 	assert.Equal(t, `hooksql: database error: get café\xff\x00\nforged: line: password=[redacted]\x1b[31m failed\r\n`, err.Error())
 	assert.Equal(t, "plain text, é", printable("plain text, é"), "printable text is kept as it is")
+}
+
+// TestPayloadAtTheLimitIsStored: a payload of exactly Options.MaxPayloadBytes
+// (the default, 8 MiB) is stored by Create and EnqueueTx on every dialect,
+// whatever its bytes (on MySQL, a quote or NUL takes two bytes in a
+// statement's text); one byte more is refused naming the field.
+func TestPayloadAtTheLimitIsStored(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := newStore(t, b, Options{})
+		atLimit := bytes.Repeat([]byte{'"', 0, '\\', '\n'}, DefaultMaxPayloadBytes/4)
+		require.Len(t, atLimit, DefaultMaxPayloadBytes)
+		for _, viaTx := range []bool{false, true} {
+			create := func(d hookrelay.Delivery) ([]bool, error) {
+				if !viaTx {
+					return s.Create(ctx, []hookrelay.Delivery{d})
+				}
+				tx, err := s.DB().BeginTx(ctx, nil)
+				require.NoError(t, err)
+				created, err := s.EnqueueTx(ctx, tx, []hookrelay.Delivery{d})
+				if err != nil {
+					_ = tx.Rollback()
+					return nil, err
+				}
+				return created, tx.Commit()
+			}
+			d := newDelivery(fmt.Sprintf("evt_limit_%v", viaTx), "dst_1", t0)
+			d.Payload = atLimit
+			created, err := create(d)
+			require.NoError(t, err, "tx %v", viaTx)
+			assert.Equal(t, []bool{true}, created)
+			got, err := s.Get(ctx, d.ID)
+			require.NoError(t, err)
+			assert.True(t, bytes.Equal(atLimit, got.Payload), "the payload round-trips")
+
+			over := newDelivery(fmt.Sprintf("evt_over_%v", viaTx), "dst_1", t0)
+			over.Payload = append(atLimit[:len(atLimit):len(atLimit)], 'x')
+			_, err = create(over)
+			var ve *hookrelay.ValidationError
+			require.ErrorAs(t, err, &ve)
+			assert.Equal(t, "Payload", ve.Field)
+			_, err = s.Get(ctx, over.ID)
+			require.ErrorIs(t, err, hookrelay.ErrNotFound)
+		}
+	})
 }
