@@ -5,7 +5,7 @@ package hookrelay
 // ledger.go (BatchLedger, LeaseLedger, UnpublishedRecovery,
 // DeadLetterLedger, RedriveAuditLog, RedriveLedger, RedriveAuditLister,
 // LedgerStats, AttemptStats, HistoryCleaner), a Queue's in queue.go
-// (ClaimsByDestinationRoom, LedgerQueue, DueNotifier), a Destinations
+// (ClaimsByDestinationRoom, LedgerQueue, DueNotifier, MessageLimit), a Destinations
 // port's in destination.go (DestinationFinder, DestinationBatchReader,
 // DestinationEnabler, DestinationLister, DestinationPauser,
 // DestinationGuard).

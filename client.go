@@ -180,6 +180,8 @@ type Client struct {
 	timedSender SendTimeouter
 	// dueNotifier is the Queue's DueNotifier ability, nil without it.
 	dueNotifier DueNotifier
+	// maxEnvelope is the Queue's MessageLimit, 0 without it.
+	maxEnvelope int
 	// cleaner is the Ledger's HistoryCleaner when Config.Retention is set.
 	cleaner HistoryCleaner
 	// guard keeps destinations' protection state: the Destinations port's
@@ -260,6 +262,9 @@ func New(cfg Config) (*Client, error) {
 	c.ledgerQueue = sameLedgerQueue(cfg.Queue, cfg.Ledger)
 	_, c.roomClaims = As[ClaimsByDestinationRoom](cfg.Queue)
 	c.dueNotifier, _ = As[DueNotifier](cfg.Queue)
+	if ml, ok := As[MessageLimit](cfg.Queue); ok {
+		c.maxEnvelope = ml.MaxEnvelopeBytes()
+	}
 	var ok bool
 	if c.guard, ok = As[DestinationGuard](cfg.Destinations); !ok {
 		c.guard = &GuardMap{}
@@ -479,15 +484,45 @@ func (c *Client) prepare(ctx context.Context, params []EnqueueParams, resolve fu
 		if env == 0 {
 			env = EnvelopeVersion
 		}
-		out = append(out, Delivery{
+		d := Delivery{
 			ID: DeliveryID(p.EventID, p.DestinationID), EventID: p.EventID, TenantID: p.TenantID,
 			Scope: p.Scope, DestinationID: p.DestinationID, EventType: p.EventType,
 			Payload: p.Payload, EnvelopeVersion: env, Attempt: 1,
 			FirstQueuedAt: now, NextAttemptAt: now, PolicyVersion: policy.Version,
 			State: StatePending, UpdatedAt: now,
-		})
+		}
+		if err := c.checkEnvelope(d); err != nil {
+			return nil, fmt.Errorf("enqueue params[%d] (event %s): %w", i, quote(p.EventID), err)
+		}
+		out = append(out, d)
 	}
 	return out, nil
+}
+
+// checkEnvelope refuses a delivery whose envelope the Queue's MessageLimit
+// cannot carry. The envelope is only encoded when a bound on its size
+// (the payload in base64, every other field escaped at worst six bytes a
+// byte, 1 KiB of names and times) is over the limit.
+func (c *Client) checkEnvelope(d Delivery) error {
+	if c.maxEnvelope <= 0 {
+		return nil
+	}
+	text := len(d.ID) + len(d.EventID) + len(d.TenantID) + len(d.DestinationID) + len(d.EventType) + len(d.PolicyVersion)
+	for k, v := range d.Scope {
+		text += len(k) + len(v) + 6 // quotes, colon, comma
+	}
+	if (len(d.Payload)+2)/3*4+6*text+1024 <= c.maxEnvelope {
+		return nil
+	}
+	body, err := MarshalEnvelope(d)
+	if err != nil {
+		return invalid(ErrInvalidDelivery, "Payload", "cannot be encoded in an envelope: "+err.Error())
+	}
+	if len(body) > c.maxEnvelope {
+		return invalid(ErrInvalidDelivery, "Payload", fmt.Sprintf("makes a %d-byte envelope (payload %d bytes, in base64), over the %d bytes the queue's broker carries in a message",
+			len(body), len(d.Payload), c.maxEnvelope))
+	}
+	return nil
 }
 
 // Enqueue validates one event, stores its delivery record and makes it

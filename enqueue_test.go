@@ -2,9 +2,12 @@ package hookrelay_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -132,6 +135,59 @@ func TestEnqueueRefusesUnstorableTextBeforeLookingUpTheDestination(t *testing.T)
 			var ve *hookrelay.ValidationError
 			require.ErrorAs(t, err, &ve)
 			assert.Equal(t, tc.field, ve.Field)
+		})
+	}
+}
+
+// limitedQueue is the memory store as a Queue whose broker carries
+// envelopes of at most max bytes (hookrelay.MessageLimit).
+type limitedQueue struct {
+	*memory.Store
+	max int
+}
+
+func (q limitedQueue) MaxEnvelopeBytes() int { return q.max }
+
+// A delivery whose envelope is over the Queue's MessageLimit is refused,
+// naming Payload, and nothing of its call is stored; one whose envelope is
+// exactly at the limit is taken. The limit counts the envelope, not the
+// payload: the payload travels in base64 beside the delivery's fields.
+func TestEnqueueRefusesAnEnvelopeOverTheQueuesMessageLimit(t *testing.T) {
+	ctx := context.Background()
+	p := validParams()
+	p.Payload = []byte(strings.Repeat("x", 3000))
+	small := validParams()
+	small.EventID = "pay_small"
+	at := clock.NewMock() // the envelope's times, so its size, are fixed
+	at.Set(time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC))
+	unlimited, _ := newClient(t, func(cfg *hookrelay.Config) { cfg.Clock, cfg.MaxPayloadBytes = at, 1<<20 })
+	ds, err := unlimited.Prepare(ctx, []hookrelay.EnqueueParams{p})
+	require.NoError(t, err)
+	body, err := hookrelay.MarshalEnvelope(ds[0])
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name  string
+		slack int // the limit minus the envelope's size
+		ok    bool
+	}{{"AtTheLimit", 0, true}, {"OneByteOver", -1, false}, {"FarUnder", 1 << 20, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, store := newClient(t, func(cfg *hookrelay.Config) {
+				cfg.Clock, cfg.MaxPayloadBytes = at, 1<<20
+				cfg.Queue = limitedQueue{Store: cfg.Ledger.(*memory.Store), max: len(body) + tc.slack}
+			})
+			_, err := c.EnqueueMany(ctx, []hookrelay.EnqueueParams{small, p})
+			if tc.ok {
+				require.NoError(t, err)
+				_, err = store.Get(ctx, ds[0].ID)
+				assert.NoError(t, err)
+				return
+			}
+			var ve *hookrelay.ValidationError
+			require.ErrorAs(t, err, &ve)
+			assert.Equal(t, "Payload", ve.Field)
+			assert.ErrorContains(t, err, fmt.Sprintf("%d-byte envelope", len(body)))
+			_, err = store.Get(ctx, hookrelay.DeliveryID(small.EventID, small.DestinationID))
+			assert.ErrorIs(t, err, hookrelay.ErrNotFound, "nothing of the call is stored")
 		})
 	}
 }

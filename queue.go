@@ -168,6 +168,16 @@ type LedgerQueue interface {
 	LedgerRecordsAreQueueEntries()
 }
 
+// MessageLimit is an optional ability of a Queue that carries each
+// delivery as a broker message of bounded size (NATS's max_payload):
+// MaxEnvelopeBytes is the largest envelope (MarshalEnvelope) it can
+// publish. Client.Prepare refuses a delivery whose envelope is larger,
+// naming Payload, before anything is stored: stored, it could never be
+// published, and publishing it again would fail every time.
+type MessageLimit interface {
+	MaxEnvelopeBytes() int
+}
+
 // DueNotifier is an optional ability of a Queue whose store can announce
 // work to workers in other processes (PostgreSQL's LISTEN/NOTIFY): a
 // delivery enqueued, a retry recorded, a redrive, a destination resumed.

@@ -105,6 +105,21 @@ type Queue struct {
 
 var _ hookrelay.Queue = (*Queue)(nil)
 
+// headerRoom is what a message's headers may take of the server's
+// max_payload, which counts headers and data together: the delivery ID
+// header, the escaped message ID, a dead letter's cut reason.
+const headerRoom = 4 << 10
+
+var _ hookrelay.MessageLimit = (*Queue)(nil)
+
+// MaxEnvelopeBytes implements hookrelay.MessageLimit: the connection's
+// max_payload less room for the headers, so Client.Prepare refuses a
+// delivery the server would refuse to store (a payload over about three
+// quarters of max_payload, the envelope carrying it in base64).
+func (q *Queue) MaxEnvelopeBytes() int {
+	return int(q.b.js.Conn().MaxPayload()) - headerRoom
+}
+
 // New creates or updates the streams and the consumer and returns a Queue
 // whose claims are leased from ledger. Errors name the failing step.
 func New(ctx context.Context, js jetstream.JetStream, ledger hookrelay.LeaseLedger, cfg Config) (*Queue, error) {
