@@ -4,7 +4,7 @@
 // port), UnpublishedRecovery, DeadLetterLedger, RedriveAuditLog,
 // RedriveLedger (the two together), RedriveAuditLister, LedgerStats,
 // AttemptStats and HistoryCleaner; of a Queue, ClaimsByDestinationRoom,
-// LedgerQueue and DueNotifier; of Destinations, DestinationFinder,
+// LedgerQueue, DueNotifier and MessageLimit; of Destinations, DestinationFinder,
 // DestinationBatchReader, DestinationEnabler, DestinationLister,
 // DestinationPauser and DestinationGuard. They are generated with go.uber.org/mock's mockgen.
 // Use them to assert call order, e.g. that the ledger write comes before
@@ -12,4 +12,4 @@
 // working fake.
 package hookrelaymock
 
-//go:generate mockgen -destination=ports.go -package=hookrelaymock github.com/hookrelay/hookrelay Queue,Ledger,Sender,Destinations,Observer,LedgerStats,AttemptStats,LeaseLedger,DeadLetterLedger,RedriveAuditLog,RedriveLedger,RedriveAuditLister,DestinationPauser,DestinationEnabler,DestinationLister,DestinationFinder,Authorizer,LedgerQueue,BatchLedger,ClaimsByDestinationRoom,DueNotifier,HistoryCleaner,UnpublishedRecovery,DestinationGuard,LeaseBatchLedger,DestinationBatchReader
+//go:generate mockgen -destination=ports.go -package=hookrelaymock github.com/hookrelay/hookrelay Queue,Ledger,Sender,Destinations,Observer,LedgerStats,AttemptStats,LeaseLedger,DeadLetterLedger,RedriveAuditLog,RedriveLedger,RedriveAuditLister,DestinationPauser,DestinationEnabler,DestinationLister,DestinationFinder,Authorizer,LedgerQueue,BatchLedger,ClaimsByDestinationRoom,DueNotifier,HistoryCleaner,UnpublishedRecovery,DestinationGuard,LeaseBatchLedger,DestinationBatchReader,MessageLimit
