@@ -33,6 +33,26 @@ func (f *firstMoveHeld) RedriveDelivery(ctx context.Context, p hookrelay.Redrive
 
 // refusedClient is a client on queue and ledger whose one destination,
 // "accounting" of tenant_a, refuses every delivery for good (401), so that
+// deadPayments enqueues three payments to accounting and processes them
+// once: refusedClient's recipient refuses them, so they are dead.
+func deadPayments(t *testing.T, client *hookrelay.Client, store *memory.Store, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range 3 {
+		_, err := client.Enqueue(ctx, hookrelay.EnqueueParams{
+			EventID: fmt.Sprintf("pay_%d", i), TenantID: "tenant_a", DestinationID: "accounting",
+			EventType: "lease.payment_recorded", Payload: []byte(`{}`),
+		})
+		require.NoError(t, err)
+	}
+	claims, err := store.Claim(ctx, hookrelay.ClaimParams{Now: now, Limit: 10, LeaseFor: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, claims, 3)
+	for _, c := range claims {
+		require.NoError(t, client.Process(ctx, c))
+	}
+}
+
 // each one processed is dead-lettered, ready for a redrive.
 func refusedClient(t *testing.T, clk clock.Clock, queue hookrelay.Queue, ledger hookrelay.Ledger) *hookrelay.Client {
 	t.Helper()
@@ -58,19 +78,7 @@ func TestRedriveStopIsSeenAtASlotAlreadyDue(t *testing.T) {
 	store := memory.NewStore()
 	ledger := &firstMoveHeld{Store: store, entered: make(chan struct{}), release: make(chan struct{})}
 	client := refusedClient(t, clk, store, ledger)
-	for i := range 3 {
-		_, err := client.Enqueue(ctx, hookrelay.EnqueueParams{
-			EventID: fmt.Sprintf("pay_%d", i), TenantID: "tenant_a", DestinationID: "accounting",
-			EventType: "lease.payment_recorded", Payload: []byte(`{}`),
-		})
-		require.NoError(t, err)
-	}
-	claims, err := store.Claim(ctx, hookrelay.ClaimParams{Now: clk.Now(), Limit: 10, LeaseFor: time.Minute})
-	require.NoError(t, err)
-	require.Len(t, claims, 3)
-	for _, c := range claims {
-		require.NoError(t, client.Process(ctx, c))
-	}
+	deadPayments(t, client, store, clk.Now())
 
 	ids := make(chan string, 1)
 	done := make(chan hookrelay.RedriveAudit, 1)
@@ -90,7 +98,7 @@ func TestRedriveStopIsSeenAtASlotAlreadyDue(t *testing.T) {
 	}()
 	<-ledger.entered // the first move, due at once, is under way
 	id := <-ids
-	_, err = client.StopRedrive(ctx, id, "bob")
+	_, err := client.StopRedrive(ctx, id, "bob")
 	require.NoError(t, err)
 	clk.Add(time.Second) // the second slot's time passes while the first move is held
 	close(ledger.release)
@@ -228,19 +236,7 @@ func TestRedriveSkipsADeadLetterRemovedMeanwhile(t *testing.T) {
 	store := memory.NewStore()
 	ledger := &removedBeforeFirstMove{Store: store, now: clk.Now().Add(time.Hour)}
 	client := refusedClient(t, clk, store, ledger)
-	for i := range 3 {
-		_, err := client.Enqueue(ctx, hookrelay.EnqueueParams{
-			EventID: fmt.Sprintf("pay_%d", i), TenantID: "tenant_a", DestinationID: "accounting",
-			EventType: "lease.payment_recorded", Payload: []byte(`{}`),
-		})
-		require.NoError(t, err)
-	}
-	claims, err := store.Claim(ctx, hookrelay.ClaimParams{Now: clk.Now(), Limit: 10, LeaseFor: time.Minute})
-	require.NoError(t, err)
-	require.Len(t, claims, 3)
-	for _, c := range claims {
-		require.NoError(t, client.Process(ctx, c))
-	}
+	deadPayments(t, client, store, clk.Now())
 
 	a, err := client.Redrive(ctx, hookrelay.RedriveParams{
 		Filter: hookrelay.DeadLetterFilter{DestinationIDs: []string{"accounting"}},

@@ -105,6 +105,17 @@ func (e *engine) redriveDriven(p hookrelay.RedriveParams) (hookrelay.RedriveAudi
 	return e.client.Redrive(context.Background(), p)
 }
 
+// resumeDriven resumes redrive id as actor while the mock clock moves.
+func (e *engine) resumeDriven(id, actor string) (hookrelay.RedriveAudit, error) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); drive(e.clock, done) }()
+	defer wg.Wait()
+	defer close(done)
+	return e.client.ResumeRedrive(context.Background(), id, actor, nil)
+}
+
 func (e *engine) enqueueFor(eventID, tenant, destID, eventType string) string {
 	e.t.Helper()
 	res, err := e.client.Enqueue(context.Background(), hookrelay.EnqueueParams{
@@ -600,13 +611,7 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 		require.NoError(t, err)
 		assert.Equal(t, hookrelay.RedriveStopped, status.State)
 
-		done := make(chan struct{})
-		var driver sync.WaitGroup
-		driver.Add(1)
-		go func() { defer driver.Done(); drive(e.clock, done) }()
-		resumed, err := e.client.ResumeRedrive(ctx, audit.ID, "oncall", nil)
-		close(done)
-		driver.Wait()
+		resumed, err := e.resumeDriven(audit.ID, "oncall")
 		require.NoError(t, err)
 		assert.Equal(t, hookrelay.RedriveFinished, resumed.State)
 		assert.EqualValues(t, 10, resumed.Redriven)
@@ -668,13 +673,7 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 		assert.Equal(t, hookrelay.RedriveStopped, got.State)
 		assert.Empty(t, got.ResumedBy)
 
-		done := make(chan struct{})
-		var driver sync.WaitGroup
-		driver.Add(1)
-		go func() { defer driver.Done(); drive(e.clock, done) }()
-		resumed, err := e.client.ResumeRedrive(ctx, audit.ID, "oncall", nil)
-		close(done)
-		driver.Wait()
+		resumed, err := e.resumeDriven(audit.ID, "oncall")
 		require.NoError(t, err)
 		assert.Equal(t, hookrelay.RedriveFinished, resumed.State)
 		assert.Equal(t, "oncall", resumed.ResumedBy)
@@ -760,13 +759,7 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 		assert.EqualValues(t, 1, r.a.Redriven, "the audit records how far it got")
 		assert.Contains(t, r.a.Error, "interrupted")
 
-		done := make(chan struct{})
-		var driver sync.WaitGroup
-		driver.Add(1)
-		go func() { defer driver.Done(); drive(e.clock, done) }()
-		resumed, err := e.client.ResumeRedrive(ctx, r.a.ID, "ops", nil)
-		close(done)
-		driver.Wait()
+		resumed, err := e.resumeDriven(r.a.ID, "ops")
 		require.NoError(t, err)
 		assert.Equal(t, hookrelay.RedriveFinished, resumed.State)
 		assert.EqualValues(t, 3, resumed.Redriven)
