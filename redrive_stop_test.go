@@ -35,7 +35,7 @@ func (f *firstMoveHeld) RedriveDelivery(ctx context.Context, p hookrelay.Redrive
 // "accounting" of tenant_a, refuses every delivery for good (401), so that
 // deadPayments enqueues three payments to accounting and processes them
 // once: refusedClient's recipient refuses them, so they are dead.
-func deadPayments(t *testing.T, client *hookrelay.Client, store *memory.Store, now time.Time) {
+func deadPayments(t *testing.T, client *hookrelay.Client, store *memory.Store, clk clock.Clock) {
 	t.Helper()
 	ctx := context.Background()
 	for i := range 3 {
@@ -45,7 +45,7 @@ func deadPayments(t *testing.T, client *hookrelay.Client, store *memory.Store, n
 		})
 		require.NoError(t, err)
 	}
-	claims, err := store.Claim(ctx, hookrelay.ClaimParams{Now: now, Limit: 10, LeaseFor: time.Minute})
+	claims, err := store.Claim(ctx, hookrelay.ClaimParams{Now: clk.Now(), Limit: 10, LeaseFor: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, claims, 3)
 	for _, c := range claims {
@@ -78,7 +78,7 @@ func TestRedriveStopIsSeenAtASlotAlreadyDue(t *testing.T) {
 	store := memory.NewStore()
 	ledger := &firstMoveHeld{Store: store, entered: make(chan struct{}), release: make(chan struct{})}
 	client := refusedClient(t, clk, store, ledger)
-	deadPayments(t, client, store, clk.Now())
+	deadPayments(t, client, store, clk)
 
 	ids := make(chan string, 1)
 	done := make(chan hookrelay.RedriveAudit, 1)
@@ -236,7 +236,7 @@ func TestRedriveSkipsADeadLetterRemovedMeanwhile(t *testing.T) {
 	store := memory.NewStore()
 	ledger := &removedBeforeFirstMove{Store: store, now: clk.Now().Add(time.Hour)}
 	client := refusedClient(t, clk, store, ledger)
-	deadPayments(t, client, store, clk.Now())
+	deadPayments(t, client, store, clk)
 
 	a, err := client.Redrive(ctx, hookrelay.RedriveParams{
 		Filter: hookrelay.DeadLetterFilter{DestinationIDs: []string{"accounting"}},
