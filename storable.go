@@ -36,7 +36,7 @@ const (
 // fields MaxStoredTextBytes names, so what a test reads back from the
 // memory store is what the SQL store returns.
 func StorableText(s string) string {
-	if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
+	if unstorableText(s) != "" {
 		s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 	}
 	if len(s) <= MaxStoredTextBytes {
@@ -80,10 +80,8 @@ func CheckStorable(d Delivery) error {
 			return invalid(ErrInvalidDelivery, f.name, "must not be empty")
 		case len(f.v) > MaxStoredStringBytes:
 			return invalid(ErrInvalidDelivery, f.name, fmt.Sprintf("is %d bytes, over the %d-byte limit", len(f.v), MaxStoredStringBytes))
-		case !utf8.ValidString(f.v):
-			return invalid(ErrInvalidDelivery, f.name, "is not valid UTF-8")
-		case strings.IndexByte(f.v, 0) >= 0:
-			return invalid(ErrInvalidDelivery, f.name, "contains a NUL byte")
+		case unstorableText(f.v) != "":
+			return invalid(ErrInvalidDelivery, f.name, unstorableText(f.v))
 		}
 	}
 	size := 0
