@@ -77,7 +77,10 @@ func openHookrelay(ctx context.Context, backend string, o options, url string, p
 	// worker's larger write queue, 0.93–1.09×, and later that day on
 	// PostgreSQL 1.03 and 1.08× (docs/benchmarks.md), and after the twelfth
 	// session's changes 0.92 and 1.05× (two runs of --systems
-	// postgres,postgres-tuned), so neither setting is worth a default.
+	// postgres,postgres-tuned), and on 2026-12-06 (twenty-first session,
+	// --systems ceiling,postgres,postgres-tuned,memory,memory-tuned) 1.07×
+	// on PostgreSQL and 1.06× on memory: the defaults ahead of the tuned
+	// setting, so neither setting is worth a default.
 	if hs, ok := q.(*hooksql.Store); ok {
 		if tuned {
 			hs.DB().SetMaxOpenConns(4 * o.workers)
