@@ -168,3 +168,78 @@ func TestPagesOfOneTenantsDataAskTheHookWithTheirTenants(t *testing.T) {
 	assert.NotContains(t, w.Body.String(), "prop_mgmt_co")
 	assert.Equal(t, http.StatusNotFound, f.do("GET", "/deliveries/whd_nope", "bob", nil).Code, "an unknown delivery is not found")
 }
+
+// The overview, destinations and audit-log pages list every tenant's
+// destinations, numbers and redrives. An operator whose hook allows only
+// their own tenant sees only their tenant's rows there (no other tenant's
+// destination, count or redrive); an unscoped operator still sees all, and
+// a hook that refuses a page by name still refuses it.
+func TestListPagesShowOnlyTheTenantsTheHookAllows(t *testing.T) {
+	var asked []console.ActionRequest
+	f := newFixture(t, func(_ *hookrelay.Config, c *console.Config) {
+		c.Authorize = func(_ *http.Request, req console.ActionRequest) error {
+			asked = append(asked, req)
+			switch req.Actor {
+			case "root":
+				return nil
+			case "viewer":
+				if req.Page == "overview" || req.Page == "redrives" || req.Page == "destinations" {
+					return errors.New("not for viewers")
+				}
+				return nil
+			}
+			// alice: prop_mgmt_co only, whatever the request names.
+			for _, tn := range append(slices.Clone(req.Filter.TenantIDs), req.Tenants...) {
+				if tn != "prop_mgmt_co" {
+					return errors.New("another tenant's data")
+				}
+			}
+			return nil
+		}
+	})
+	f.seed()
+	ctx := context.Background()
+	for _, tn := range []string{"other_co", "prop_mgmt_co"} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := f.client.Redrive(ctx, hookrelay.RedriveParams{
+				Filter: hookrelay.DeadLetterFilter{TenantIDs: []string{tn}}, Actor: "root", Reason: "redrive of " + tn, RatePerSecond: 1000,
+			})
+			done <- err
+		}()
+		require.Eventually(t, func() bool {
+			f.clock.Add(time.Second) // the redrive's pace runs on the mock clock
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+				return true
+			default:
+				return false
+			}
+		}, 10*time.Second, time.Millisecond)
+	}
+	f.step() // shipping and accounting fail again: dead once more
+
+	for _, page := range []string{"/", "/destinations", "/redrives"} {
+		w := f.do("GET", page, "alice", nil)
+		require.Equal(t, http.StatusOK, w.Code, "%s as alice: %s", page, w.Body.String())
+		body := w.Body.String()
+		for _, other := range []string{"shipping", "other_co"} {
+			assert.NotContains(t, body, other, "%s as alice shows another tenant's data", page)
+		}
+		mine := map[string]string{"/": `id="dest-accounting"`, "/destinations": `id="dest-accounting"`, "/redrives": "redrive of prop_mgmt_co"}[page]
+		assert.Contains(t, body, mine, "%s as alice shows her own tenant's rows", page)
+
+		w = f.do("GET", page, "root", nil)
+		require.Equal(t, http.StatusOK, w.Code, "%s as root: %s", page, w.Body.String())
+		for _, all := range []string{"other_co", "prop_mgmt_co"} {
+			assert.Contains(t, w.Body.String(), all, "%s as root shows every tenant", page)
+		}
+		last := asked[len(asked)-1]
+		assert.Equal(t, []string{"other_co", "prop_mgmt_co"}, last.Tenants, "%s: the hook is told the tenants the page shows", page)
+
+		w = f.do("GET", page, "viewer", nil)
+		assert.Equal(t, http.StatusForbidden, w.Code, "%s as viewer", page)
+		assert.NotContains(t, w.Body.String(), "other_co")
+	}
+}
