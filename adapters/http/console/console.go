@@ -86,7 +86,8 @@ type ActionRequest struct {
 	// Tenants, for ActionStopRedrive, ActionResumeRedrive and the
 	// redrive_status page, are the tenants the redrive was authorized for
 	// (its audit's Tenants): the only ones whose deliveries it moves. For
-	// the delivery page, the delivery's tenant. For the overview,
+	// the delivery page, the delivery's tenant. For the destination
+	// actions, the destination's tenant. For the overview,
 	// destinations and redrives pages, the tenants asked about (see Page;
 	// none means every tenant).
 	Tenants []string

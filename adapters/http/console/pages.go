@@ -721,6 +721,10 @@ func (h *Handler) destinations(r *http.Request, p *page) (int, error) {
 		return http.StatusForbidden, err
 	}
 	rows = keep(rows, 0, show)
+	// A notice names its destination only when the page shows it.
+	if dest := r.URL.Query().Get("destination"); p.Notice != "" && !slices.ContainsFunc(rows, func(d destinationRow) bool { return d.DestinationID == dest }) {
+		p.Notice = ""
+	}
 	p.Title = "Destinations"
 	p.Data = rows
 	return http.StatusOK, nil
@@ -733,10 +737,15 @@ func (h *Handler) destinationChange(r *http.Request, actor string) (string, int,
 	if !ok {
 		return "", http.StatusNotFound, badForm("operation", fmt.Sprintf("%q is not pause, resume or enable", cut(op, 20)))
 	}
-	if err := h.authorize(r, ActionRequest{Action: action, Actor: actor, DestinationID: id}); err != nil {
+	// The hook is told the destination's tenant, so an operator scoped to
+	// some tenants cannot change another's destination by its ID.
+	st, err := h.cfg.Client.DestinationStatus(r.Context(), id)
+	if err != nil {
+		return "", 0, err
+	}
+	if err := h.authorize(r, ActionRequest{Action: action, Actor: actor, DestinationID: id, Tenants: []string{st.TenantID}}); err != nil {
 		return "", http.StatusForbidden, err
 	}
-	var err error
 	switch action {
 	case ActionPauseDestination:
 		err = h.cfg.Client.PauseDestination(r.Context(), id)

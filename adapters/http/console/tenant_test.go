@@ -243,3 +243,47 @@ func TestListPagesShowOnlyTheTenantsTheHookAllows(t *testing.T) {
 		assert.NotContains(t, w.Body.String(), "other_co")
 	}
 }
+
+// A tenant-scoped operator cannot pause, resume or re-enable another
+// tenant's destination by naming it in the URL: the hook is told the
+// destination's tenant. Nor does the destinations page's notice name
+// another tenant's destination.
+func TestDestinationActionsShowTheHookTheDestinationsTenant(t *testing.T) {
+	var asked []console.ActionRequest
+	f := newFixture(t, func(_ *hookrelay.Config, c *console.Config) {
+		c.Authorize = func(_ *http.Request, req console.ActionRequest) error {
+			asked = append(asked, req)
+			for _, tn := range append(slices.Clone(req.Filter.TenantIDs), req.Tenants...) {
+				if tn != "prop_mgmt_co" {
+					return errors.New("another tenant's destination")
+				}
+			}
+			return nil
+		}
+	})
+	f.seed()
+	ctx := context.Background()
+	tok := f.token("alice", "/destinations")
+	for _, op := range []string{"pause", "enable"} {
+		w := f.do("POST", "/destinations/shipping/"+op, "alice", url.Values{"csrf_token": {tok}})
+		assert.Equal(t, http.StatusForbidden, w.Code, "alice %ss shipping: %s", op, w.Body.String())
+	}
+	st, err := f.client.DestinationStatus(ctx, "shipping")
+	require.NoError(t, err)
+	assert.False(t, st.Paused, "alice paused another tenant's destination")
+	last := asked[len(asked)-1]
+	assert.Equal(t, []string{"other_co"}, last.Tenants, "the hook is told the destination's tenant")
+
+	w := f.do("POST", "/destinations/accounting/pause", "alice", url.Values{"csrf_token": {tok}})
+	require.Equal(t, http.StatusSeeOther, w.Code, w.Body.String())
+	st, err = f.client.DestinationStatus(ctx, "accounting")
+	require.NoError(t, err)
+	assert.True(t, st.Paused)
+	assert.Equal(t, http.StatusNotFound, f.do("POST", "/destinations/nope/pause", "alice", url.Values{"csrf_token": {tok}}).Code)
+
+	require.NoError(t, f.client.PauseDestination(ctx, "shipping"))
+	w = f.do("GET", "/destinations?notice=pause&destination=shipping", "alice", nil)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	assert.NotContains(t, w.Body.String(), "shipping", "the notice names another tenant's destination")
+	assert.Contains(t, f.do("GET", "/destinations?notice=pause&destination=accounting", "alice", nil).Body.String(), "Destination accounting paused")
+}
