@@ -550,12 +550,15 @@ func (h *Handler) redrivePlan(r *http.Request, p *page) (int, error) {
 	if err != nil {
 		return http.StatusBadRequest, err
 	}
-	if err := p.ask(ActionRequest{Filter: sel}); err != nil {
-		return http.StatusForbidden, err
-	}
+	// The plan is read before the hook is asked, but shown only after: the
+	// hook is told the tenants the selection spans (Tenants), also when it
+	// names none.
 	plan, err := h.cfg.Client.PlanRedrive(r.Context(), sel)
 	if err != nil {
 		return 0, err
+	}
+	if err := p.ask(ActionRequest{Filter: sel, Tenants: plan.Tenants}); err != nil {
+		return http.StatusForbidden, err
 	}
 	p.Title = "Redrive"
 	p.Data = struct {
@@ -588,7 +591,14 @@ func (h *Handler) redriveStart(r *http.Request, actor string) (string, int, erro
 	if err != nil || !(rate > 0) {
 		return "", http.StatusBadRequest, badForm("rate", "must be a positive number of deliveries per second per destination")
 	}
-	if err := h.authorize(r, ActionRequest{Action: ActionRedrive, Actor: actor, Filter: sel}); err != nil {
+	// The hook is told the tenants the selection spans now, also when it
+	// names none; tenants it comes to span by the time the redrive starts
+	// are decided by the client's Authorizer.
+	plan, err := h.cfg.Client.PlanRedrive(r.Context(), sel)
+	if err != nil {
+		return "", 0, err
+	}
+	if err := h.authorize(r, ActionRequest{Action: ActionRedrive, Actor: actor, Filter: sel, Tenants: plan.Tenants}); err != nil {
 		return "", http.StatusForbidden, err
 	}
 	id, err := h.startRedrive(func(ctx context.Context, progress func(hookrelay.RedriveAudit)) (hookrelay.RedriveAudit, error) {

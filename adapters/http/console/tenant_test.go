@@ -287,3 +287,40 @@ func TestDestinationActionsShowTheHookTheDestinationsTenant(t *testing.T) {
 	assert.NotContains(t, w.Body.String(), "shipping", "the notice names another tenant's destination")
 	assert.Contains(t, f.do("GET", "/destinations?notice=pause&destination=accounting", "alice", nil).Body.String(), "Destination accounting paused")
 }
+
+// A selection that names no tenant is told to the hook with the tenants
+// it spans: an operator whose hook allows only their tenant cannot plan or
+// redrive another tenant's dead letters by selecting its destination.
+func TestRedriveOfABlankTenantSelectionShowsTheHookItsTenants(t *testing.T) {
+	var asked []console.ActionRequest
+	f := newFixture(t, func(_ *hookrelay.Config, c *console.Config) {
+		c.Authorize = func(_ *http.Request, req console.ActionRequest) error {
+			asked = append(asked, req)
+			for _, tn := range append(slices.Clone(req.Filter.TenantIDs), req.Tenants...) {
+				if tn != "prop_mgmt_co" {
+					return errors.New("another tenant's dead letters")
+				}
+			}
+			return nil
+		}
+	})
+	payments, shipment, _ := f.seed()
+	w := f.do("GET", "/redrive?destination=shipping", "alice", nil)
+	assert.Equal(t, http.StatusForbidden, w.Code, "alice plans shipping's redrive: %s", w.Body.String())
+	assert.NotContains(t, w.Body.String(), "other_co")
+
+	tok := f.token("alice", "/redrive?destination=accounting")
+	w = f.do("POST", "/redrive", "alice", url.Values{"csrf_token": {tok}, "destination": {"shipping"}, "why": {"r"}, "rate": {"1"}})
+	assert.Equal(t, http.StatusForbidden, w.Code, "alice redrives shipping: %s", w.Body.String())
+	last := asked[len(asked)-1]
+	assert.Equal(t, console.ActionRedrive, last.Action)
+	assert.Equal(t, []string{"other_co"}, last.Tenants, "the hook is told the tenants the selection spans")
+	assert.Equal(t, hookrelay.StateDead, f.get(shipment).State, "another tenant's dead letter was redriven")
+
+	w = f.do("POST", "/redrive", "alice", url.Values{"csrf_token": {tok}, "destination": {"accounting"}, "why": {"r"}, "rate": {"1"}})
+	require.Equal(t, http.StatusSeeOther, w.Code, w.Body.String())
+	require.Eventually(t, func() bool {
+		f.clock.Add(time.Second)
+		return f.get(payments[2]).State == hookrelay.StatePending
+	}, 10*time.Second, time.Millisecond)
+}
