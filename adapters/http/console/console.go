@@ -51,7 +51,8 @@ type ActionRequest struct {
 	// The pages of a selection or of one record are asked about with what
 	// they are about to show, before anything is read for display: "dead"
 	// and "redrive" with Filter (the selection in the URL; no TenantIDs
-	// means every tenant; "redrive" also with Tenants, those it spans), "delivery" with DeliveryID, DestinationID and
+	// means every tenant; "dead" also with Tenants, those of the dead
+	// letters it shows, "redrive" with those the selection spans), "delivery" with DeliveryID, DestinationID and
 	// Tenants (the delivery's tenant), "redrive_status" with RedriveID,
 	// Filter and Tenants (the redrive's).
 	//
@@ -86,7 +87,8 @@ type ActionRequest struct {
 	// Tenants, for ActionStopRedrive, ActionResumeRedrive and the
 	// redrive_status page, are the tenants the redrive was authorized for
 	// (its audit's Tenants): the only ones whose deliveries it moves. For
-	// the delivery page, the delivery's tenant. For ActionRedrive and the
+	// the delivery page, the delivery's tenant. For the dead page, the
+	// tenants of the dead letters it shows. For ActionRedrive and the
 	// redrive page, the tenants the selection spans (its plan's), also
 	// when Filter names none. For the destination
 	// actions, the destination's tenant. For the overview,

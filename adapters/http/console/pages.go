@@ -464,12 +464,20 @@ func (h *Handler) deadLetters(r *http.Request, p *page) (int, error) {
 	if err != nil {
 		return http.StatusBadRequest, err
 	}
-	if err := p.ask(ActionRequest{Filter: sel}); err != nil {
-		return http.StatusForbidden, err
-	}
+	// The page is read before the hook is asked, but shown only after:
+	// the hook is told the tenants of the dead letters it shows (Tenants),
+	// also when the selection names none.
 	res, err := h.cfg.Client.DeadLetters(r.Context(), hookrelay.DeadLettersParams{Filter: sel, Limit: h.cfg.PageSize, Cursor: q.Get("cursor")})
 	if err != nil {
 		return 0, err
+	}
+	var tenants []string
+	for _, d := range res.Deliveries {
+		tenants = append(tenants, d.TenantID)
+	}
+	slices.Sort(tenants)
+	if err := p.ask(ActionRequest{Filter: sel, Tenants: slices.Compact(tenants)}); err != nil {
+		return http.StatusForbidden, err
 	}
 	var next template.URL
 	if res.Next != "" {

@@ -324,3 +324,25 @@ func TestRedriveOfABlankTenantSelectionShowsTheHookItsTenants(t *testing.T) {
 		return f.get(payments[2]).State == hookrelay.StatePending
 	}, 10*time.Second, time.Millisecond)
 }
+
+// The dead-letter list of a selection that names no tenant tells the hook
+// the tenants of the dead letters it is about to show.
+func TestDeadLettersOfABlankTenantSelectionShowTheHookTheirTenants(t *testing.T) {
+	f := newFixture(t, func(_ *hookrelay.Config, c *console.Config) {
+		c.Authorize = func(_ *http.Request, req console.ActionRequest) error {
+			for _, tn := range append(slices.Clone(req.Filter.TenantIDs), req.Tenants...) {
+				if tn != "prop_mgmt_co" {
+					return errors.New("another tenant's dead letters")
+				}
+			}
+			return nil
+		}
+	})
+	f.seed()
+	w := f.do("GET", "/dead?destination=shipping", "alice", nil)
+	assert.Equal(t, http.StatusForbidden, w.Code, "alice lists shipping's dead letters: %s", w.Body.String())
+	assert.NotContains(t, w.Body.String(), "shp_1")
+	w = f.do("GET", "/dead?destination=accounting", "alice", nil)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	assert.Contains(t, w.Body.String(), "lease.payment_recorded")
+}
