@@ -51,11 +51,24 @@ type ActionRequest struct {
 	// The pages of a selection or of one record are asked about with what
 	// they are about to show, before anything is read for display: "dead"
 	// and "redrive" with Filter (the selection in the URL; no TenantIDs
-	// means every tenant), "delivery" with DeliveryID, DestinationID and
+	// means every tenant; "dead" also with Tenants, those of the dead
+	// letters it shows, "redrive" with those the selection spans), "delivery" with DeliveryID, DestinationID and
 	// Tenants (the delivery's tenant), "redrive_status" with RedriveID,
-	// Filter and Tenants (the redrive's). "overview", "destinations" and
-	// "redrives" show every tenant's numbers, destinations and redrives:
-	// refuse those pages to an operator scoped to some tenants.
+	// Filter and Tenants (the redrive's).
+	//
+	// "overview", "destinations" and "redrives" list rows of several
+	// tenants (a destination's row is its tenant's; a redrive's, the
+	// tenants it was authorized for, else those its selection names). They
+	// are asked first with Tenants: every tenant they show. Allowed, the
+	// page shows every row. Refused, they are asked once per tenant
+	// (Tenants holding that one) and show only the rows all of whose
+	// tenants were allowed: no count, destination or redrive of another
+	// tenant. Refused for every tenant, the page is refused with the first
+	// answer. No Tenants means every tenant: a page with a row of unknown
+	// tenant (a destination the Destinations port does not know, a
+	// redrive of every tenant that matched nothing), or with no row at
+	// all, is asked so; such a row is shown only to an operator allowed
+	// every tenant.
 	Page string
 	// DestinationID is set for the destination actions and the delivery
 	// page.
@@ -74,7 +87,13 @@ type ActionRequest struct {
 	// Tenants, for ActionStopRedrive, ActionResumeRedrive and the
 	// redrive_status page, are the tenants the redrive was authorized for
 	// (its audit's Tenants): the only ones whose deliveries it moves. For
-	// the delivery page, the delivery's tenant.
+	// the delivery page, the delivery's tenant. For the dead page, the
+	// tenants of the dead letters it shows. For ActionRedrive and the
+	// redrive page, the tenants the selection spans (its plan's), also
+	// when Filter names none. For the destination
+	// actions, the destination's tenant. For the overview,
+	// destinations and redrives pages, the tenants asked about (see Page;
+	// none means every tenant).
 	Tenants []string
 }
 

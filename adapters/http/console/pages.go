@@ -23,13 +23,13 @@ func (h *Handler) routes() {
 	m := http.NewServeMux()
 	static, _ := fs.Sub(assets, "assets/static") // a constant path in the embedded tree
 	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
-	m.HandleFunc("GET /{$}", h.view("overview", h.overview))
+	m.HandleFunc("GET /{$}", h.scopedView("overview", h.overview))
 	m.HandleFunc("GET /dead", h.scopedView("dead", h.deadLetters))
 	m.HandleFunc("GET /deliveries/{id}", h.scopedView("delivery", h.delivery))
 	m.HandleFunc("GET /redrive", h.scopedView("redrive", h.redrivePlan))
-	m.HandleFunc("GET /redrives", h.view("redrives", h.redriveList))
+	m.HandleFunc("GET /redrives", h.scopedView("redrives", h.redriveList))
 	m.HandleFunc("GET /redrives/{id}", h.scopedView("redrive_status", h.redriveStatus))
-	m.HandleFunc("GET /destinations", h.view("destinations", h.destinations))
+	m.HandleFunc("GET /destinations", h.scopedView("destinations", h.destinations))
 	m.HandleFunc("POST /redrive", h.change(h.redriveStart))
 	m.HandleFunc("POST /redrives/{id}/stop", h.change(h.redriveStop))
 	m.HandleFunc("POST /redrives/{id}/resume", h.change(h.redriveResume))
@@ -49,10 +49,84 @@ type page struct {
 	// Refresh, when positive, reloads the page after that many seconds
 	// (a running redrive's progress) without JavaScript.
 	Refresh int
-	// ask, on a page of one tenant's data (scopedView), asks
+	// ask, on every page (scopedView), asks
 	// Config.Authorize about what the page is about to show; the page
 	// shows nothing before it answers nil.
 	ask func(ActionRequest) error
+}
+
+// askRows asks Config.Authorize about a page listing rows of several
+// tenants; tenantsOf[i] are row i's tenants (none: not known). It asks
+// first with every tenant the page shows (Tenants: their union, sorted; no
+// Tenants, meaning every tenant, when a row's tenant is not known or there
+// is no row). If that is refused it asks once per tenant, and show(i) says
+// whether row i is shown: only when all its tenants are allowed, so no row
+// of a refused or unknown tenant is. When no tenant is allowed, the page
+// is refused with the first answer.
+func askRows(p *page, tenantsOf [][]string) (show func(i int) bool, err error) {
+	var all []string
+	known := true
+	for _, ts := range tenantsOf {
+		known = known && len(ts) > 0
+		all = append(all, ts...)
+	}
+	slices.Sort(all)
+	all = slices.Compact(all)
+	whole := all
+	if !known {
+		whole = nil
+	}
+	err = p.ask(ActionRequest{Tenants: whole})
+	if err == nil {
+		return func(int) bool { return true }, nil
+	}
+	allowed := map[string]bool{}
+	for _, t := range all {
+		if p.ask(ActionRequest{Tenants: []string{t}}) == nil {
+			allowed[t] = true
+		}
+	}
+	if len(allowed) == 0 {
+		return nil, err
+	}
+	return func(i int) bool {
+		for _, t := range tenantsOf[i] {
+			if !allowed[t] {
+				return false
+			}
+		}
+		return len(tenantsOf[i]) > 0
+	}, nil
+}
+
+// rowTenants are the tenants of a destination row: its destination's
+// tenant, none when the Destinations port does not know it.
+func (r destinationRow) rowTenants() []string {
+	if !r.Known {
+		return nil
+	}
+	return []string{r.Status.TenantID}
+}
+
+// auditTenants are the tenants of a redrive in a list: those it was
+// authorized for, else those its selection names (none: every tenant).
+func auditTenants(a hookrelay.RedriveAudit) []string {
+	if len(a.Tenants) > 0 {
+		return a.Tenants
+	}
+	return a.Filter.TenantIDs
+}
+
+// keep returns the elements of rows whose index show allows, from offset
+// on in the indexes askRows was given.
+func keep[T any](rows []T, offset int, show func(int) bool) []T {
+	var out []T
+	for i, r := range rows {
+		if show(offset + i) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 type (
@@ -60,20 +134,13 @@ type (
 	changeFunc func(r *http.Request, actor string) (redirect string, status int, err error)
 )
 
-// view wraps a GET page: actor, authorization, rendering.
-func (h *Handler) view(name string, f viewFunc) http.HandlerFunc {
-	return h.viewing(name, false, f)
-}
-
-// scopedView wraps a GET page that shows what a selection or one record
-// holds: it asks Config.Authorize itself (page.ask), once it knows which
-// tenants, selection, delivery or redrive it shows, so that an operator
-// scoped to some tenants cannot read another's by editing the URL.
+// scopedView wraps a GET page: actor, authorization, rendering. Every page
+// shows what a selection, one record or a list of several tenants' rows
+// holds, so it asks Config.Authorize itself (page.ask, or askRows for a
+// list) once it knows which tenants, selection, delivery or redrive it
+// shows: an operator scoped to some tenants cannot read another's by
+// editing the URL, nor see another's rows in a list.
 func (h *Handler) scopedView(name string, f viewFunc) http.HandlerFunc {
-	return h.viewing(name, true, f)
-}
-
-func (h *Handler) viewing(name string, scoped bool, f viewFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		actor, err := h.actor(r)
 		if err != nil {
@@ -90,17 +157,11 @@ func (h *Handler) viewing(name string, scoped bool, f viewFunc) http.HandlerFunc
 			allowed = true
 			return nil
 		}
-		if !scoped {
-			if err := p.ask(ActionRequest{}); err != nil {
-				h.fail(w, r, http.StatusForbidden, actor, err)
-				return
-			}
-		}
 		status, err := f(r, p)
 		switch {
 		case err != nil:
 			h.fail(w, r, status, actor, err)
-		case !allowed: // a scoped page that never asked shows nothing
+		case !allowed: // a page that never asked shows nothing
 			h.fail(w, r, http.StatusInternalServerError, actor, fmt.Errorf("console: page %s did not ask Authorize", name))
 		default:
 			h.render(w, status, name, p)
@@ -287,12 +348,28 @@ func (h *Handler) overview(r *http.Request, p *page) (int, error) {
 	if err != nil && !errors.Is(err, hookrelay.ErrUnsupported) {
 		return http.StatusInternalServerError, err
 	}
-	var running []auditView
+	var running []hookrelay.RedriveAudit
 	for _, a := range audits {
 		if a.State == hookrelay.RedriveRunning {
-			running = append(running, h.auditView(a, p))
+			running = append(running, a)
 		}
 	}
+	tenants := make([][]string, 0, len(rows)+len(running))
+	for _, r := range rows {
+		tenants = append(tenants, r.rowTenants())
+	}
+	for _, a := range running {
+		tenants = append(tenants, auditTenants(a))
+	}
+	show, err := askRows(p, tenants)
+	if err != nil {
+		return http.StatusForbidden, err
+	}
+	var views []auditView
+	for _, a := range keep(running, len(rows), show) {
+		views = append(views, h.auditView(a, p))
+	}
+	rows = keep(rows, 0, show)
 	p.Title = "Overview"
 	_, recent := h.cfg.Stats.(hookrelay.AttemptStats)
 	p.Data = struct {
@@ -300,7 +377,7 @@ func (h *Handler) overview(r *http.Request, p *page) (int, error) {
 		Running      []auditView
 		Recent       bool
 		Window       time.Duration
-	}{rows, running, recent, h.cfg.RecentWindow}
+	}{rows, views, recent, h.cfg.RecentWindow}
 	return http.StatusOK, nil
 }
 
@@ -387,12 +464,20 @@ func (h *Handler) deadLetters(r *http.Request, p *page) (int, error) {
 	if err != nil {
 		return http.StatusBadRequest, err
 	}
-	if err := p.ask(ActionRequest{Filter: sel}); err != nil {
-		return http.StatusForbidden, err
-	}
+	// The page is read before the hook is asked, but shown only after:
+	// the hook is told the tenants of the dead letters it shows (Tenants),
+	// also when the selection names none.
 	res, err := h.cfg.Client.DeadLetters(r.Context(), hookrelay.DeadLettersParams{Filter: sel, Limit: h.cfg.PageSize, Cursor: q.Get("cursor")})
 	if err != nil {
 		return 0, err
+	}
+	var tenants []string
+	for _, d := range res.Deliveries {
+		tenants = append(tenants, d.TenantID)
+	}
+	slices.Sort(tenants)
+	if err := p.ask(ActionRequest{Filter: sel, Tenants: slices.Compact(tenants)}); err != nil {
+		return http.StatusForbidden, err
 	}
 	var next template.URL
 	if res.Next != "" {
@@ -473,12 +558,15 @@ func (h *Handler) redrivePlan(r *http.Request, p *page) (int, error) {
 	if err != nil {
 		return http.StatusBadRequest, err
 	}
-	if err := p.ask(ActionRequest{Filter: sel}); err != nil {
-		return http.StatusForbidden, err
-	}
+	// The plan is read before the hook is asked, but shown only after: the
+	// hook is told the tenants the selection spans (Tenants), also when it
+	// names none.
 	plan, err := h.cfg.Client.PlanRedrive(r.Context(), sel)
 	if err != nil {
 		return 0, err
+	}
+	if err := p.ask(ActionRequest{Filter: sel, Tenants: plan.Tenants}); err != nil {
+		return http.StatusForbidden, err
 	}
 	p.Title = "Redrive"
 	p.Data = struct {
@@ -511,7 +599,14 @@ func (h *Handler) redriveStart(r *http.Request, actor string) (string, int, erro
 	if err != nil || !(rate > 0) {
 		return "", http.StatusBadRequest, badForm("rate", "must be a positive number of deliveries per second per destination")
 	}
-	if err := h.authorize(r, ActionRequest{Action: ActionRedrive, Actor: actor, Filter: sel}); err != nil {
+	// The hook is told the tenants the selection spans now, also when it
+	// names none; tenants it comes to span by the time the redrive starts
+	// are decided by the client's Authorizer.
+	plan, err := h.cfg.Client.PlanRedrive(r.Context(), sel)
+	if err != nil {
+		return "", 0, err
+	}
+	if err := h.authorize(r, ActionRequest{Action: ActionRedrive, Actor: actor, Filter: sel, Tenants: plan.Tenants}); err != nil {
 		return "", http.StatusForbidden, err
 	}
 	id, err := h.startRedrive(func(ctx context.Context, progress func(hookrelay.RedriveAudit)) (hookrelay.RedriveAudit, error) {
@@ -594,9 +689,17 @@ func (h *Handler) redriveList(r *http.Request, p *page) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	vs := make([]auditView, len(audits))
+	tenants := make([][]string, len(audits))
 	for i, a := range audits {
-		vs[i] = h.auditView(a, p)
+		tenants[i] = auditTenants(a)
+	}
+	show, err := askRows(p, tenants)
+	if err != nil {
+		return http.StatusForbidden, err
+	}
+	var vs []auditView
+	for _, a := range keep(audits, 0, show) {
+		vs = append(vs, h.auditView(a, p))
 	}
 	p.Title = "Redrive audit log"
 	p.Data = vs
@@ -627,6 +730,19 @@ func (h *Handler) destinations(r *http.Request, p *page) (int, error) {
 	if err != nil {
 		return http.StatusInternalServerError, err
 	}
+	tenants := make([][]string, len(rows))
+	for i, r := range rows {
+		tenants[i] = r.rowTenants()
+	}
+	show, err := askRows(p, tenants)
+	if err != nil {
+		return http.StatusForbidden, err
+	}
+	rows = keep(rows, 0, show)
+	// A notice names its destination only when the page shows it.
+	if dest := r.URL.Query().Get("destination"); p.Notice != "" && !slices.ContainsFunc(rows, func(d destinationRow) bool { return d.DestinationID == dest }) {
+		p.Notice = ""
+	}
 	p.Title = "Destinations"
 	p.Data = rows
 	return http.StatusOK, nil
@@ -639,10 +755,15 @@ func (h *Handler) destinationChange(r *http.Request, actor string) (string, int,
 	if !ok {
 		return "", http.StatusNotFound, badForm("operation", fmt.Sprintf("%q is not pause, resume or enable", cut(op, 20)))
 	}
-	if err := h.authorize(r, ActionRequest{Action: action, Actor: actor, DestinationID: id}); err != nil {
+	// The hook is told the destination's tenant, so an operator scoped to
+	// some tenants cannot change another's destination by its ID.
+	st, err := h.cfg.Client.DestinationStatus(r.Context(), id)
+	if err != nil {
+		return "", 0, err
+	}
+	if err := h.authorize(r, ActionRequest{Action: action, Actor: actor, DestinationID: id, Tenants: []string{st.TenantID}}); err != nil {
 		return "", http.StatusForbidden, err
 	}
-	var err error
 	switch action {
 	case ActionPauseDestination:
 		err = h.cfg.Client.PauseDestination(r.Context(), id)

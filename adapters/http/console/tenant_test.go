@@ -168,3 +168,181 @@ func TestPagesOfOneTenantsDataAskTheHookWithTheirTenants(t *testing.T) {
 	assert.NotContains(t, w.Body.String(), "prop_mgmt_co")
 	assert.Equal(t, http.StatusNotFound, f.do("GET", "/deliveries/whd_nope", "bob", nil).Code, "an unknown delivery is not found")
 }
+
+// The overview, destinations and audit-log pages list every tenant's
+// destinations, numbers and redrives. An operator whose hook allows only
+// their own tenant sees only their tenant's rows there (no other tenant's
+// destination, count or redrive); an unscoped operator still sees all, and
+// a hook that refuses a page by name still refuses it.
+func TestListPagesShowOnlyTheTenantsTheHookAllows(t *testing.T) {
+	var asked []console.ActionRequest
+	f := newFixture(t, func(_ *hookrelay.Config, c *console.Config) {
+		c.Authorize = func(_ *http.Request, req console.ActionRequest) error {
+			asked = append(asked, req)
+			switch req.Actor {
+			case "root":
+				return nil
+			case "viewer":
+				if req.Page == "overview" || req.Page == "redrives" || req.Page == "destinations" {
+					return errors.New("not for viewers")
+				}
+				return nil
+			}
+			// alice: prop_mgmt_co only, whatever the request names.
+			for _, tn := range append(slices.Clone(req.Filter.TenantIDs), req.Tenants...) {
+				if tn != "prop_mgmt_co" {
+					return errors.New("another tenant's data")
+				}
+			}
+			return nil
+		}
+	})
+	f.seed()
+	ctx := context.Background()
+	for _, tn := range []string{"other_co", "prop_mgmt_co"} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := f.client.Redrive(ctx, hookrelay.RedriveParams{
+				Filter: hookrelay.DeadLetterFilter{TenantIDs: []string{tn}}, Actor: "root", Reason: "redrive of " + tn, RatePerSecond: 1000,
+			})
+			done <- err
+		}()
+		require.Eventually(t, func() bool {
+			f.clock.Add(time.Second) // the redrive's pace runs on the mock clock
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+				return true
+			default:
+				return false
+			}
+		}, 10*time.Second, time.Millisecond)
+	}
+	f.step() // shipping and accounting fail again: dead once more
+
+	for _, page := range []string{"/", "/destinations", "/redrives"} {
+		w := f.do("GET", page, "alice", nil)
+		require.Equal(t, http.StatusOK, w.Code, "%s as alice: %s", page, w.Body.String())
+		body := w.Body.String()
+		for _, other := range []string{"shipping", "other_co"} {
+			assert.NotContains(t, body, other, "%s as alice shows another tenant's data", page)
+		}
+		mine := map[string]string{"/": `id="dest-accounting"`, "/destinations": `id="dest-accounting"`, "/redrives": "redrive of prop_mgmt_co"}[page]
+		assert.Contains(t, body, mine, "%s as alice shows her own tenant's rows", page)
+
+		w = f.do("GET", page, "root", nil)
+		require.Equal(t, http.StatusOK, w.Code, "%s as root: %s", page, w.Body.String())
+		for _, all := range []string{"other_co", "prop_mgmt_co"} {
+			assert.Contains(t, w.Body.String(), all, "%s as root shows every tenant", page)
+		}
+		last := asked[len(asked)-1]
+		assert.Equal(t, []string{"other_co", "prop_mgmt_co"}, last.Tenants, "%s: the hook is told the tenants the page shows", page)
+
+		w = f.do("GET", page, "viewer", nil)
+		assert.Equal(t, http.StatusForbidden, w.Code, "%s as viewer", page)
+		assert.NotContains(t, w.Body.String(), "other_co")
+	}
+}
+
+// A tenant-scoped operator cannot pause, resume or re-enable another
+// tenant's destination by naming it in the URL: the hook is told the
+// destination's tenant. Nor does the destinations page's notice name
+// another tenant's destination.
+func TestDestinationActionsShowTheHookTheDestinationsTenant(t *testing.T) {
+	var asked []console.ActionRequest
+	f := newFixture(t, func(_ *hookrelay.Config, c *console.Config) {
+		c.Authorize = func(_ *http.Request, req console.ActionRequest) error {
+			asked = append(asked, req)
+			for _, tn := range append(slices.Clone(req.Filter.TenantIDs), req.Tenants...) {
+				if tn != "prop_mgmt_co" {
+					return errors.New("another tenant's destination")
+				}
+			}
+			return nil
+		}
+	})
+	f.seed()
+	ctx := context.Background()
+	tok := f.token("alice", "/destinations")
+	for _, op := range []string{"pause", "enable"} {
+		w := f.do("POST", "/destinations/shipping/"+op, "alice", url.Values{"csrf_token": {tok}})
+		assert.Equal(t, http.StatusForbidden, w.Code, "alice %ss shipping: %s", op, w.Body.String())
+	}
+	st, err := f.client.DestinationStatus(ctx, "shipping")
+	require.NoError(t, err)
+	assert.False(t, st.Paused, "alice paused another tenant's destination")
+	last := asked[len(asked)-1]
+	assert.Equal(t, []string{"other_co"}, last.Tenants, "the hook is told the destination's tenant")
+
+	w := f.do("POST", "/destinations/accounting/pause", "alice", url.Values{"csrf_token": {tok}})
+	require.Equal(t, http.StatusSeeOther, w.Code, w.Body.String())
+	st, err = f.client.DestinationStatus(ctx, "accounting")
+	require.NoError(t, err)
+	assert.True(t, st.Paused)
+	assert.Equal(t, http.StatusNotFound, f.do("POST", "/destinations/nope/pause", "alice", url.Values{"csrf_token": {tok}}).Code)
+
+	require.NoError(t, f.client.PauseDestination(ctx, "shipping"))
+	w = f.do("GET", "/destinations?notice=pause&destination=shipping", "alice", nil)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	assert.NotContains(t, w.Body.String(), "shipping", "the notice names another tenant's destination")
+	assert.Contains(t, f.do("GET", "/destinations?notice=pause&destination=accounting", "alice", nil).Body.String(), "Destination accounting paused")
+}
+
+// A selection that names no tenant is told to the hook with the tenants
+// it spans: an operator whose hook allows only their tenant cannot plan or
+// redrive another tenant's dead letters by selecting its destination.
+func TestRedriveOfABlankTenantSelectionShowsTheHookItsTenants(t *testing.T) {
+	var asked []console.ActionRequest
+	f := newFixture(t, func(_ *hookrelay.Config, c *console.Config) {
+		c.Authorize = func(_ *http.Request, req console.ActionRequest) error {
+			asked = append(asked, req)
+			for _, tn := range append(slices.Clone(req.Filter.TenantIDs), req.Tenants...) {
+				if tn != "prop_mgmt_co" {
+					return errors.New("another tenant's dead letters")
+				}
+			}
+			return nil
+		}
+	})
+	payments, shipment, _ := f.seed()
+	w := f.do("GET", "/redrive?destination=shipping", "alice", nil)
+	assert.Equal(t, http.StatusForbidden, w.Code, "alice plans shipping's redrive: %s", w.Body.String())
+	assert.NotContains(t, w.Body.String(), "other_co")
+
+	tok := f.token("alice", "/redrive?destination=accounting")
+	w = f.do("POST", "/redrive", "alice", url.Values{"csrf_token": {tok}, "destination": {"shipping"}, "why": {"r"}, "rate": {"1"}})
+	assert.Equal(t, http.StatusForbidden, w.Code, "alice redrives shipping: %s", w.Body.String())
+	last := asked[len(asked)-1]
+	assert.Equal(t, console.ActionRedrive, last.Action)
+	assert.Equal(t, []string{"other_co"}, last.Tenants, "the hook is told the tenants the selection spans")
+	assert.Equal(t, hookrelay.StateDead, f.get(shipment).State, "another tenant's dead letter was redriven")
+
+	w = f.do("POST", "/redrive", "alice", url.Values{"csrf_token": {tok}, "destination": {"accounting"}, "why": {"r"}, "rate": {"1"}})
+	require.Equal(t, http.StatusSeeOther, w.Code, w.Body.String())
+	require.Eventually(t, func() bool {
+		f.clock.Add(time.Second)
+		return f.get(payments[2]).State == hookrelay.StatePending
+	}, 10*time.Second, time.Millisecond)
+}
+
+// The dead-letter list of a selection that names no tenant tells the hook
+// the tenants of the dead letters it is about to show.
+func TestDeadLettersOfABlankTenantSelectionShowTheHookTheirTenants(t *testing.T) {
+	f := newFixture(t, func(_ *hookrelay.Config, c *console.Config) {
+		c.Authorize = func(_ *http.Request, req console.ActionRequest) error {
+			for _, tn := range append(slices.Clone(req.Filter.TenantIDs), req.Tenants...) {
+				if tn != "prop_mgmt_co" {
+					return errors.New("another tenant's dead letters")
+				}
+			}
+			return nil
+		}
+	})
+	f.seed()
+	w := f.do("GET", "/dead?destination=shipping", "alice", nil)
+	assert.Equal(t, http.StatusForbidden, w.Code, "alice lists shipping's dead letters: %s", w.Body.String())
+	assert.NotContains(t, w.Body.String(), "shp_1")
+	w = f.do("GET", "/dead?destination=accounting", "alice", nil)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	assert.Contains(t, w.Body.String(), "lease.payment_recorded")
+}
