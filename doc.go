@@ -28,6 +28,8 @@
 // The [Queue] decides when work runs; the [Ledger] decides what work is
 // allowed to do and keeps the evidence; the delivery ID is identity. The core
 // package depends only on these ports. Adapters live under adapters/
-// (memory, sql, http), and the public conformance suite in hookrelaytest is
+// (stores: memory, sql; broker queues: nats, amqp; the HTTP sender, its
+// recipient kit and the operator console: http; observers: slog,
+// prometheus, otel), and the public conformance suite in hookrelaytest is
 // what every Queue and Ledger implementation, ours and yours, must pass.
 package hookrelay

@@ -1,7 +1,7 @@
 // Package hookrelaymock holds gomock mocks of hookrelay's ports (Queue,
 // Ledger, Sender, Destinations, Observer, Authorizer) and of their optional
 // abilities: of a Ledger, BatchLedger, LeaseLedger (the broker queues'
-// port), UnpublishedRecovery, DeadLetterLedger, RedriveAuditLog,
+// port), LeaseBatchLedger, UnpublishedRecovery, DeadLetterLedger, RedriveAuditLog,
 // RedriveLedger (the two together), RedriveAuditLister, LedgerStats,
 // AttemptStats and HistoryCleaner; of a Queue, ClaimsByDestinationRoom,
 // LedgerQueue, DueNotifier and MessageLimit; of Destinations, DestinationFinder,

@@ -38,12 +38,16 @@
 //	hookrelay.history.removed           counter {delivery}: hookrelay.destination.id, hookrelay.state
 //	hookrelay.attempts.compacted        counter {delivery}: hookrelay.destination.id
 //	hookrelay.republished               counter {delivery}: hookrelay.destination.id
+//	hookrelay.guard.changes             counter {change}: hookrelay.destination.id, hookrelay.guard.change
 //
 // and, with MetricsConfig.Stats set, observable gauges read once per
 // collection from the ledger:
 //
 //	hookrelay.deliveries.pending, hookrelay.deliveries.eligible, hookrelay.deliveries.dead   {delivery}
 //	hookrelay.deliveries.oldest_eligible.age, hookrelay.deliveries.oldest_dead.age           s
+//	hookrelay.destination.circuit_open                                                       1 while open or half-open
+//	hookrelay.destination.consecutive_failures                                               {attempt}
+//	hookrelay.destination.held, hookrelay.destination.failing                                s
 //	hookrelay.ledger_stats.up                                                                1 or 0
 //
 // hookrelay.decision is the decision after the attempt: delivered,

@@ -38,6 +38,9 @@
 //	hookrelay_republished_total{destination}
 //	    Pending deliveries published again because their broker message was
 //	    presumably lost (Config.RecoverUnpublishedAfter).
+//	hookrelay_guard_changes_total{destination,change}
+//	    Changes of a destination's recipient guard: destination_held (a
+//	    Retry-After hold), circuit_opened, circuit_closed.
 //
 // With Config.Stats set, at each scrape:
 //
@@ -46,7 +49,15 @@
 //	hookrelay_dead_deliveries{destination}
 //	hookrelay_oldest_eligible_age_seconds{destination}
 //	hookrelay_oldest_dead_age_seconds{destination}
+//	hookrelay_circuit_open{destination}             1 while open or half-open
+//	hookrelay_consecutive_failures{destination}
+//	hookrelay_destination_held_seconds{destination} time left of a Retry-After hold
+//	hookrelay_destination_failing_seconds{destination}
+//	                                                how long every attempt has failed
 //	hookrelay_ledger_stats_up                       0 when the last read failed
+//
+// The four guard gauges are exported only for rows that carry guard state
+// (DestinationStats.Circuit set: the SQL store, or hookrelay.StatsWithGuard).
 //
 // A destination with nothing pending or dead may have no gauge series.
 //

@@ -70,8 +70,9 @@
 // # Schema
 //
 // Migrate applies the embedded, versioned migrations (tables deliveries,
-// attempts, destinations, redrives, idempotency and schema_migrations, all
-// named with Options.TablePrefix). Running it again is a no-op; a database
+// attempts, destinations, redrives, idempotency, attempt_summaries,
+// destination_guards and schema_migrations, all named with
+// Options.TablePrefix). Running it again is a no-op; a database
 // at a newer version than SchemaVersion is refused with ErrSchemaTooNew.
 //
 // # Errors

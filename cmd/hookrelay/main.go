@@ -117,7 +117,9 @@ commands:
                                   move matches back to pending at N/s per destination;
                                   on a terminal, a live line: moved/matched, rate, ETA
   redrive stop ID [--actor NAME]  stop a running redrive before its next batch
-  redrive resume ID               continue a stopped or failed redrive
+  redrive resume ID [--actor NAME] [--cross-tenant]
+                                  continue a stopped or failed redrive; the actor
+                                  (default $USER) is recorded as who resumed it
   redrive status ID               a redrive's audit entry
   destination pause ID            hold a destination's deliveries (no attempts spent)
   destination resume ID           release them

@@ -6,8 +6,9 @@
 // time; shows one delivery with its whole attempt history and its payload
 // (cut to a size cap); plans a redrive (a dry-run count by destination and
 // reason shown before the button), starts it with a required reason and a
-// rate per destination, shows its progress and stops it through the
-// persisted stop control; lists the redrive audit log; and pauses, resumes
+// rate per destination, shows its progress, stops it through the
+// persisted stop control and resumes it (the operator resuming is
+// recorded as ResumedBy); lists the redrive audit log; and pauses, resumes
 // and re-enables destinations.
 //
 // It is safe by construction:
