@@ -12,4 +12,4 @@
 // working fake.
 package hookrelaymock
 
-//go:generate mockgen -destination=ports.go -package=hookrelaymock github.com/hookrelay/hookrelay Queue,Ledger,Sender,Destinations,Observer,LedgerStats,AttemptStats,LeaseLedger,DeadLetterLedger,RedriveAuditLog,RedriveLedger,RedriveAuditLister,DestinationPauser,DestinationEnabler,DestinationLister,DestinationFinder,Authorizer,LedgerQueue,BatchLedger,ClaimsByDestinationRoom,DueNotifier,HistoryCleaner,UnpublishedRecovery,DestinationGuard,LeaseBatchLedger,DestinationBatchReader,MessageLimit
+//go:generate go run go.uber.org/mock/mockgen -destination=ports.go -package=hookrelaymock github.com/hookrelay/hookrelay Queue,Ledger,Sender,Destinations,Observer,LedgerStats,AttemptStats,LeaseLedger,DeadLetterLedger,RedriveAuditLog,RedriveLedger,RedriveAuditLister,DestinationPauser,DestinationEnabler,DestinationLister,DestinationFinder,Authorizer,LedgerQueue,BatchLedger,ClaimsByDestinationRoom,DueNotifier,HistoryCleaner,UnpublishedRecovery,DestinationGuard,LeaseBatchLedger,DestinationBatchReader,MessageLimit
