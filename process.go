@@ -264,6 +264,12 @@ func (c *Client) settle(ctx context.Context, run attemptRun, a attemptPlan, res 
 	}
 	delay := NextDelay(policy, d.BudgetAttempt(), c.randomFloat(), res.RetryAfter)
 	at := finished.Add(delay)
+	if at.After(maxStorableTime) {
+		// An uncapped policy met a Retry-After of centuries: no store
+		// holds the time, and a refused write would send the delivery
+		// again each time its lease ran out. Wait as long as a store can.
+		at, delay = maxStorableTime, maxStorableTime.Sub(finished)
+	}
 	if policy.MaxAge > 0 && !at.Before(d.WindowStartsAt().Add(policy.MaxAge)) {
 		return c.deadLetterAttempt(ctx, run, d, lease, ReasonWindowExpired, attempt, &res, finished)
 	}
