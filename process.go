@@ -12,7 +12,8 @@ import (
 //
 //  1. If the ledger says delivered → acknowledge and stop (duplicate message).
 //  2. Resolve the destination (paused or disabled → release without spending
-//     an attempt; unknown → dead-letter) and send.
+//     an attempt; unknown → dead-letter), dead-letter a delivery past its
+//     window or past an attempt budget its policy shrank below, and send.
 //  3. Delivered → record delivered durably, then acknowledge.
 //  4. Permanent, attempts exhausted, or past the delivery window → record the
 //     dead-letter durably, then move it to the dead-letter path.
@@ -168,6 +169,11 @@ func (c *Client) resolve(ctx context.Context, claim Claim, run attemptRun) (a at
 	policy := c.policyFor(d, &dest)
 	if policy.MaxAge > 0 && !now.Before(d.WindowStartsAt().Add(policy.MaxAge)) {
 		return a, false, c.deadLetter(ctx, run, d, lease, ReasonWindowExpired, nil, nil, now)
+	}
+	if d.BudgetAttempt() > policy.MaxAttempts {
+		// The policy shrank while the delivery waited: its budget is
+		// already spent, and another request would exceed it.
+		return a, false, c.deadLetter(ctx, run, d, lease, ReasonAttemptsExhausted, nil, nil, now)
 	}
 
 	rules := c.rulesFor(dest)
