@@ -378,6 +378,34 @@ func engineScenarios(t *testing.T, newHarness NewHarness, wrapped bool) {
 		})
 	}
 
+	t.Run("CrashAtTheLastAttemptAfterSendBeforeRecordDeadLetter", func(t *testing.T) {
+		// The seventh attempt fails and the process dies before its
+		// dead-letter is recorded: the attempt number never advanced, so the
+		// seventh attempt runs again (the recipient sees an eighth request,
+		// same ID), and only then is the budget spent.
+		if !wrapped {
+			t.Skip("crash injection needs the suite's wrappers")
+		}
+		e := ne(t)
+		e.rec.Script = failTimes(100, hookrelay.Retryable(hookrelay.ReasonServerError).WithStatus(500))
+		id := e.enqueue("evt_1", "dest_1")
+		e.f.failOn["ledger.record_dead_letter"] = 1
+		d := e.run(id)
+		assert.Equal(t, hookrelay.StateDead, d.State)
+		assert.Equal(t, hookrelay.ReasonAttemptsExhausted, d.LastReason)
+		as := e.attempts(id)
+		require.Len(t, as, 7, "the lost record of the seventh attempt is not counted")
+		assert.Equal(t, 7, as[6].Number)
+		reqs := e.rec.RequestsFor(id)
+		assert.Len(t, reqs, 8, "the seventh attempt was sent twice")
+		for _, r := range reqs {
+			assert.Equal(t, id, r.DeliveryID)
+		}
+		e.clock.Add(24 * time.Hour)
+		n, _ := e.step()
+		assert.Zero(t, n, "nothing is left to claim")
+	})
+
 	t.Run("ExpiredLeaseHolderLosesToTheNewHolder", func(t *testing.T) {
 		e := ne(t)
 		id := e.enqueue("evt_1", "dest_1")
