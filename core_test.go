@@ -186,6 +186,18 @@ func TestClassifyStatusTable(t *testing.T) {
 		{503, hookrelay.KindRetryable, hookrelay.ReasonServiceUnavailable, false},
 		{504, hookrelay.KindRetryable, hookrelay.ReasonGatewayTimeout, false},
 		{100, hookrelay.KindRetryable, hookrelay.ReasonUnexpectedStatus, false},
+		{101, hookrelay.KindRetryable, hookrelay.ReasonUnexpectedStatus, false},
+		{199, hookrelay.KindRetryable, hookrelay.ReasonUnexpectedStatus, false},
+		{300, hookrelay.KindPermanent, hookrelay.ReasonRedirect, false},
+		{399, hookrelay.KindPermanent, hookrelay.ReasonRedirect, false},
+		{409, hookrelay.KindPermanent, hookrelay.ReasonClientError, false}, // hookhttp.DefaultClassify adds the Retry-After row
+		{499, hookrelay.KindPermanent, hookrelay.ReasonClientError, false},
+		{505, hookrelay.KindRetryable, hookrelay.ReasonServerError, false},
+		{599, hookrelay.KindRetryable, hookrelay.ReasonServerError, false},
+		{600, hookrelay.KindRetryable, hookrelay.ReasonUnexpectedStatus, false},
+		{999, hookrelay.KindRetryable, hookrelay.ReasonUnexpectedStatus, false},
+		{0, hookrelay.KindRetryable, hookrelay.ReasonUnexpectedStatus, false},
+		{-1, hookrelay.KindRetryable, hookrelay.ReasonUnexpectedStatus, false},
 	}
 	for _, tc := range tests {
 		r := hookrelay.ClassifyStatus(tc.code, 7*time.Second)

@@ -12,7 +12,8 @@ import (
 //
 //  1. If the ledger says delivered → acknowledge and stop (duplicate message).
 //  2. Resolve the destination (paused or disabled → release without spending
-//     an attempt; unknown → dead-letter) and send.
+//     an attempt; unknown → dead-letter), dead-letter a delivery past its
+//     window or past an attempt budget its policy shrank below, and send.
 //  3. Delivered → record delivered durably, then acknowledge.
 //  4. Permanent, attempts exhausted, or past the delivery window → record the
 //     dead-letter durably, then move it to the dead-letter path.
@@ -169,6 +170,11 @@ func (c *Client) resolve(ctx context.Context, claim Claim, run attemptRun) (a at
 	if policy.MaxAge > 0 && !now.Before(d.WindowStartsAt().Add(policy.MaxAge)) {
 		return a, false, c.deadLetter(ctx, run, d, lease, ReasonWindowExpired, nil, nil, now)
 	}
+	if d.BudgetAttempt() > policy.MaxAttempts {
+		// The policy shrank while the delivery waited: its budget is
+		// already spent, and another request would exceed it.
+		return a, false, c.deadLetter(ctx, run, d, lease, ReasonAttemptsExhausted, nil, nil, now)
+	}
 
 	rules := c.rulesFor(dest)
 	adm, err := c.admitSend(ctx, d, rules, run.fresh, now)
@@ -264,6 +270,12 @@ func (c *Client) settle(ctx context.Context, run attemptRun, a attemptPlan, res 
 	}
 	delay := NextDelay(policy, d.BudgetAttempt(), c.randomFloat(), res.RetryAfter)
 	at := finished.Add(delay)
+	if at.After(maxStorableTime) {
+		// An uncapped policy met a Retry-After of centuries: no store
+		// holds the time, and a refused write would send the delivery
+		// again each time its lease ran out. Wait as long as a store can.
+		at, delay = maxStorableTime, maxStorableTime.Sub(finished)
+	}
 	if policy.MaxAge > 0 && !at.Before(d.WindowStartsAt().Add(policy.MaxAge)) {
 		return c.deadLetterAttempt(ctx, run, d, lease, ReasonWindowExpired, attempt, &res, finished)
 	}

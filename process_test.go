@@ -119,6 +119,28 @@ func TestProcessExhaustedBudgetDeadLetters(t *testing.T) {
 	require.NoError(t, m.client.Process(context.Background(), m.claim))
 }
 
+func TestProcessSendsNothingPastAShrunkenBudget(t *testing.T) {
+	// The destination's policy went from 10 attempts to 3 while this
+	// delivery waited for its fifth: its budget is spent, so it is
+	// dead-lettered without another request.
+	m := newMocks(t)
+	id := m.claim.Delivery.ID
+	m.claim.Delivery.Attempt, m.claim.Delivery.PolicyVersion = 5, "patient-v1"
+	shrunk := &hookrelay.Policy{Version: "patient-v2", MaxAttempts: 3, BaseDelay: time.Second, MaxDelay: time.Minute}
+	gomock.InOrder(
+		m.ledger.EXPECT().WasDelivered(gomock.Any(), id).Return(false, nil),
+		m.dests.EXPECT().Destination(gomock.Any(), "dest_1").Return(hookrelay.Destination{ID: "dest_1", Policy: shrunk}, nil),
+		m.ledger.EXPECT().RecordDeadLetter(gomock.Any(), gomock.Cond(func(p hookrelay.RecordDeadLetterParams) bool {
+			return p.ID == id && p.Reason == hookrelay.ReasonAttemptsExhausted && p.Attempt == nil
+		})).Return(nil),
+		m.queue.EXPECT().DeadLetter(gomock.Any(), gomock.Cond(func(p hookrelay.DeadLetterParams) bool {
+			return p.Delivery.ID == id && p.Reason == hookrelay.ReasonAttemptsExhausted
+		})).Return(nil),
+	)
+	// No Send: the mock sender fails the test if it is called.
+	require.NoError(t, m.client.Process(context.Background(), m.claim))
+}
+
 func TestProcessAcknowledgesADuplicateWithoutSending(t *testing.T) {
 	m := newMocks(t)
 	gomock.InOrder(

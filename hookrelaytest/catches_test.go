@@ -412,6 +412,11 @@ var brokenStores = []brokenStore{
 		harness:  func() hookrelaytest.Harness { return storeHarness(&refusesUnstorableIDs{Store: memory.NewStore()}) },
 		caughtBy: []string{"UnstorableIDs/Ledger"},
 	},
+	{
+		name:     "TimesEndIn2038",
+		harness:  func() hookrelaytest.Harness { return storeHarness(&timesEndIn2038{Store: memory.NewStore()}) },
+		caughtBy: []string{"Engine/RetryAfterBeyondWhatAStoreCanHoldIsStillRecorded"},
+	},
 }
 
 // brokenStoreEnv names the broken store TestBrokenStore runs the suite on.
@@ -1189,4 +1194,16 @@ func (s *nanoCutoffs) CleanHistory(ctx context.Context, p hookrelay.CleanHistory
 		}
 	}
 	return s.Store.CleanHistory(ctx, p)
+}
+
+// timesEndIn2038 keeps a retry's time as 32-bit Unix seconds, as a MySQL
+// TIMESTAMP column does, and refuses a retry due after January 2038 that
+// the contract's int64 nanoseconds (up to 2262) hold.
+type timesEndIn2038 struct{ *memory.Store }
+
+func (s *timesEndIn2038) RecordRetry(ctx context.Context, p hookrelay.RecordRetryParams) error {
+	if p.NextAttemptAt.Unix() > math.MaxInt32 {
+		return fmt.Errorf("next_attempt_at %s is past 2038", p.NextAttemptAt.Format(time.RFC3339))
+	}
+	return s.Store.RecordRetry(ctx, p)
 }

@@ -378,6 +378,34 @@ func engineScenarios(t *testing.T, newHarness NewHarness, wrapped bool) {
 		})
 	}
 
+	t.Run("CrashAtTheLastAttemptAfterSendBeforeRecordDeadLetter", func(t *testing.T) {
+		// The seventh attempt fails and the process dies before its
+		// dead-letter is recorded: the attempt number never advanced, so the
+		// seventh attempt runs again (the recipient sees an eighth request,
+		// same ID), and only then is the budget spent.
+		if !wrapped {
+			t.Skip("crash injection needs the suite's wrappers")
+		}
+		e := ne(t)
+		e.rec.Script = failTimes(100, hookrelay.Retryable(hookrelay.ReasonServerError).WithStatus(500))
+		id := e.enqueue("evt_1", "dest_1")
+		e.f.failOn["ledger.record_dead_letter"] = 1
+		d := e.run(id)
+		assert.Equal(t, hookrelay.StateDead, d.State)
+		assert.Equal(t, hookrelay.ReasonAttemptsExhausted, d.LastReason)
+		as := e.attempts(id)
+		require.Len(t, as, 7, "the lost record of the seventh attempt is not counted")
+		assert.Equal(t, 7, as[6].Number)
+		reqs := e.rec.RequestsFor(id)
+		assert.Len(t, reqs, 8, "the seventh attempt was sent twice")
+		for _, r := range reqs {
+			assert.Equal(t, id, r.DeliveryID)
+		}
+		e.clock.Add(24 * time.Hour)
+		n, _ := e.step()
+		assert.Zero(t, n, "nothing is left to claim")
+	})
+
 	t.Run("ExpiredLeaseHolderLosesToTheNewHolder", func(t *testing.T) {
 		e := ne(t)
 		id := e.enqueue("evt_1", "dest_1")
@@ -435,6 +463,31 @@ func engineScenarios(t *testing.T, newHarness NewHarness, wrapped bool) {
 		e.clock.Add(2 * time.Minute)
 		e.step()
 		assert.Equal(t, base.Add(2*time.Minute+15*time.Minute), e.get(id).NextAttemptAt.UTC(), "but never beyond the 15 min cap")
+	})
+
+	t.Run("RetryAfterBeyondWhatAStoreCanHoldIsStillRecorded", func(t *testing.T) {
+		// A policy with no cap to speak of meets a recipient asking for
+		// centuries: the retry falls after 2262, past int64 nanoseconds.
+		// The attempt must still be recorded and the delivery wait, not be
+		// sent again each time its lease runs out.
+		e := ne(t)
+		require.NoError(t, e.h.Destinations.Put(ctx, hookrelay.Destination{
+			ID: "dest_uncapped", TenantID: "tenant_a", URL: "https://uncapped.example/",
+			Policy: &hookrelay.Policy{Version: "uncapped", MaxAttempts: 3, BaseDelay: time.Second, MaxDelay: 1<<63 - 1},
+		}))
+		e.rec.Script = failTimes(100, hookrelay.Retryable(hookrelay.ReasonRateLimited).WithStatus(429).WithRetryAfter(1<<63-1))
+		id := e.enqueue("evt_1", "dest_uncapped")
+		_, errs := e.step()
+		require.Empty(t, errs, "the retry is recorded")
+		d := e.get(id)
+		assert.Equal(t, hookrelay.StatePending, d.State)
+		assert.Equal(t, 2, d.Attempt)
+		assert.True(t, d.NextAttemptAt.After(base.AddDate(200, 0, 0)), "it waits as long as a store can say: %v", d.NextAttemptAt)
+		assert.Len(t, e.attempts(id), 1)
+		e.clock.Add(24 * time.Hour)
+		n, _ := e.step()
+		assert.Zero(t, n, "nothing is due a day later")
+		assert.Len(t, e.rec.RequestsFor(id), 1, "the recipient is not asked again")
 	})
 
 	t.Run("DeliveryWindowExpires", func(t *testing.T) {
