@@ -154,6 +154,12 @@ func (c *Client) resolve(ctx context.Context, claim Claim, run attemptRun) (a at
 		return a, false, c.failBeforeSend(ctx, d, lease, opErr("destinations.get", d.ID, err))
 	}
 	c.worker.noteDestination(dest, now, c.cfg)
+	policy := c.policyFor(d, &dest)
+	if policy.MaxAge > 0 && !now.Before(d.WindowStartsAt().Add(policy.MaxAge)) {
+		// Before the pause: a delivery past its window is never sent, so
+		// a paused destination does not hold it as pending until resumed.
+		return a, false, c.deadLetter(ctx, run, d, lease, ReasonWindowExpired, nil, nil, now)
+	}
 	if dest.Paused || dest.Disabled {
 		reason := ReasonDestinationPaused
 		if dest.Disabled {
@@ -165,10 +171,6 @@ func (c *Client) resolve(ctx context.Context, claim Claim, run attemptRun) (a at
 		// Before the rate limit takes a token: this attempt waits for a
 		// slot of its destination instead of sending.
 		return a, false, nil
-	}
-	policy := c.policyFor(d, &dest)
-	if policy.MaxAge > 0 && !now.Before(d.WindowStartsAt().Add(policy.MaxAge)) {
-		return a, false, c.deadLetter(ctx, run, d, lease, ReasonWindowExpired, nil, nil, now)
 	}
 	if d.BudgetAttempt() > policy.MaxAttempts {
 		// The policy shrank while the delivery waited: its budget is
@@ -366,6 +368,12 @@ func (c *Client) failBeforeSend(ctx context.Context, d Delivery, lease Lease, er
 }
 
 func (c *Client) release(ctx context.Context, d Delivery, lease Lease, reason string, at, now time.Time) error {
+	if at.After(maxStorableTime) {
+		// A PausedRecheck (or a hold) of centuries: no store keeps the
+		// time, and a refused release would leave the delivery to be
+		// claimed again at every lease's end. Wait as long as one can.
+		at = maxStorableTime
+	}
 	if err := c.queue.Release(ctx, ReleaseParams{ID: d.ID, Lease: lease, At: at, Now: now}); err != nil {
 		return opErr("queue.release", d.ID, err)
 	}

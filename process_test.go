@@ -3,6 +3,7 @@ package hookrelay_test
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -177,4 +178,54 @@ func TestProcessNeverAcknowledgesWhenTheLedgerWriteFails(t *testing.T) {
 			assert.Equal(t, m.claim.Delivery.ID, op.DeliveryID, "the error names the delivery")
 		})
 	}
+}
+
+func TestProcessDeadLettersAPastWindowDeliveryOfAPausedDestination(t *testing.T) {
+	// The destination was paused past the delivery's window: the delivery
+	// can never be sent, so it is dead-lettered now rather than held as
+	// pending (and released every PausedRecheck) until someone resumes.
+	for _, dest := range []hookrelay.Destination{
+		{ID: "dest_1", Paused: true},
+		{ID: "dest_1", Disabled: true, DisabledReason: "too many failures"},
+	} {
+		m := newMocks(t)
+		id := m.claim.Delivery.ID
+		m.claim.Delivery.FirstQueuedAt, m.claim.Delivery.PolicyVersion = m.now.Add(-2*time.Hour), "windowed"
+		dest.Policy = &hookrelay.Policy{Version: "windowed", MaxAttempts: 5, BaseDelay: time.Second, MaxDelay: time.Minute, MaxAge: time.Hour}
+		gomock.InOrder(
+			m.ledger.EXPECT().WasDelivered(gomock.Any(), id).Return(false, nil),
+			m.dests.EXPECT().Destination(gomock.Any(), "dest_1").Return(dest, nil),
+			m.ledger.EXPECT().RecordDeadLetter(gomock.Any(), gomock.Cond(func(p hookrelay.RecordDeadLetterParams) bool {
+				return p.ID == id && p.Reason == hookrelay.ReasonWindowExpired && p.Attempt == nil
+			})).Return(nil),
+			m.queue.EXPECT().DeadLetter(gomock.Any(), gomock.Cond(func(p hookrelay.DeadLetterParams) bool {
+				return p.Delivery.ID == id && p.Reason == hookrelay.ReasonWindowExpired
+			})).Return(nil),
+		)
+		// No Send and no Release: the mocks fail the test on either.
+		require.NoError(t, m.client.Process(context.Background(), m.claim))
+	}
+}
+
+func TestProcessReleasesAPausedDestinationsDeliveryNoLaterThanAStoreCanHold(t *testing.T) {
+	// A PausedRecheck of centuries would put the release past what SQL
+	// stores keep (int64 nanoseconds): the refused release would leave
+	// the delivery to be claimed again at every lease's end.
+	m := newMocks(t)
+	clk := clock.NewMock()
+	clk.Set(m.now)
+	c, err := hookrelay.New(hookrelay.Config{
+		Queue: m.queue, Ledger: m.ledger, Sender: m.sender, Destinations: m.dests,
+		Clock: clk, PausedRecheck: time.Duration(math.MaxInt64),
+	})
+	require.NoError(t, err)
+	id := m.claim.Delivery.ID
+	gomock.InOrder(
+		m.ledger.EXPECT().WasDelivered(gomock.Any(), id).Return(false, nil),
+		m.dests.EXPECT().Destination(gomock.Any(), "dest_1").Return(hookrelay.Destination{ID: "dest_1", Paused: true}, nil),
+		m.queue.EXPECT().Release(gomock.Any(), gomock.Cond(func(p hookrelay.ReleaseParams) bool {
+			return p.ID == id && p.At.After(m.now) && hookrelay.CheckStorable(hookrelay.Delivery{ID: id, NextAttemptAt: p.At}) == nil
+		})).Return(nil),
+	)
+	require.NoError(t, c.Process(context.Background(), m.claim))
 }
