@@ -38,8 +38,13 @@ var rules = []struct {
 	// A credential as a query or key=value pair: ?token=…, &access_token=…,
 	// password=…, client_secret=…, X-Amz-Signature=…, up to the pair's end
 	{regexp.MustCompile(`(?i)\b([a-z0-9_.-]*(?:token|secret|password|passwd|pwd|sig|signature|key|auth|credentials?)=)[^&#\s"'<>;,]+`), "${1}" + Mask},
-	// Authorization: <anything up to the end of the header value>
-	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization|x-api-key|api[-_]?key|cookie)(["']?\s*[:=]\s*["']?)[^\r\n,;"'}]+`), "${1}${2}" + Mask},
+	// Authorization: <anything up to the end of the header value>, and
+	// the parameters of a scheme that takes them (RFC 7235 auth-params,
+	// token=token or token="quoted", comma-separated: Digest username="u",
+	// response="…"), a quote escaped or not
+	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization|x-api-key|api[-_]?key|cookie)(["']?\s*[:=]\s*["']?)` +
+		`(?:=[ \t]*\\?"[^"\r\n]*"?|[^\r\n,;"'}])+` +
+		`(?:[ \t]*,[ \t]*[A-Za-z0-9!#$%&*+.^_|~-]+[ \t]*=[ \t]*(?:\\?"[^"\r\n]*"?|[^\r\n,;"'}]*))*`), "${1}${2}" + Mask},
 	// A credential after an auth scheme: "Bearer abc", "Basic dXNlcg=="
 	{regexp.MustCompile(`(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{4,}`), "${1} " + Mask},
 	// Standard Webhooks signing secrets, raw or percent-encoded (+, / and =

@@ -39,6 +39,18 @@ func TestTextMasksSecrets(t *testing.T) {
 			"cb=https%3A%2F%2Fhost%2Fin%3Fx%3Da%40b"},
 		{"percent-encoded signing secret", "s=whsec_MfKQ9r8G%2BKYqrTwj%2FUPD8ILPZIo2LaLaSw%3D&x=1",
 			"s=whsec_[REDACTED]&x=1"},
+		// Auth schemes with parameters (RFC 7235 auth-params): every
+		// parameter is part of the credential, quoted or not.
+		{"digest authorization", `sent Authorization: Digest username="u", realm="r", response="s3cretresp" got 401`,
+			`sent Authorization: [REDACTED] got 401`},
+		{"digest authorization, unquoted params", "Proxy-Authorization: Digest username=u, response=s3cretresp",
+			"Proxy-Authorization: [REDACTED]"},
+		{"aws authorization", "Authorization: AWS4-HMAC-SHA256 Credential=AKIA1/s3, SignedHeaders=host, Signature=s3cretsig",
+			"Authorization: [REDACTED]"},
+		{"digest authorization in a quoted string", `header "Authorization: Digest username=\"u\", response=\"s3cretresp\"" refused`,
+			`header "Authorization: [REDACTED]" refused`},
+		{"digest authorization in json", `{"Authorization":"Digest username=\"u\", response=\"s3cretresp\"","x":1}`,
+			`{"Authorization":"[REDACTED]","x":1}`},
 		{"single-quoted authorization", `{'Authorization': 's3cretvalue'}`, `{'Authorization': '[REDACTED]'}`},
 		// A Sender that cut its own detail mid-URL: the start of a
 		// password at the very end, with no '@' left to find.
@@ -82,6 +94,7 @@ func TestTextRedactsBeforeItCuts(t *testing.T) {
 		{"Bearer " + tok, tok},
 		{"https://hooks.example.com/in?token=" + tok, tok},
 		{"'Authorization': '" + tok + "'", tok},
+		{`Authorization: Digest username="u", response="` + tok + `"`, tok},
 		{"cb=https%3A%2F%2FUs3rname%3APw4pass-zyxwvutsrqponm%40hooks.example.com", "Pw4pass-zyxwvutsrqponm"},
 		{"whsec_S3k1LXNp%2BZ25pbmcta2V5LWJ5dGVz%2FLTAxMjM0NTY3ODk%3D", "ZW5pbmcta2V5LWJ5dGVz"},
 		{"Basic VXMzcm5hbWU6UHc0cGFzcy16eXh3dnV0c3JxcG9ubQ==", "VXMzcm5hbWU6UHc0cGFzcy16eXh3dnV0c3JxcG9ubQ=="},
