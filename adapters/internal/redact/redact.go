@@ -18,6 +18,10 @@ const Mask = "[REDACTED]"
 // DefaultMax is the length Text cuts to when max is not positive.
 const DefaultMax = 256
 
+// credentialName is how the key of a credential pair ends: access_token,
+// client_secret, password, X-Amz-Signature, api_key…
+const credentialName = `(?:token|secret|password|passwd|pwd|sig|signature|key|auth|credentials?)`
+
 var rules = []struct {
 	re   *regexp.Regexp
 	with string
@@ -36,8 +40,14 @@ var rules = []struct {
 	// %40; the authority ends at a raw or encoded '/', '?' or '#'
 	{regexp.MustCompile(`(?i)([a-z][a-z0-9+.-]*%3A%2F%2F)(?:[^/?#&%\s"'<>]|%(?:[014-9a-f][0-9a-f]|2[0-24-9a-e]|3[0-9a-e]))+%40`), "${1}" + Mask + "%40"},
 	// A credential as a query or key=value pair: ?token=…, &access_token=…,
-	// password=…, client_secret=…, X-Amz-Signature=…, up to the pair's end
-	{regexp.MustCompile(`(?i)\b([a-z0-9_.-]*(?:token|secret|password|passwd|pwd|sig|signature|key|auth|credentials?)=)[^&#\s"'<>;,]+`), "${1}" + Mask},
+	// password=…, password = …, client_secret=…, X-Amz-Signature=…, up to
+	// the pair's end
+	{regexp.MustCompile(`(?i)\b([a-z0-9_.-]*` + credentialName + `[ \t]*=[ \t]*)[^&#\s"'<>;,]+`), "${1}" + Mask},
+	// The same as a JSON member, "password": "…", up to its closing quote
+	{regexp.MustCompile(`(?i)("[a-z0-9_.-]*` + credentialName + `"[ \t]*:[ \t]*")(?:[^"\\\r\n]|\\.)*`), "${1}" + Mask},
+	// and as JSON quoted again (\"password\": \"…\", in a Go %q string),
+	// where an escape inside the value is a doubled backslash and more
+	{regexp.MustCompile(`(?i)(\\"[a-z0-9_.-]*` + credentialName + `\\"[ \t]*:[ \t]*\\")(?:[^"\\\r\n]|\\\\(?:\\["\\]|[^"\\]))*`), "${1}" + Mask},
 	// Authorization: <anything up to the end of the header value>, and
 	// the parameters of a scheme that takes them (RFC 7235 auth-params,
 	// token=token or token="quoted", comma-separated: Digest username="u",

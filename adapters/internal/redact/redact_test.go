@@ -31,6 +31,13 @@ func TestTextMasksSecrets(t *testing.T) {
 		{"query signature upper case", "https://bucket.example.com/o?X-Amz-Signature=abcdef0123&X-Amz-Date=1",
 			"https://bucket.example.com/o?X-Amz-Signature=[REDACTED]&X-Amz-Date=1"},
 		{"client secret pair", "oauth: client_secret=s3cret rejected", "oauth: client_secret=[REDACTED] rejected"},
+		// The same credentials spelled as JSON members or with spaces
+		// around the '='.
+		{"json password", `{"error":"bad login","password":"hunter2-pw"}`, `{"error":"bad login","password":"[REDACTED]"}`},
+		{"json token, spaced", `{"access_token" : "s3cretTok", "expires_in": 3600}`, `{"access_token" : "[REDACTED]", "expires_in": 3600}`},
+		{"json secret, escaped quote", `{"client_secret":"s3c\"ret-tail"}`, `{"client_secret":"[REDACTED]"}`},
+		{"json quoted again", `body "{\"password\":\"hunter2\\\"-tail\",\"x\":1}" refused`, `body "{\"password\":\"[REDACTED]\",\"x\":1}" refused`},
+		{"spaced pair", "dsn: password = s3cret user = app", "dsn: password = [REDACTED] user = app"},
 		{"percent-encoded url credentials", "redirect_uri=https%3A%2F%2Fuser%3As3cret%40hooks.example.com%2Fin",
 			"redirect_uri=https%3A%2F%2F[REDACTED]%40hooks.example.com%2Fin"},
 		{"percent-encoded url, lower-case escapes", "cb=HTTPS%3a%2f%2fuser%3as3%40cret%40[::1]%2fin",
@@ -94,6 +101,7 @@ func TestTextRedactsBeforeItCuts(t *testing.T) {
 		{"Bearer " + tok, tok},
 		{"https://hooks.example.com/in?token=" + tok, tok},
 		{"'Authorization': '" + tok + "'", tok},
+		{`{"access_token": "` + tok + `"}`, tok},
 		{`Authorization: Digest username="u", response="` + tok + `"`, tok},
 		{"cb=https%3A%2F%2FUs3rname%3APw4pass-zyxwvutsrqponm%40hooks.example.com", "Pw4pass-zyxwvutsrqponm"},
 		{"whsec_S3k1LXNp%2BZ25pbmcta2V5LWJ5dGVz%2FLTAxMjM0NTY3ODk%3D", "ZW5pbmcta2V5LWJ5dGVz"},
