@@ -43,6 +43,9 @@ var rules = []struct {
 	// password=…, password = …, client_secret=…, X-Amz-Signature=…, up to
 	// the pair's end
 	{regexp.MustCompile(`(?i)\b([a-z0-9_.-]*` + credentialName + `[ \t]*=[ \t]*)[^&#\s"'<>;,]+`), "${1}" + Mask},
+	// The same pair percent-encoded (a URL inside a query value):
+	// token%3D…, up to an encoded or raw '&' or '#'
+	{regexp.MustCompile(`(?i)\b([a-z0-9_.-]*` + credentialName + `%3D)(?:[^&#\s"'<>;,%]|%(?:[013-9a-f][0-9a-f]|2[0-24-57-9a-f]))+`), "${1}" + Mask},
 	// The same as a JSON member, "password": "…", up to its closing quote
 	{regexp.MustCompile(`(?i)("[a-z0-9_.-]*` + credentialName + `"[ \t]*:[ \t]*")(?:[^"\\\r\n]|\\.)*`), "${1}" + Mask},
 	// and as JSON quoted again (\"password\": \"…\", in a Go %q string),
