@@ -390,3 +390,35 @@ func TestGuardAlsoWrapsControlContext(t *testing.T) {
 	assert.Equal(t, ReasonDestinationBlocked, res.Reason)
 	assert.Zero(t, reached.Load())
 }
+
+// TestGuardBlocksOnlyWhenNoAddressWasAllowed: a name whose answer mixes
+// refused and allowed addresses is dialled on the allowed ones only; when
+// they fail, the attempt failed as any unreachable recipient does
+// (retryable), whatever the order of the answer, not as a permanent
+// destination_blocked because a refused address came first.
+func TestGuardBlocksOnlyWhenNoAddressWasAllowed(t *testing.T) {
+	answers := map[string][]netip.Addr{
+		"private-first.example": {netip.MustParseAddr("10.9.9.9"), netip.MustParseAddr("93.184.216.34")},
+		"public-first.example":  {netip.MustParseAddr("93.184.216.34"), netip.MustParseAddr("10.9.9.9")},
+		"families.example":      {netip.MustParseAddr("10.9.9.9"), netip.MustParseAddr("2606:4700:4700::1111")},
+		"all-refused.example":   {netip.MustParseAddr("10.9.9.9"), netip.MustParseAddr("fd00::9")},
+	}
+	for name, public := range map[string][]string{
+		"private-first.example": {"93.184.216.34:80"},
+		"public-first.example":  {"93.184.216.34:80"},
+		"families.example":      {"[2606:4700:4700::1111]:80"},
+		"all-refused.example":   nil,
+	} {
+		dialer, reached := abortingDialer(t, answers)
+		s := newTestSender(t, Config{AllowNetworks: []netip.Prefix{}, Dialer: dialer})
+		res := s.Send(context.Background(), sendParams("http://"+name+"/", "{}"))
+		assert.Equal(t, public, reached(), "%s: only the allowed addresses reach the dialer", name)
+		if public == nil {
+			assert.Equal(t, ReasonDestinationBlocked, res.Reason, name)
+			continue
+		}
+		assert.Equal(t, hookrelay.KindRetryable, res.Kind, "%s: %s %s", name, res.Reason, res.Detail)
+		assert.NotEqual(t, ReasonDestinationBlocked, res.Reason, name)
+		assert.Equal(t, hookrelay.OutcomeRejected, res.Outcome, name)
+	}
+}

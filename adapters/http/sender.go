@@ -209,21 +209,28 @@ func New(cfg Config) (*Sender, error) {
 	} else {
 		d.KeepAlive = 30 * time.Second
 	}
-	if inner := d.ControlContext; inner != nil {
-		// net.Dialer ignores Control when ControlContext is set: guard that.
-		check := guardControl(cfg.AllowNetworks, nil)
-		d.ControlContext = func(ctx context.Context, network, address string, c syscall.RawConn) error {
-			if err := check(network, address, c); err != nil {
-				return err
-			}
-			return inner(ctx, network, address, c)
+	// The guard runs as ControlContext (net.Dialer ignores Control when
+	// ControlContext is set), before the dialer's own of either kind.
+	check, inner, innerCtx := guardControl(cfg.AllowNetworks), d.Control, d.ControlContext
+	d.Control = nil
+	d.ControlContext = func(ctx context.Context, network, address string, c syscall.RawConn) error {
+		if err := check(network, address, c); err != nil {
+			return err
 		}
-	} else {
-		d.Control = guardControl(cfg.AllowNetworks, d.Control)
+		if passed, ok := ctx.Value(guardPassedKey{}).(*atomic.Bool); ok {
+			passed.Store(true)
+		}
+		switch {
+		case innerCtx != nil:
+			return innerCtx(ctx, network, address, c)
+		case inner != nil:
+			return inner(network, address, c)
+		}
+		return nil
 	}
 	tr := &http.Transport{
 		Proxy:                 nil, // a proxy would make the guard check the proxy, not the destination
-		DialContext:           d.DialContext,
+		DialContext:           guardedDial(d.DialContext),
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          max(defaultMaxIdleConns, cfg.MaxIdleConnsPerHost),
 		MaxIdleConnsPerHost:   cfg.MaxIdleConnsPerHost,
