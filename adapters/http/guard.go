@@ -243,3 +243,6 @@ func guardedDial(dial func(ctx context.Context, network, address string) (net.Co
 		return c, err
 	}
 }
+
+// isMappedPrefix tells whether p lies within IPv4-mapped ::ffff:0:0/96.
+func isMappedPrefix(p netip.Prefix) bool { return p.Addr().Is4In6() && p.Bits() >= 96 }

@@ -422,3 +422,33 @@ func TestGuardBlocksOnlyWhenNoAddressWasAllowed(t *testing.T) {
 		assert.Equal(t, hookrelay.OutcomeRejected, res.Outcome, name)
 	}
 }
+
+// TestAllowNetworksInIPv4MappedForm: an allowed IPv4 network written in its
+// IPv4-mapped IPv6 form (::ffff:127.0.0.0/104) allows that network, as the
+// guard decides a mapped address as the IPv4 address it is; it allowed
+// nothing.
+func TestAllowNetworksInIPv4MappedForm(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	t.Cleanup(srv.Close)
+	onlyLoopback := func(_, address string, _ syscall.RawConn) error {
+		if ap, err := netip.ParseAddrPort(address); err != nil || !ap.Addr().Unmap().IsLoopback() {
+			return syscall.EPERM
+		}
+		return nil
+	}
+	s := newTestSender(t, Config{
+		AllowNetworks: []netip.Prefix{netip.MustParsePrefix("::ffff:127.0.0.0/104")},
+		Dialer:        &net.Dialer{Control: onlyLoopback},
+	})
+	res := s.Send(context.Background(), sendParams(srv.URL, "{}"))
+	assert.Equal(t, hookrelay.KindDelivered, res.Kind, "%s %s", res.Reason, res.Detail)
+	assert.EqualValues(t, 1, hits.Load())
+
+	s = newTestSender(t, Config{
+		AllowNetworks: []netip.Prefix{netip.MustParsePrefix("::ffff:10.0.0.0/104")},
+		Dialer:        &net.Dialer{Control: onlyLoopback},
+	})
+	res = s.Send(context.Background(), sendParams(srv.URL, "{}"))
+	assert.Equal(t, ReasonDestinationBlocked, res.Reason, "another network stays refused")
+}

@@ -111,7 +111,8 @@ type Config struct {
 	// and so on. Tests allow 127.0.0.0/8 and ::1/128 for httptest servers;
 	// a deployment that delivers into its own network lists that network.
 	// The guard itself cannot be turned off; allowing 0.0.0.0/0 and ::/0
-	// has that effect, deliberately visibly.
+	// has that effect, deliberately visibly. An IPv4 network may be
+	// written in its IPv4-mapped form (::ffff:10.0.0.0/104 is 10.0.0.0/8).
 	AllowNetworks []netip.Prefix
 	// Dialer is the base dialer (timeouts, resolver, keep-alive). The SSRF
 	// guard wraps its Control (or ControlContext) function and decides
@@ -183,6 +184,16 @@ func New(cfg Config) (*Sender, error) {
 	for i, p := range cfg.AllowNetworks {
 		if !p.IsValid() {
 			return nil, bad(fmt.Sprintf("AllowNetworks[%d]", i), "is not a valid prefix")
+		}
+	}
+	if slices.ContainsFunc(cfg.AllowNetworks, isMappedPrefix) {
+		// The guard decides an IPv4-mapped address as the IPv4 address
+		// it is: an IPv4 network written as ::ffff:a.b.c.d/n is that one.
+		cfg.AllowNetworks = slices.Clone(cfg.AllowNetworks)
+		for i, p := range cfg.AllowNetworks {
+			if isMappedPrefix(p) {
+				cfg.AllowNetworks[i] = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+			}
 		}
 	}
 	if cfg.Timeout == 0 {
