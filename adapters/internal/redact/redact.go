@@ -2,8 +2,10 @@
 // Result.Detail and worker errors are secret-free by contract; this is the
 // second line of defence for a Sender that breaks it: URL credentials
 // (user information, and query or key=value pairs named like token,
-// password, secret, key or signature), Authorization values and Standard
-// Webhooks secrets are masked, and the text is cut to a bounded length.
+// password, secret, key or signature, raw or percent-encoded), JSON members
+// and headers named like them, Authorization values (with a scheme's
+// parameters) and Standard Webhooks secrets are masked, and the text is
+// cut to a bounded length.
 package redact
 
 import (
@@ -51,6 +53,9 @@ var rules = []struct {
 	// and as JSON quoted again (\"password\": \"…\", in a Go %q string),
 	// where an escape inside the value is a doubled backslash and more
 	{regexp.MustCompile(`(?i)(\\"[a-z0-9_.-]*` + credentialName + `\\"[ \t]*:[ \t]*\\")(?:[^"\\\r\n]|\\\\(?:\\["\\]|[^"\\]))*`), "${1}" + Mask},
+	// A header named like a credential, hyphenated as header names are:
+	// X-Auth-Token: …, Private-Token: …, X-Webhook-Secret: …
+	{regexp.MustCompile(`(?i)\b([a-z0-9]+(?:-[a-z0-9]+)*-` + credentialName + `[ \t]*:[ \t]*)[^\s,;"'}]+`), "${1}" + Mask},
 	// Authorization: <anything up to the end of the header value>, and
 	// the parameters of a scheme that takes them (RFC 7235 auth-params,
 	// token=token or token="quoted", comma-separated: Digest username="u",

@@ -37,6 +37,12 @@ func TestTextMasksSecrets(t *testing.T) {
 		{"json token, spaced", `{"access_token" : "s3cretTok", "expires_in": 3600}`, `{"access_token" : "[REDACTED]", "expires_in": 3600}`},
 		{"json secret, escaped quote", `{"client_secret":"s3c\"ret-tail"}`, `{"client_secret":"[REDACTED]"}`},
 		{"json quoted again", `body "{\"password\":\"hunter2\\\"-tail\",\"x\":1}" refused`, `body "{\"password\":\"[REDACTED]\",\"x\":1}" refused`},
+		// A header named like a credential, its name hyphenated as
+		// headers are, in any case and spacing.
+		{"token header", "sent X-Auth-Token: s3cretTok got 401", "sent X-Auth-Token: [REDACTED] got 401"},
+		{"token header, no space", "private-token:s3cretTok", "private-token:[REDACTED]"},
+		{"secret header, tab", "X-Webhook-Secret:\ts3cretVal, retry", "X-Webhook-Secret:\t[REDACTED], retry"},
+		{"prose with a colon untouched", "duplicate key: order-42", "duplicate key: order-42"},
 		{"spaced pair", "dsn: password = s3cret user = app", "dsn: password = [REDACTED] user = app"},
 		{"percent-encoded query token", "redirect_uri=https%3A%2F%2Fh.example.com%2Fcb%3Fa%3D1%26token%3Ds3cretTok%26b%3D2",
 			"redirect_uri=https%3A%2F%2Fh.example.com%2Fcb%3Fa%3D1%26token%3D[REDACTED]%26b%3D2"},
@@ -103,6 +109,7 @@ func TestTextRedactsBeforeItCuts(t *testing.T) {
 		{"Bearer " + tok, tok},
 		{"https://hooks.example.com/in?token=" + tok, tok},
 		{"'Authorization': '" + tok + "'", tok},
+		{"X-Auth-Token: " + tok, tok},
 		{"cb=https%3A%2F%2Fh%2Fin%3Ftoken%3D" + tok, tok},
 		{`{"access_token": "` + tok + `"}`, tok},
 		{`Authorization: Digest username="u", response="` + tok + `"`, tok},
