@@ -61,7 +61,9 @@
 // SIIT, NAT64, 6to4, Teredo) is decided on the embedded address. The
 // check runs at dial time on the resolved address, so names that resolve
 // to such addresses and literal spellings such as http://[::ffff:127.0.0.1]/
-// are refused too. Numeric host spellings Go's resolver does not read
+// are refused too; a name whose answer mixes refused and allowed addresses
+// is dialled on the allowed ones only, and fails as unreachable (retried)
+// when they fail. Numeric host spellings Go's resolver does not read
 // (http://127.1/, http://2130706433/, http://0x7f.1/) are refused before
 // any lookup, as permanent destination_blocked (or invalid_url when the
 // address they spell is allowed), never retried. Config.AllowNetworks

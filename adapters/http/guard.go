@@ -1,11 +1,15 @@
 package hookhttp
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -205,15 +209,40 @@ func (e *blockedError) Error() string {
 // addresses addrAllowed rejects. It runs after DNS resolution, on the exact
 // address about to be connected, so a name that resolves (or re-resolves)
 // to a blocked address and odd literal forms of an address are caught.
-func guardControl(allow []netip.Prefix, next func(network, address string, c syscall.RawConn) error) func(network, address string, c syscall.RawConn) error {
+func guardControl(allow []netip.Prefix) func(network, address string, c syscall.RawConn) error {
 	return func(network, address string, c syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil || !addrAllowed(ap.Addr(), allow) {
 			return &blockedError{addr: address}
 		}
-		if next != nil {
-			return next(network, address, c)
-		}
 		return nil
 	}
 }
+
+// guardPassedKey keys, in a dial's context, the flag guardControl's caller
+// sets when an address of the dial passed the guard.
+type guardPassedKey struct{}
+
+// errAllowedAddressFailed is a dial's error when the guard refused some of
+// a name's addresses and the ones it allowed failed.
+var errAllowedAddressFailed = errors.New("no allowed address of the host could be reached (the SSRF guard refused the others)")
+
+// guardedDial wraps a dialer's DialContext so that a name whose addresses
+// the guard refused only in part fails as unreachable, not as blocked: the
+// dialer returns its first address's error, which was the guard's refusal
+// when a refused address came first, though an allowed one was dialled
+// after it and failed (a retryable failure, read as a permanent one).
+func guardedDial(dial func(ctx context.Context, network, address string) (net.Conn, error)) func(ctx context.Context, network, address string) (net.Conn, error) {
+	return func(ctx context.Context, network, address string) (net.Conn, error) {
+		var passed atomic.Bool
+		c, err := dial(context.WithValue(ctx, guardPassedKey{}, &passed), network, address)
+		var blocked *blockedError
+		if err != nil && passed.Load() && errors.As(err, &blocked) {
+			return nil, &net.OpError{Op: "dial", Net: network, Err: errAllowedAddressFailed}
+		}
+		return c, err
+	}
+}
+
+// isMappedPrefix tells whether p lies within IPv4-mapped ::ffff:0:0/96.
+func isMappedPrefix(p netip.Prefix) bool { return p.Addr().Is4In6() && p.Bits() >= 96 }

@@ -390,3 +390,65 @@ func TestGuardAlsoWrapsControlContext(t *testing.T) {
 	assert.Equal(t, ReasonDestinationBlocked, res.Reason)
 	assert.Zero(t, reached.Load())
 }
+
+// TestGuardBlocksOnlyWhenNoAddressWasAllowed: a name whose answer mixes
+// refused and allowed addresses is dialled on the allowed ones only; when
+// they fail, the attempt failed as any unreachable recipient does
+// (retryable), whatever the order of the answer, not as a permanent
+// destination_blocked because a refused address came first.
+func TestGuardBlocksOnlyWhenNoAddressWasAllowed(t *testing.T) {
+	answers := map[string][]netip.Addr{
+		"private-first.example": {netip.MustParseAddr("10.9.9.9"), netip.MustParseAddr("93.184.216.34")},
+		"public-first.example":  {netip.MustParseAddr("93.184.216.34"), netip.MustParseAddr("10.9.9.9")},
+		"families.example":      {netip.MustParseAddr("10.9.9.9"), netip.MustParseAddr("2606:4700:4700::1111")},
+		"all-refused.example":   {netip.MustParseAddr("10.9.9.9"), netip.MustParseAddr("fd00::9")},
+	}
+	for name, public := range map[string][]string{
+		"private-first.example": {"93.184.216.34:80"},
+		"public-first.example":  {"93.184.216.34:80"},
+		"families.example":      {"[2606:4700:4700::1111]:80"},
+		"all-refused.example":   nil,
+	} {
+		dialer, reached := abortingDialer(t, answers)
+		s := newTestSender(t, Config{AllowNetworks: []netip.Prefix{}, Dialer: dialer})
+		res := s.Send(context.Background(), sendParams("http://"+name+"/", "{}"))
+		assert.Equal(t, public, reached(), "%s: only the allowed addresses reach the dialer", name)
+		if public == nil {
+			assert.Equal(t, ReasonDestinationBlocked, res.Reason, name)
+			continue
+		}
+		assert.Equal(t, hookrelay.KindRetryable, res.Kind, "%s: %s %s", name, res.Reason, res.Detail)
+		assert.NotEqual(t, ReasonDestinationBlocked, res.Reason, name)
+		assert.Equal(t, hookrelay.OutcomeRejected, res.Outcome, name)
+	}
+}
+
+// TestAllowNetworksInIPv4MappedForm: an allowed IPv4 network written in its
+// IPv4-mapped IPv6 form (::ffff:127.0.0.0/104) allows that network, as the
+// guard decides a mapped address as the IPv4 address it is; it allowed
+// nothing.
+func TestAllowNetworksInIPv4MappedForm(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	t.Cleanup(srv.Close)
+	onlyLoopback := func(_, address string, _ syscall.RawConn) error {
+		if ap, err := netip.ParseAddrPort(address); err != nil || !ap.Addr().Unmap().IsLoopback() {
+			return syscall.EPERM
+		}
+		return nil
+	}
+	s := newTestSender(t, Config{
+		AllowNetworks: []netip.Prefix{netip.MustParsePrefix("::ffff:127.0.0.0/104")},
+		Dialer:        &net.Dialer{Control: onlyLoopback},
+	})
+	res := s.Send(context.Background(), sendParams(srv.URL, "{}"))
+	assert.Equal(t, hookrelay.KindDelivered, res.Kind, "%s %s", res.Reason, res.Detail)
+	assert.EqualValues(t, 1, hits.Load())
+
+	s = newTestSender(t, Config{
+		AllowNetworks: []netip.Prefix{netip.MustParsePrefix("::ffff:10.0.0.0/104")},
+		Dialer:        &net.Dialer{Control: onlyLoopback},
+	})
+	res = s.Send(context.Background(), sendParams(srv.URL, "{}"))
+	assert.Equal(t, ReasonDestinationBlocked, res.Reason, "another network stays refused")
+}

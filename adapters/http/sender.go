@@ -111,7 +111,8 @@ type Config struct {
 	// and so on. Tests allow 127.0.0.0/8 and ::1/128 for httptest servers;
 	// a deployment that delivers into its own network lists that network.
 	// The guard itself cannot be turned off; allowing 0.0.0.0/0 and ::/0
-	// has that effect, deliberately visibly.
+	// has that effect, deliberately visibly. An IPv4 network may be
+	// written in its IPv4-mapped form (::ffff:10.0.0.0/104 is 10.0.0.0/8).
 	AllowNetworks []netip.Prefix
 	// Dialer is the base dialer (timeouts, resolver, keep-alive). The SSRF
 	// guard wraps its Control (or ControlContext) function and decides
@@ -185,6 +186,16 @@ func New(cfg Config) (*Sender, error) {
 			return nil, bad(fmt.Sprintf("AllowNetworks[%d]", i), "is not a valid prefix")
 		}
 	}
+	if slices.ContainsFunc(cfg.AllowNetworks, isMappedPrefix) {
+		// The guard decides an IPv4-mapped address as the IPv4 address
+		// it is: an IPv4 network written as ::ffff:a.b.c.d/n is that one.
+		cfg.AllowNetworks = slices.Clone(cfg.AllowNetworks)
+		for i, p := range cfg.AllowNetworks {
+			if isMappedPrefix(p) {
+				cfg.AllowNetworks[i] = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+			}
+		}
+	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Second
 	}
@@ -209,21 +220,28 @@ func New(cfg Config) (*Sender, error) {
 	} else {
 		d.KeepAlive = 30 * time.Second
 	}
-	if inner := d.ControlContext; inner != nil {
-		// net.Dialer ignores Control when ControlContext is set: guard that.
-		check := guardControl(cfg.AllowNetworks, nil)
-		d.ControlContext = func(ctx context.Context, network, address string, c syscall.RawConn) error {
-			if err := check(network, address, c); err != nil {
-				return err
-			}
-			return inner(ctx, network, address, c)
+	// The guard runs as ControlContext (net.Dialer ignores Control when
+	// ControlContext is set), before the dialer's own of either kind.
+	check, inner, innerCtx := guardControl(cfg.AllowNetworks), d.Control, d.ControlContext
+	d.Control = nil
+	d.ControlContext = func(ctx context.Context, network, address string, c syscall.RawConn) error {
+		if err := check(network, address, c); err != nil {
+			return err
 		}
-	} else {
-		d.Control = guardControl(cfg.AllowNetworks, d.Control)
+		if passed, ok := ctx.Value(guardPassedKey{}).(*atomic.Bool); ok {
+			passed.Store(true)
+		}
+		switch {
+		case innerCtx != nil:
+			return innerCtx(ctx, network, address, c)
+		case inner != nil:
+			return inner(network, address, c)
+		}
+		return nil
 	}
 	tr := &http.Transport{
 		Proxy:                 nil, // a proxy would make the guard check the proxy, not the destination
-		DialContext:           d.DialContext,
+		DialContext:           guardedDial(d.DialContext),
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          max(defaultMaxIdleConns, cfg.MaxIdleConnsPerHost),
 		MaxIdleConnsPerHost:   cfg.MaxIdleConnsPerHost,

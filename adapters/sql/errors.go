@@ -104,6 +104,17 @@ func dsnSecrets(dsn string) []string {
 	if u, err := url.Parse(dsn); err == nil && u.User != nil {
 		if p, ok := u.User.Password(); ok {
 			add(p)
+			// As the URL spells it: escaping the decoded password again
+			// need not give that back (%2f, or %40 with %20 for a space).
+			if _, rest, ok := strings.Cut(dsn, "//"); ok {
+				if end := strings.IndexAny(rest, "/?#"); end >= 0 {
+					rest = rest[:end] // the authority, as url.Parse reads it
+				}
+				if at := strings.LastIndex(rest, "@"); at >= 0 {
+					_, raw, _ := strings.Cut(rest[:at], ":")
+					add(raw)
+				}
+			}
 		}
 	}
 	if cfg, err := mysql.ParseDSN(dsn); err == nil {

@@ -22,6 +22,11 @@ func TestOpenSQLiteRefusalDoesNotPrintADSNPassword(t *testing.T) {
 		"postgres://hookrelay:s3cret-pw@127.0.0.1:1/test?sslmode=disable",
 		"hookrelay:s3cret-pw@tcp(127.0.0.1:1)/test?parseTime=true",
 		"host=127.0.0.1 password=s3cret-pw sslmode=disable#",
+		// Percent-encoded as the URL spells it, in a form neither
+		// url.QueryEscape nor url.PathEscape of the decoded password
+		// gives back.
+		"postgres://hookrelay:s3cret-pw%40x%20y@127.0.0.1:1/test?sslmode=disable",
+		"postgres://hookrelay:s3cret-pw%2fx@127.0.0.1:1/test?sslmode=disable",
 	} {
 		_, err := OpenSQLite(context.Background(), dsn, Options{})
 		require.Error(t, err, dsn)

@@ -2,8 +2,10 @@
 // Result.Detail and worker errors are secret-free by contract; this is the
 // second line of defence for a Sender that breaks it: URL credentials
 // (user information, and query or key=value pairs named like token,
-// password, secret, key or signature), Authorization values and Standard
-// Webhooks secrets are masked, and the text is cut to a bounded length.
+// password, secret, key or signature, raw or percent-encoded), JSON members
+// and headers named like them, Authorization values (with a scheme's
+// parameters) and Standard Webhooks secrets are masked, and the text is
+// cut to a bounded length.
 package redact
 
 import (
@@ -17,6 +19,10 @@ const Mask = "[REDACTED]"
 
 // DefaultMax is the length Text cuts to when max is not positive.
 const DefaultMax = 256
+
+// credentialName is how the key of a credential pair ends: access_token,
+// client_secret, password, X-Amz-Signature, api_key…
+const credentialName = `(?:token|secret|password|passwd|pwd|sig|signature|key|auth|credentials?)`
 
 var rules = []struct {
 	re   *regexp.Regexp
@@ -36,10 +42,27 @@ var rules = []struct {
 	// %40; the authority ends at a raw or encoded '/', '?' or '#'
 	{regexp.MustCompile(`(?i)([a-z][a-z0-9+.-]*%3A%2F%2F)(?:[^/?#&%\s"'<>]|%(?:[014-9a-f][0-9a-f]|2[0-24-9a-e]|3[0-9a-e]))+%40`), "${1}" + Mask + "%40"},
 	// A credential as a query or key=value pair: ?token=…, &access_token=…,
-	// password=…, client_secret=…, X-Amz-Signature=…, up to the pair's end
-	{regexp.MustCompile(`(?i)\b([a-z0-9_.-]*(?:token|secret|password|passwd|pwd|sig|signature|key|auth|credentials?)=)[^&#\s"'<>;,]+`), "${1}" + Mask},
-	// Authorization: <anything up to the end of the header value>
-	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization|x-api-key|api[-_]?key|cookie)(["']?\s*[:=]\s*["']?)[^\r\n,;"'}]+`), "${1}${2}" + Mask},
+	// password=…, password = …, client_secret=…, X-Amz-Signature=…, up to
+	// the pair's end
+	{regexp.MustCompile(`(?i)\b([a-z0-9_.-]*` + credentialName + `[ \t]*=[ \t]*)[^&#\s"'<>;,]+`), "${1}" + Mask},
+	// The same pair percent-encoded (a URL inside a query value):
+	// token%3D…, up to an encoded or raw '&' or '#'
+	{regexp.MustCompile(`(?i)\b([a-z0-9_.-]*` + credentialName + `%3D)(?:[^&#\s"'<>;,%]|%(?:[013-9a-f][0-9a-f]|2[0-24-57-9a-f]))+`), "${1}" + Mask},
+	// The same as a JSON member, "password": "…", up to its closing quote
+	{regexp.MustCompile(`(?i)("[a-z0-9_.-]*` + credentialName + `"[ \t]*:[ \t]*")(?:[^"\\\r\n]|\\.)*`), "${1}" + Mask},
+	// and as JSON quoted again (\"password\": \"…\", in a Go %q string),
+	// where an escape inside the value is a doubled backslash and more
+	{regexp.MustCompile(`(?i)(\\"[a-z0-9_.-]*` + credentialName + `\\"[ \t]*:[ \t]*\\")(?:[^"\\\r\n]|\\\\(?:\\["\\]|[^"\\]))*`), "${1}" + Mask},
+	// A header named like a credential, hyphenated as header names are:
+	// X-Auth-Token: …, Private-Token: …, X-Webhook-Secret: …
+	{regexp.MustCompile(`(?i)\b([a-z0-9]+(?:-[a-z0-9]+)*-` + credentialName + `[ \t]*:[ \t]*)[^\s,;"'}]+`), "${1}" + Mask},
+	// Authorization: <anything up to the end of the header value>, and
+	// the parameters of a scheme that takes them (RFC 7235 auth-params,
+	// token=token or token="quoted", comma-separated: Digest username="u",
+	// response="…"), a quote escaped or not
+	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization|x-api-key|api[-_]?key|cookie)(["']?\s*[:=]\s*["']?)` +
+		`(?:=[ \t]*\\?"[^"\r\n]*"?|[^\r\n,;"'}])+` +
+		`(?:[ \t]*,[ \t]*[A-Za-z0-9!#$%&*+.^_|~-]+[ \t]*=[ \t]*(?:\\?"[^"\r\n]*"?|[^\r\n,;"'}]*))*`), "${1}${2}" + Mask},
 	// A credential after an auth scheme: "Bearer abc", "Basic dXNlcg=="
 	{regexp.MustCompile(`(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{4,}`), "${1} " + Mask},
 	// Standard Webhooks signing secrets, raw or percent-encoded (+, / and =

@@ -31,6 +31,21 @@ func TestTextMasksSecrets(t *testing.T) {
 		{"query signature upper case", "https://bucket.example.com/o?X-Amz-Signature=abcdef0123&X-Amz-Date=1",
 			"https://bucket.example.com/o?X-Amz-Signature=[REDACTED]&X-Amz-Date=1"},
 		{"client secret pair", "oauth: client_secret=s3cret rejected", "oauth: client_secret=[REDACTED] rejected"},
+		// The same credentials spelled as JSON members or with spaces
+		// around the '='.
+		{"json password", `{"error":"bad login","password":"hunter2-pw"}`, `{"error":"bad login","password":"[REDACTED]"}`},
+		{"json token, spaced", `{"access_token" : "s3cretTok", "expires_in": 3600}`, `{"access_token" : "[REDACTED]", "expires_in": 3600}`},
+		{"json secret, escaped quote", `{"client_secret":"s3c\"ret-tail"}`, `{"client_secret":"[REDACTED]"}`},
+		{"json quoted again", `body "{\"password\":\"hunter2\\\"-tail\",\"x\":1}" refused`, `body "{\"password\":\"[REDACTED]\",\"x\":1}" refused`},
+		// A header named like a credential, its name hyphenated as
+		// headers are, in any case and spacing.
+		{"token header", "sent X-Auth-Token: s3cretTok got 401", "sent X-Auth-Token: [REDACTED] got 401"},
+		{"token header, no space", "private-token:s3cretTok", "private-token:[REDACTED]"},
+		{"secret header, tab", "X-Webhook-Secret:\ts3cretVal, retry", "X-Webhook-Secret:\t[REDACTED], retry"},
+		{"prose with a colon untouched", "duplicate key: order-42", "duplicate key: order-42"},
+		{"spaced pair", "dsn: password = s3cret user = app", "dsn: password = [REDACTED] user = app"},
+		{"percent-encoded query token", "redirect_uri=https%3A%2F%2Fh.example.com%2Fcb%3Fa%3D1%26token%3Ds3cretTok%26b%3D2",
+			"redirect_uri=https%3A%2F%2Fh.example.com%2Fcb%3Fa%3D1%26token%3D[REDACTED]%26b%3D2"},
 		{"percent-encoded url credentials", "redirect_uri=https%3A%2F%2Fuser%3As3cret%40hooks.example.com%2Fin",
 			"redirect_uri=https%3A%2F%2F[REDACTED]%40hooks.example.com%2Fin"},
 		{"percent-encoded url, lower-case escapes", "cb=HTTPS%3a%2f%2fuser%3as3%40cret%40[::1]%2fin",
@@ -39,6 +54,18 @@ func TestTextMasksSecrets(t *testing.T) {
 			"cb=https%3A%2F%2Fhost%2Fin%3Fx%3Da%40b"},
 		{"percent-encoded signing secret", "s=whsec_MfKQ9r8G%2BKYqrTwj%2FUPD8ILPZIo2LaLaSw%3D&x=1",
 			"s=whsec_[REDACTED]&x=1"},
+		// Auth schemes with parameters (RFC 7235 auth-params): every
+		// parameter is part of the credential, quoted or not.
+		{"digest authorization", `sent Authorization: Digest username="u", realm="r", response="s3cretresp" got 401`,
+			`sent Authorization: [REDACTED] got 401`},
+		{"digest authorization, unquoted params", "Proxy-Authorization: Digest username=u, response=s3cretresp",
+			"Proxy-Authorization: [REDACTED]"},
+		{"aws authorization", "Authorization: AWS4-HMAC-SHA256 Credential=AKIA1/s3, SignedHeaders=host, Signature=s3cretsig",
+			"Authorization: [REDACTED]"},
+		{"digest authorization in a quoted string", `header "Authorization: Digest username=\"u\", response=\"s3cretresp\"" refused`,
+			`header "Authorization: [REDACTED]" refused`},
+		{"digest authorization in json", `{"Authorization":"Digest username=\"u\", response=\"s3cretresp\"","x":1}`,
+			`{"Authorization":"[REDACTED]","x":1}`},
 		{"single-quoted authorization", `{'Authorization': 's3cretvalue'}`, `{'Authorization': '[REDACTED]'}`},
 		// A Sender that cut its own detail mid-URL: the start of a
 		// password at the very end, with no '@' left to find.
@@ -82,6 +109,10 @@ func TestTextRedactsBeforeItCuts(t *testing.T) {
 		{"Bearer " + tok, tok},
 		{"https://hooks.example.com/in?token=" + tok, tok},
 		{"'Authorization': '" + tok + "'", tok},
+		{"X-Auth-Token: " + tok, tok},
+		{"cb=https%3A%2F%2Fh%2Fin%3Ftoken%3D" + tok, tok},
+		{`{"access_token": "` + tok + `"}`, tok},
+		{`Authorization: Digest username="u", response="` + tok + `"`, tok},
 		{"cb=https%3A%2F%2FUs3rname%3APw4pass-zyxwvutsrqponm%40hooks.example.com", "Pw4pass-zyxwvutsrqponm"},
 		{"whsec_S3k1LXNp%2BZ25pbmcta2V5LWJ5dGVz%2FLTAxMjM0NTY3ODk%3D", "ZW5pbmcta2V5LWJ5dGVz"},
 		{"Basic VXMzcm5hbWU6UHc0cGFzcy16eXh3dnV0c3JxcG9ubQ==", "VXMzcm5hbWU6UHc0cGFzcy16eXh3dnV0c3JxcG9ubQ=="},
