@@ -169,9 +169,9 @@ type LedgerQueue interface {
 }
 
 // MessageLimit is an optional ability of a Queue that carries each
-// delivery as a broker message of bounded size (NATS's max_payload):
-// MaxEnvelopeBytes is the largest envelope (MarshalEnvelope) it can
-// publish. Client.Prepare refuses a delivery whose envelope is larger,
+// delivery as a broker message of bounded size (NATS's max_payload,
+// RabbitMQ's max_message_size): MaxEnvelopeBytes is the largest envelope
+// (MarshalEnvelope) it can publish. Client.Prepare refuses a delivery whose envelope is larger,
 // naming Payload, before anything is stored: stored, it could never be
 // published, and publishing it again would fail every time.
 type MessageLimit interface {

@@ -71,6 +71,10 @@ var DefaultDelayBuckets = []time.Duration{
 // worker claimed eight times its capacity ahead.
 const DefaultPrefetch = hookrelay.ClaimAhead * hookrelay.DefaultConcurrency
 
+// DefaultMaxMessageBytes is Config.MaxMessageBytes when it is zero:
+// RabbitMQ 4's default max_message_size, 16 MiB.
+const DefaultMaxMessageBytes = 16 << 20
+
 // ErrNotConnected reports that the queue is between connections; the
 // worker backs off and claims again once it reconnected.
 var ErrNotConnected = errors.New("hookamqp: not connected to the broker")
@@ -107,6 +111,14 @@ type Config struct {
 	// envelope version) waits, capped by the largest bucket; it is never
 	// dropped. Defaults to the largest bucket.
 	ParkDelay time.Duration
+	// MaxMessageBytes is the largest message body the broker takes, its
+	// max_message_size. A delivery whose envelope is larger is refused at
+	// enqueue, naming Payload, before anything is stored (the queue's
+	// hookrelay.MessageLimit ability): the broker would refuse its publish,
+	// closing the channel, every time it was tried. Set it to the server's
+	// value when that is not RabbitMQ 4's default (RabbitMQ 3.8–3.13 take
+	// 128 MiB by default). Defaults to DefaultMaxMessageBytes.
+	MaxMessageBytes int
 	// ReconnectDelay is the first wait before reconnecting; it doubles up
 	// to 30 s while the broker stays unreachable. Defaults to 250ms.
 	ReconnectDelay time.Duration
@@ -123,6 +135,14 @@ type Queue struct {
 }
 
 var _ hookrelay.Queue = (*Queue)(nil)
+
+var _ hookrelay.MessageLimit = (*Queue)(nil)
+
+// MaxEnvelopeBytes implements hookrelay.MessageLimit: Config.MaxMessageBytes,
+// so Client.Prepare refuses a delivery the broker would refuse to take (a
+// payload over about three quarters of it, the envelope carrying it in
+// base64). RabbitMQ counts the body only; the headers are small.
+func (q *Queue) MaxEnvelopeBytes() int { return q.b.cfg.MaxMessageBytes }
 
 // New connects to url, declares the topology and starts consuming. Claims
 // are leased from ledger. It fails if the first connection fails;
@@ -200,6 +220,8 @@ func setDefaults(cfg *Config) error {
 		return bad("SkipDelay", "must not be negative")
 	case cfg.ParkDelay < 0:
 		return bad("ParkDelay", "must not be negative")
+	case cfg.MaxMessageBytes < 0:
+		return bad("MaxMessageBytes", "must not be negative")
 	case cfg.ReconnectDelay < 0:
 		return bad("ReconnectDelay", "must not be negative")
 	}
@@ -214,6 +236,9 @@ func setDefaults(cfg *Config) error {
 	}
 	if cfg.ParkDelay == 0 {
 		cfg.ParkDelay = cfg.DelayBuckets[len(cfg.DelayBuckets)-1]
+	}
+	if cfg.MaxMessageBytes == 0 {
+		cfg.MaxMessageBytes = DefaultMaxMessageBytes
 	}
 	if cfg.ReconnectDelay == 0 {
 		cfg.ReconnectDelay = 250 * time.Millisecond

@@ -466,3 +466,26 @@ func TestAFailedDeadLetterHandsTheMessageBack(t *testing.T) {
 		return err == nil && len(cs) == 1
 	}, 5*time.Second, 10*time.Millisecond, "the message is back for the ledger to decide")
 }
+
+// RabbitMQ refuses a message over its max_message_size (closing the
+// channel), so the queue's MessageLimit is Config.MaxMessageBytes: a
+// payload whose envelope is over it is refused at enqueue, naming Payload,
+// before anything is stored; one a little under is stored and claimed. The
+// default is RabbitMQ 4's own, 16 MiB.
+func TestAPayloadOverMaxMessageBytesIsRefusedBeforeItIsStored(t *testing.T) {
+	cfg := testConfig(t)
+	assert.Equal(t, 16<<20, newQueue(t, memory.NewStore(), cfg).MaxEnvelopeBytes(), "the default")
+
+	cfg = testConfig(t)
+	cfg.MaxMessageBytes = 256 << 10
+	ledger := memory.NewStore()
+	q := newQueue(t, ledger, cfg)
+	assert.Equal(t, 256<<10, q.MaxEnvelopeBytes())
+	brokertest.OversizedPayload(t, q, ledger)
+
+	bad := testConfig(t)
+	bad.MaxMessageBytes = -1
+	_, err := hookamqp.New(context.Background(), brokerURL(t), ledger, bad)
+	assert.ErrorIs(t, err, hookrelay.ErrInvalidConfig)
+	assert.ErrorContains(t, err, "MaxMessageBytes")
+}

@@ -42,7 +42,12 @@ import (
 const HeaderDeadLetterReason = "Hookrelay-Dead-Letter-Reason"
 
 // HeaderDeliveryID carries the delivery ID on every message, so operators
-// can find a delivery's messages without decoding envelopes.
+// can find a delivery's messages without decoding envelopes. The ID is
+// query-escaped (url.QueryEscape; url.QueryUnescape reads it back): the
+// server trims the blanks around a header value and turns line breaks into
+// spaces, so " whd_1" sent raw would read as "whd_1". A generated ID
+// (letters, digits, '_') is its own escape. The envelope carries the ID
+// as it is.
 const HeaderDeliveryID = "Hookrelay-Delivery-Id"
 
 // Config configures a Queue. Zero fields take the documented defaults.
@@ -260,11 +265,11 @@ func (b *broker) Publish(ctx context.Context, ds []hookrelay.Delivery) error {
 		}
 		m := nats.NewMsg(b.cfg.Subject)
 		m.Data = body
-		m.Header.Set(HeaderDeliveryID, d.ID)
+		m.Header.Set(HeaderDeliveryID, escapeID(d.ID))
 		// The message ID makes the server drop a publish repeated within its
 		// duplicate window (a retried publish whose acknowledgement was
 		// lost); a later enqueue of the same delivery (a redrive) differs.
-		m.Header.Set(jetstream.MsgIDHeader, msgIDPart(d.ID)+"/"+strconv.Itoa(d.Attempt)+"/"+strconv.FormatInt(d.NextAttemptAt.UnixNano(), 10))
+		m.Header.Set(jetstream.MsgIDHeader, escapeID(d.ID)+"/"+strconv.Itoa(d.Attempt)+"/"+strconv.FormatInt(d.NextAttemptAt.UnixNano(), 10))
 		if acks[i], err = b.js.PublishMsgAsync(m); err != nil {
 			errs = append(errs, &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: d.ID, Err: translate(err)})
 		}
@@ -331,8 +336,8 @@ func (b *broker) DeadLetter(ctx context.Context, m jetstream.Msg, d *hookrelay.D
 			return err
 		}
 		dm.Data = body
-		dm.Header.Set(HeaderDeliveryID, d.ID)
-		dm.Header.Set(jetstream.MsgIDHeader, "dead/"+msgIDPart(d.ID)+"/"+strconv.Itoa(d.Attempt))
+		dm.Header.Set(HeaderDeliveryID, escapeID(d.ID))
+		dm.Header.Set(jetstream.MsgIDHeader, "dead/"+escapeID(d.ID)+"/"+strconv.Itoa(d.Attempt))
 	}
 	dm.Header.Set(HeaderDeadLetterReason, reason)
 	if _, err := b.js.PublishMsg(ctx, dm); err != nil {
@@ -341,12 +346,13 @@ func (b *broker) DeadLetter(ctx context.Context, m jetstream.Msg, d *hookrelay.D
 	return translate(m.DoubleAck(ctx))
 }
 
-// msgIDPart is a delivery ID as it goes into a message ID: escaped, so
-// that no two IDs give the same message ID. The server trims the blanks
-// around a header value and line breaks become spaces, so " whd_1" or
-// "whd\n1" sent raw would be taken for a repeat of "whd_1" or "whd 1" and
-// dropped as a duplicate.
-func msgIDPart(id string) string { return url.QueryEscape(id) }
+// escapeID is a delivery ID as it goes into a header (HeaderDeliveryID,
+// and the message ID): escaped, so that it reads back as itself and no two
+// IDs give the same message ID. The server trims the blanks around a
+// header value and line breaks become spaces, so " whd_1" or "whd\n1" sent
+// raw would read as "whd_1" or "whd 1", and its message would be taken for
+// a repeat of theirs and dropped as a duplicate.
+func escapeID(id string) string { return url.QueryEscape(id) }
 
 // translate keeps client error types out of the public API: the message
 // survives, the type does not.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -256,35 +257,65 @@ func TestALongReasonStillDeadLetters(t *testing.T) {
 	assert.LessOrEqual(t, len(got), 256+len("…"), "cut")
 }
 
-// A payload whose envelope is over the server's max_payload is refused at
-// enqueue, naming Payload, before anything is stored: stored, it could
-// never be published, and the client would publish it again in vain on
-// every later enqueue. One a little under is stored and claimed.
+// A payload whose envelope is over the server's max_payload (less room
+// for the headers) is refused at enqueue, naming Payload, before anything
+// is stored; one a little under is stored and claimed.
 func TestAPayloadTheServerCannotCarryIsRefusedBeforeItIsStored(t *testing.T) {
+	js := connect(t)
+	cfg := testConfig(t, js)
+	ledger := memory.NewStore()
+	q := newQueue(t, js, ledger, cfg)
+	require.Less(t, q.MaxEnvelopeBytes(), int(js.Conn().MaxPayload()))
+	brokertest.OversizedPayload(t, q, ledger)
+}
+
+// The delivery ID header reads back as the delivery's ID, whatever the ID
+// holds: the server trims the blanks around a header value and turns line
+// breaks into spaces, so the header carries the ID query-escaped, and
+// url.QueryUnescape of it is the ID, on the work stream and the
+// dead-letter stream alike. A plain generated ID is its own escape.
+func TestTheDeliveryIDHeaderReadsBackAsTheID(t *testing.T) {
 	ctx := context.Background()
 	js := connect(t)
 	cfg := testConfig(t, js)
 	ledger := memory.NewStore()
 	q := newQueue(t, js, ledger, cfg)
-	limit := q.MaxEnvelopeBytes()
-	require.Less(t, limit, int(js.Conn().MaxPayload()))
-	c := brokertest.NewClient(t, q, ledger, &hookrelaytest.Recipient{}, func(cfg *hookrelay.Config) { cfg.MaxPayloadBytes = 2 * int(js.Conn().MaxPayload()) })
-	enqueue := func(eventID string, n int) error {
-		_, err := c.Enqueue(ctx, hookrelay.EnqueueParams{EventID: eventID, TenantID: "tenant_a", DestinationID: "dest_1", EventType: "t", Payload: make([]byte, n)})
-		return err
+	at := time.Now()
+	ids := []string{"whd_01J9ZK3V4R", " whd_1", "whd_1 ", "\twhd_1\t", "whd 1", "whd\n1", "whd\r\n1", "whd+1", "whd%201", "ünï/cødé:1"}
+	var ds []hookrelay.Delivery
+	for _, id := range ids {
+		ds = append(ds, hookrelay.Delivery{ID: id, EventID: "evt", DestinationID: "dest_1", Attempt: 1, NextAttemptAt: at})
 	}
-	tooBig := int(js.Conn().MaxPayload())/4*3 + 1024 // its envelope is over max_payload itself
-	err := enqueue("evt_big", tooBig)
-	var ve *hookrelay.ValidationError
-	require.ErrorAs(t, err, &ve)
-	assert.Equal(t, "Payload", ve.Field)
-	assert.ErrorContains(t, err, "over the")
-	_, err = ledger.Get(ctx, hookrelay.DeliveryID("evt_big", "dest_1"))
-	assert.ErrorIs(t, err, hookrelay.ErrNotFound, "nothing is stored")
-
-	require.NoError(t, enqueue("evt_fits", limit/4*3-2048))
-	cs, err := q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
+	require.NoError(t, q.Enqueue(ctx, ds))
+	s, err := js.Stream(ctx, cfg.Stream)
 	require.NoError(t, err)
-	require.Len(t, cs, 1, "the one under the limit was published")
-	assert.Equal(t, hookrelay.DeliveryID("evt_fits", "dest_1"), cs[0].Delivery.ID)
+	for i, id := range ids {
+		msg, err := s.GetMsg(ctx, uint64(i+1))
+		require.NoError(t, err)
+		env, err := hookrelay.UnmarshalEnvelope(msg.Data)
+		require.NoError(t, err)
+		require.Equal(t, id, env.ID)
+		got, err := url.QueryUnescape(msg.Header.Get(hooknats.HeaderDeliveryID))
+		require.NoError(t, err, "%q", id)
+		assert.Equal(t, id, got, "the header names the delivery exactly")
+	}
+	assert.Equal(t, ids[0], func() string {
+		msg, err := s.GetMsg(ctx, 1)
+		require.NoError(t, err)
+		return msg.Header.Get(hooknats.HeaderDeliveryID)
+	}(), "a generated ID reads as itself")
+
+	// The dead-letter path, on streams of its own (the messages above have
+	// no ledger record).
+	cfg = testConfig(t, js)
+	q = newQueue(t, js, ledger, cfg)
+	dead := brokertest.ClaimOne(t, q, ledger, " whd_dead ")
+	require.NoError(t, q.DeadLetter(ctx, hookrelay.DeadLetterParams{Delivery: dead.Delivery, Lease: dead.Lease, Reason: "r", Now: time.Now()}))
+	dlq, err := js.Stream(ctx, cfg.Stream+"_DEAD")
+	require.NoError(t, err)
+	msg, err := dlq.GetMsg(ctx, 1)
+	require.NoError(t, err)
+	got, err := url.QueryUnescape(msg.Header.Get(hooknats.HeaderDeliveryID))
+	require.NoError(t, err)
+	assert.Equal(t, " whd_dead ", got)
 }

@@ -79,7 +79,9 @@
 //
 // Failures reported by the database wrap ErrDatabase with the operation and
 // the driver's message, with any DSN password removed; no driver error type
-// is exposed. Context cancellation wraps the context's error. Invalid input
+// is exposed. A DSN the driver cannot read is refused by Open with
+// ErrInvalidDSN, before anything is dialed. Context cancellation wraps the
+// context's error. Invalid input
 // (a payload over Options.MaxPayloadBytes, an empty, overlong or non-UTF-8
 // ID) is refused as a *hookrelay.ValidationError before anything is
 // written. A stored row that cannot be decoded is a *DecodeError; a claim

@@ -27,6 +27,19 @@ var ErrDatabase = errors.New("hooksql: database error")
 // hookrelay than this one: this code would misread its tables.
 var ErrSchemaTooNew = errors.New("hooksql: database schema is newer than this library")
 
+// ErrInvalidDSN is wrapped by Open's error when the driver cannot read the
+// DSN (a malformed URL, an unknown parameter value, a port out of range).
+// Nothing was dialed: it is the caller's input, not the database, that is
+// wrong, and trying again will not help.
+var ErrInvalidDSN = errors.New("hooksql: invalid DSN")
+
+// invalidDSN is the text of a driver's refusal of a DSN, password removed;
+// it is ErrInvalidDSN.
+type invalidDSN string
+
+func (e invalidDSN) Error() string        { return string(e) }
+func (e invalidDSN) Is(target error) bool { return target == ErrInvalidDSN }
+
 // dbErr translates a driver failure at the Store's boundary.
 func (s *Store) dbErr(op string, err error) error {
 	if err == nil {

@@ -222,3 +222,39 @@ func TestOpenSQLiteInAMissingDirectorySaysSo(t *testing.T) {
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "s3cret-pw")
 }
+
+// TestOpenTellsAMalformedDSNFromADownServer: a DSN the driver cannot read
+// is ErrInvalidDSN (nothing dialed); a well-formed one nobody answers is
+// not, so a caller can tell bad input from an outage.
+func TestOpenTellsAMalformedDSNFromADownServer(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		dialect Dialect
+		dsn     string
+	}{
+		{Postgres, "postgres://%zz"},
+		{Postgres, "postgres://u:s3cret-pw@127.0.0.1:99999/x"},
+		{Postgres, "host=127.0.0.1 port=abc"},
+		{MySQL, "u@tcp(127.0.0.1:1/db"},
+		{MySQL, "u:s3cret-pw@tcp(127.0.0.1:1)/db?parseTime=maybe"},
+		{MySQL, "mysql://u@127.0.0.1:1/db"},
+	} {
+		_, err := Open(ctx, c.dialect, c.dsn, Options{})
+		require.Error(t, err, c.dsn)
+		assert.ErrorIs(t, err, ErrInvalidDSN, c.dsn)
+		assert.NotContains(t, err.Error(), "s3cret-pw")
+	}
+	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for _, c := range []struct {
+		dialect Dialect
+		dsn     string
+	}{
+		{Postgres, "postgres://u@127.0.0.1:1/x?sslmode=disable&connect_timeout=2"},
+		{MySQL, "u@tcp(127.0.0.1:1)/db?timeout=2s"},
+	} {
+		_, err := Open(tctx, c.dialect, c.dsn, Options{})
+		require.Error(t, err, c.dsn)
+		assert.NotErrorIs(t, err, ErrInvalidDSN, c.dsn)
+	}
+}

@@ -237,8 +237,11 @@ func driverDialect(d driver.Driver) (Dialect, bool) {
 // Open opens dsn with the driver for dialect (pgx for Postgres, mysql for
 // MySQL, modernc sqlite for SQLite), checks that the database answers and
 // returns a Store that owns the connection pool: Close closes it. It does not
-// migrate. opts.Dialect is ignored. Errors never contain the DSN's password
-// (nor, when pgx cannot parse it, the DSN). An in-memory SQLite database
+// migrate. opts.Dialect is ignored. A DSN the driver cannot read is
+// refused, before anything is dialed, with an error wrapping ErrInvalidDSN;
+// a server that does not answer is ErrDatabase (or the context's error).
+// Errors never contain the DSN's password (nor, when pgx cannot parse it,
+// the DSN). An in-memory SQLite database
 // (":memory:", mode=memory) is refused: each pooled connection would have
 // its own, or the database would vanish when its last connection closed.
 // A PostgreSQL URL's scheme may be spelt in any case (POSTGRES://…).
@@ -274,7 +277,7 @@ func Open(ctx context.Context, dialect Dialect, dsn string, opts Options) (*Stor
 	}
 	db, err := openDB(dialect, dsn, lifetime)
 	if err != nil {
-		return nil, fmt.Errorf("hooksql: open %s: %s", dialect, redact(withoutConnString(err), secrets))
+		return nil, fmt.Errorf("hooksql: open %s: %w", dialect, invalidDSN(redact(withoutConnString(err), secrets)))
 	}
 	s, err := New(db, opts)
 	if err != nil {

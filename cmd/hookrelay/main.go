@@ -135,7 +135,7 @@ commands:
   purge [--delivered-after 30d] [--details-after 7d] [--dead-after AGE] [--batch N] [--dry-run]
                                   remove delivered history older than --delivered-after and
                                   compact attempt details older than --details-after, in
-                                  small transactions; dead records only with --dead-after;
+                                  transactions of --batch (500, at most 1000) records; dead records only with --dead-after;
                                   pending ones never. --dry-run counts by destination and
                                   state and changes nothing
 

@@ -224,6 +224,31 @@ func TestUnreachableDatabaseExitsThree(t *testing.T) {
 	assert.Contains(t, string(out), "run hookrelay migrate", "the message says what to do")
 }
 
+// A DSN that cannot be read is bad input, exit 2 like any other, not 3
+// (which says the database is down, and would send an operator to check
+// the server): nothing is dialed. A well-formed DSN whose server does not
+// answer stays 3 (TestUnreachableDatabaseExitsThree).
+func TestMalformedDSNExitsTwo(t *testing.T) {
+	for _, dsn := range []string{
+		"postgres://%zz",
+		"postgres://u@127.0.0.1:99999/x",
+		"postgres://127.0.0.1:1/x?sslmode=bogus",
+		"host=127.0.0.1 port=abc",
+		"mysql:///::",
+		"mysql://u@127.0.0.1:1/db?parseTime=maybe",
+		"user@tcp(127.0.0.1:1/db",
+		"foo://x",
+	} {
+		cmd := exec.Command(binary, "--dsn", dsn, "stats")
+		cmd.Env = append(os.Environ(), "HOOKRELAY_DSN=")
+		out, err := cmd.CombinedOutput()
+		ee, ok := err.(*exec.ExitError)
+		require.True(t, ok, "%q: %v\n%s", dsn, err, out)
+		assert.Equal(t, exitUsage, ee.ExitCode(), "%q:\n%s", dsn, out)
+		assert.Contains(t, string(out), "--dsn", "%q: the message names the flag", dsn)
+	}
+}
+
 func TestOperatorRecoveryThroughTheCLI(t *testing.T) {
 	forEachDatabase(t, func(t *testing.T, db database) {
 		r := db.cli(t, "migrate")

@@ -84,13 +84,15 @@ func (g *globals) purge(ctx context.Context, args []string) error {
 	fs.Var(&delivered, "delivered-after", "remove delivered records older than this")
 	fs.Var(&details, "details-after", "compact attempt details of delivered records older than this")
 	fs.Var(&dead, "dead-after", "also remove dead records older than this (kept when not given)")
-	batch := fs.Int("batch", def.BatchSize, "records per transaction")
+	batch := fs.Int("batch", def.BatchSize, "records per transaction (at most 1000)")
 	dryRun := fs.Bool("dry-run", false, "count what would be removed and compacted; change nothing")
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	if *batch <= 0 {
-		return fail(exitUsage, "purge: --batch must be positive")
+	// One batch is one transaction's picked rows and their locks: bounded
+	// like every other page the operator calls take.
+	if *batch <= 0 || *batch > hookrelay.MaxPageSize {
+		return fail(exitUsage, "purge: --batch must be between 1 and %d", hookrelay.MaxPageSize)
 	}
 	policy := hookrelay.RetentionPolicy{
 		Delivered: delivered.d, AttemptDetails: details.d, RemoveDead: dead.set, Dead: dead.d, BatchSize: *batch,

@@ -159,3 +159,19 @@ func TestPurgeRefusesAnAgeInDaysThatOverflows(t *testing.T) {
 	r = db.cli(t, "purge", "--dry-run", "--dead-after", "106751d")
 	assert.Zero(t, r.code, "the longest age that fits is taken: %s", r)
 }
+
+// --batch is the rows one transaction picks and removes: a huge one (a typo,
+// or "as many as possible") would be one enormous statement and allocation
+// and hold its locks for long, so it is refused, naming the flag and limit.
+func TestPurgeRefusesABatchOutsideItsBounds(t *testing.T) {
+	db := database{dsn: t.TempDir() + "/hookrelay.db", prefix: "hookrelay_"}
+	require.Zero(t, db.cli(t, "migrate").code)
+	for _, n := range []string{"0", "-1", "1001", "1000000000"} {
+		r := db.cli(t, "purge", "--batch", n)
+		assert.Equal(t, exitUsage, r.code, "--batch %s: %s", n, r)
+		assert.Contains(t, r.stderr, "--batch", "--batch %s", n)
+		assert.Contains(t, r.stderr, "1000", "--batch %s names the limit", n)
+	}
+	r := db.cli(t, "purge", "--batch", "1000")
+	assert.Zero(t, r.code, "the limit itself is taken: %s", r)
+}

@@ -90,7 +90,7 @@ const (
 
 // openStore opens the database named by --dsn. Only migrate may create a
 // SQLite file; other commands on a path with no file say "no database
-// here". Failures are exit status 3.
+// here". A DSN that cannot be read is exit status 2, other failures 3.
 func (g *globals) openStore(ctx context.Context, mode access) (*hooksql.Store, error) {
 	needSchema := mode != accessMigrate
 	if g.dsn == "" {
@@ -121,6 +121,9 @@ func (g *globals) openStore(ctx context.Context, mode access) (*hooksql.Store, e
 		s, err = hooksql.OpenSQLite(ctx, dsn, opts)
 	default:
 		s, err = hooksql.Open(ctx, dialect, dsn, opts)
+	}
+	if errors.Is(err, hooksql.ErrInvalidDSN) {
+		return nil, fail(exitUsage, "--dsn: %v", err)
 	}
 	if err != nil {
 		return nil, fail(exitDatabase, "cannot reach the %s database: %v", dialect, err)
@@ -175,6 +178,10 @@ func parseDSN(raw string) (hooksql.Dialect, string, error) {
 		u, err := url.Parse(raw)
 		if err != nil {
 			return "", "", errors.New("malformed mysql URL")
+		}
+		if u.Hostname() == "" {
+			// The driver would dial its default, 127.0.0.1:3306.
+			return "", "", errors.New("malformed mysql URL: it names no host (want mysql://user:pass@host:port/db)")
 		}
 		var user string
 		if u.User != nil {

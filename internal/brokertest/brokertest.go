@@ -330,3 +330,41 @@ func LostPublish(t *testing.T, newQueue func(t *testing.T, ledger Ledger) hookre
 		})
 	}
 }
+
+// OversizedPayload checks a broker queue with the hookrelay.MessageLimit
+// ability: a payload whose envelope is over q's MaxEnvelopeBytes is refused
+// at enqueue, naming Payload, before anything is stored (stored, it could
+// never be published, and the client would publish it again in vain on
+// every later enqueue); one a little under is stored, published and
+// claimed. The client's MaxPayloadBytes is raised above the limit, so the
+// queue's limit is the one that refuses.
+func OversizedPayload(t *testing.T, q hookrelay.Queue, ledger Ledger) {
+	t.Helper()
+	ctx := context.Background()
+	ml, ok := hookrelay.As[hookrelay.MessageLimit](q)
+	require.True(t, ok, "the queue has the MessageLimit ability")
+	limit := ml.MaxEnvelopeBytes()
+	require.Positive(t, limit)
+	c := NewClient(t, q, ledger, &hookrelaytest.Recipient{}, func(cfg *hookrelay.Config) { cfg.MaxPayloadBytes = 2 * limit })
+	enqueue := func(eventID string, n int) error {
+		_, err := c.Enqueue(ctx, hookrelay.EnqueueParams{EventID: eventID, TenantID: "tenant_a", DestinationID: "dest_1", EventType: "t", Payload: make([]byte, n)})
+		return err
+	}
+	// The envelope carries the payload in base64: 4 bytes for every 3.
+	err := enqueue("evt_big", limit/4*3+1024)
+	var ve *hookrelay.ValidationError
+	require.ErrorAs(t, err, &ve)
+	assert.Equal(t, "Payload", ve.Field)
+	assert.ErrorContains(t, err, "over the")
+	_, err = ledger.Get(ctx, hookrelay.DeliveryID("evt_big", "dest_1"))
+	assert.ErrorIs(t, err, hookrelay.ErrNotFound, "nothing is stored")
+
+	require.NoError(t, enqueue("evt_fits", limit/4*3-2048))
+	var cs []hookrelay.Claim
+	require.Eventually(t, func() bool {
+		cs, err = q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
+		require.NoError(t, err)
+		return len(cs) == 1
+	}, 10*time.Second, 10*time.Millisecond, "the one under the limit was published")
+	assert.Equal(t, hookrelay.DeliveryID("evt_fits", "dest_1"), cs[0].Delivery.ID)
+}

@@ -32,7 +32,8 @@ type Broker[M any] interface {
 	// has confirmed each (server acknowledgement, publisher confirm).
 	Publish(ctx context.Context, deliveries []hookrelay.Delivery) error
 	// Fetch returns up to n messages, waiting at most wait (real time) for
-	// them to arrive; none is not an error.
+	// them to arrive; none is not an error. Messages returned with an error
+	// are handed out all the same: the Queue claims or hands them back.
 	Fetch(ctx context.Context, n int, wait time.Duration) ([]M, error)
 	// Stale reports that m came over a channel that has since closed: the
 	// broker put the message back, so this handle must not be handed out.
@@ -211,14 +212,14 @@ func (q *Queue[M]) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookre
 	deadline := time.Now().Add(q.cfg.ClaimWait)
 	for round := 0; len(out) < p.Limit && round < maxFetchRounds && firstErr == nil; round++ {
 		msgs, err := q.broker.Fetch(ctx, p.Limit-len(out), max(time.Until(deadline), 0))
-		if err != nil {
-			firstErr = err
-			break
-		}
+		// Messages that came with an error are handed out to this process
+		// all the same: admitted like any others, or they would stay out
+		// of reach until the broker's ack wait.
+		admit(msgs)
+		note(err)
 		if len(msgs) == 0 {
 			break
 		}
-		admit(msgs)
 	}
 	if firstErr != nil && len(out) == 0 {
 		return nil, firstErr

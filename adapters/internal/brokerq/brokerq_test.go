@@ -2,6 +2,7 @@ package brokerq_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -163,4 +164,51 @@ func TestBucketRoundsUp(t *testing.T) {
 	} {
 		assert.Equal(t, tc.want, brokerq.Bucket(bs, tc.in), "delay %s", tc.in)
 	}
+}
+
+// fetchFailsAfter is a broker whose next fetch delivers its messages and
+// then fails (a JetStream pull that got some messages before the
+// connection dropped): the messages come with the error.
+type fetchFailsAfter struct {
+	*fakeBroker
+	failNext bool
+}
+
+func (b *fetchFailsAfter) Fetch(ctx context.Context, n int, wait time.Duration) ([]*fakeMsg, error) {
+	msgs, err := b.fakeBroker.Fetch(ctx, n, wait)
+	if b.failNext && err == nil {
+		b.failNext = false
+		return msgs, errors.New("connection lost after the messages")
+	}
+	return msgs, err
+}
+
+// Messages a fetch returned together with an error are the worker's: they
+// are claimed like any others, not left handed out until the broker's ack
+// wait brings them back.
+func TestMessagesThatCameWithAFetchErrorAreClaimed(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	ledger := memory.NewStore()
+	b := &fetchFailsAfter{fakeBroker: newFakeBroker(), failNext: true}
+	q, err := brokerq.New[*fakeMsg](b, ledger, brokerq.Config{
+		MaxDelay: maxDelay, SkipDelay: maxDelay, ParkDelay: time.Hour, ErrorDelay: maxDelay,
+	})
+	require.NoError(t, err)
+	var ds []hookrelay.Delivery
+	for _, id := range []string{"whd_1", "whd_2"} {
+		ds = append(ds, hookrelay.Delivery{ID: id, EventID: id, DestinationID: "dest", Attempt: 1, FirstQueuedAt: now, NextAttemptAt: now})
+	}
+	_, err = ledger.Create(ctx, ds)
+	require.NoError(t, err)
+	require.NoError(t, b.Publish(ctx, ds))
+
+	cs, err := q.Claim(ctx, hookrelay.ClaimParams{Now: now, Limit: 10, LeaseFor: time.Minute})
+	require.NoError(t, err, "claims were made: the fetch error is not the caller's")
+	var got []string
+	for _, c := range cs {
+		got = append(got, c.Delivery.ID)
+	}
+	assert.ElementsMatch(t, []string{"whd_1", "whd_2"}, got)
+	assert.Equal(t, 2, q.InFlight(), "held under their leases")
 }
