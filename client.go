@@ -6,6 +6,7 @@ import (
 	crand "crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -514,16 +515,26 @@ func (c *Client) checkEnvelope(d Delivery) error {
 	if (len(d.Payload)+2)/3*4+6*text+1024 <= c.maxEnvelope {
 		return nil
 	}
-	body, err := MarshalEnvelope(d)
+	// A retry republishes the envelope with a larger attempt number and a
+	// later next-attempt time, whose text can be longer (nanoseconds, an
+	// offset): the check is on the largest envelope the delivery can have,
+	// so one accepted now is never refused by the broker on a retry.
+	largest := d
+	largest.Attempt, largest.NextAttemptAt = math.MaxInt, longestEnvelopeTime
+	body, err := MarshalEnvelope(largest)
 	if err != nil {
 		return invalid(ErrInvalidDelivery, "Payload", "cannot be encoded in an envelope: "+err.Error())
 	}
 	if len(body) > c.maxEnvelope {
-		return invalid(ErrInvalidDelivery, "Payload", fmt.Sprintf("makes a %d-byte envelope (payload %d bytes, in base64), over the %d bytes the queue's broker carries in a message",
+		return invalid(ErrInvalidDelivery, "Payload", fmt.Sprintf("makes an envelope of up to %d bytes on its retries (payload %d bytes, in base64), over the %d bytes the queue's broker carries in a message",
 			len(body), len(d.Payload), c.maxEnvelope))
 	}
 	return nil
 }
+
+// longestEnvelopeTime is a time whose text in an envelope is as long as
+// any storable time's: nine digits of nanoseconds and an offset.
+var longestEnvelopeTime = time.Date(2262, 4, 11, 23, 47, 16, 854775807, time.FixedZone("", -(9*3600+30*60)))
 
 // Enqueue validates one event, stores its delivery record and makes it
 // claimable. It is idempotent by delivery ID: enqueueing the same event for

@@ -3,6 +3,7 @@ package hookrelay_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -163,7 +164,11 @@ func TestEnqueueRefusesAnEnvelopeOverTheQueuesMessageLimit(t *testing.T) {
 	unlimited, _ := newClient(t, func(cfg *hookrelay.Config) { cfg.Clock, cfg.MaxPayloadBytes = at, 1<<20 })
 	ds, err := unlimited.Prepare(ctx, []hookrelay.EnqueueParams{p})
 	require.NoError(t, err)
-	body, err := hookrelay.MarshalEnvelope(ds[0])
+	// The largest envelope the delivery can have, on any retry.
+	largest := ds[0]
+	largest.Attempt = math.MaxInt
+	largest.NextAttemptAt = time.Date(2262, 4, 11, 23, 47, 16, 854775807, time.FixedZone("", -(9*3600+30*60)))
+	body, err := hookrelay.MarshalEnvelope(largest)
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		name  string
@@ -185,9 +190,60 @@ func TestEnqueueRefusesAnEnvelopeOverTheQueuesMessageLimit(t *testing.T) {
 			var ve *hookrelay.ValidationError
 			require.ErrorAs(t, err, &ve)
 			assert.Equal(t, "Payload", ve.Field)
-			assert.ErrorContains(t, err, fmt.Sprintf("%d-byte envelope", len(body)))
+			assert.ErrorContains(t, err, fmt.Sprintf("envelope of up to %d bytes", len(body)))
 			_, err = store.Get(ctx, hookrelay.DeliveryID(small.EventID, small.DestinationID))
 			assert.ErrorIs(t, err, hookrelay.ErrNotFound, "nothing of the call is stored")
+		})
+	}
+}
+
+func TestEnqueueRefusesAnEnvelopeThatWouldOutgrowTheLimitOnARetry(t *testing.T) {
+	// A retry republishes the envelope with a larger attempt number and a
+	// next-attempt time that may carry nanoseconds and an offset: an
+	// envelope exactly at the limit when enqueued would then be over it,
+	// and the broker would refuse every retry.
+	ctx := context.Background()
+	p := validParams()
+	p.Payload = []byte(strings.Repeat("x", 3000))
+	at := clock.NewMock()
+	at.Set(time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC))
+	unlimited, _ := newClient(t, func(cfg *hookrelay.Config) { cfg.Clock, cfg.MaxPayloadBytes = at, 1<<20 })
+	ds, err := unlimited.Prepare(ctx, []hookrelay.EnqueueParams{p})
+	require.NoError(t, err)
+	first, err := hookrelay.MarshalEnvelope(ds[0])
+	require.NoError(t, err)
+	retried := ds[0]
+	retried.Attempt = 12
+	retried.NextAttemptAt = at.Now().Add(1500*time.Millisecond + 123456789).In(time.FixedZone("NPT", 5*3600+45*60))
+	later, err := hookrelay.MarshalEnvelope(retried)
+	require.NoError(t, err)
+	require.Greater(t, len(later), len(first), "the retry's envelope is the larger")
+	largest := ds[0]
+	largest.Attempt = math.MaxInt
+	largest.NextAttemptAt = time.Date(2262, 4, 11, 23, 47, 16, 854775807, time.FixedZone("", -(9*3600+30*60)))
+	worst, err := hookrelay.MarshalEnvelope(largest)
+	require.NoError(t, err)
+
+	for _, tc := range []struct {
+		name  string
+		limit int
+		ok    bool
+	}{{"AtTheFirstEnvelopesSize", len(first), false}, {"AtTheLargestARetryCanHave", len(worst), true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, store := newClient(t, func(cfg *hookrelay.Config) {
+				cfg.Clock, cfg.MaxPayloadBytes = at, 1<<20
+				cfg.Queue = limitedQueue{Store: cfg.Ledger.(*memory.Store), max: tc.limit}
+			})
+			_, err := c.Enqueue(ctx, p)
+			if tc.ok {
+				require.NoError(t, err)
+				return
+			}
+			var ve *hookrelay.ValidationError
+			require.ErrorAs(t, err, &ve)
+			assert.Equal(t, "Payload", ve.Field)
+			_, err = store.Get(ctx, ds[0].ID)
+			assert.ErrorIs(t, err, hookrelay.ErrNotFound, "nothing is stored")
 		})
 	}
 }

@@ -171,9 +171,11 @@ type LedgerQueue interface {
 // MessageLimit is an optional ability of a Queue that carries each
 // delivery as a broker message of bounded size (NATS's max_payload,
 // RabbitMQ's max_message_size): MaxEnvelopeBytes is the largest envelope
-// (MarshalEnvelope) it can publish. Client.Prepare refuses a delivery whose envelope is larger,
-// naming Payload, before anything is stored: stored, it could never be
-// published, and publishing it again would fail every time.
+// (MarshalEnvelope) it can publish. Client.Prepare refuses a delivery whose
+// envelope is larger, or could be on a retry (a larger attempt number, a
+// longer next-attempt time), naming Payload, before anything is stored:
+// stored, it could never be published, and publishing it again would fail
+// every time.
 type MessageLimit interface {
 	MaxEnvelopeBytes() int
 }
