@@ -79,8 +79,10 @@
 //
 // Failures reported by the database wrap ErrDatabase with the operation and
 // the driver's message, with any DSN password removed; no driver error type
-// is exposed. A DSN the driver cannot read is refused by Open with
-// ErrInvalidDSN, before anything is dialed. Context cancellation wraps the
+// is exposed. A DSN the driver cannot read (or an in-memory SQLite
+// database) is refused by Open with ErrInvalidDSN, and an option out of its
+// range with ErrInvalidOptions (Options.Validate checks them alone), before
+// anything is dialed. Context cancellation wraps the
 // context's error. Invalid input
 // (a payload over Options.MaxPayloadBytes, an empty, overlong or non-UTF-8
 // ID) is refused as a *hookrelay.ValidationError before anything is

@@ -40,6 +40,18 @@ type invalidDSN string
 func (e invalidDSN) Error() string        { return string(e) }
 func (e invalidDSN) Is(target error) bool { return target == ErrInvalidDSN }
 
+// ErrInvalidOptions is wrapped by the error of New, Open, OpenSQLite and
+// Options.Validate when an Options field is out of its range (a malformed
+// TablePrefix, a negative size). Nothing was opened or dialed.
+var ErrInvalidOptions = errors.New("hooksql: invalid options")
+
+// invalidOptions is the text of a refused Options field; it is
+// ErrInvalidOptions.
+type invalidOptions string
+
+func (e invalidOptions) Error() string        { return string(e) }
+func (e invalidOptions) Is(target error) bool { return target == ErrInvalidOptions }
+
 // dbErr translates a driver failure at the Store's boundary.
 func (s *Store) dbErr(op string, err error) error {
 	if err == nil {

@@ -3,6 +3,7 @@ package hooksql
 import (
 	"context"
 	"database/sql"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,7 +94,55 @@ func TestSQLiteInMemoryDatabaseIsRefused(t *testing.T) {
 		_, err := Open(ctx, SQLite, dsn, Options{})
 		require.Error(t, err, "%q", dsn)
 		assert.Contains(t, err.Error(), "in-memory", "%q", dsn)
+		assert.ErrorIs(t, err, ErrInvalidDSN, "%q: the DSN, not a database, is at fault", dsn)
 	}
+	_, err = OpenSQLite(ctx, filepath.Join(t.TempDir(), "hr.db?mode=memory"), Options{})
+	assert.ErrorIs(t, err, ErrInvalidDSN, "a SQLite path with a query")
+}
+
+// TestOptionsOutOfRangeAreInvalidOptions: a caller (the CLI among them)
+// tells a bad option from a database that does not answer by
+// ErrInvalidOptions, the same from Validate, New, Open and OpenSQLite,
+// before anything is opened.
+func TestOptionsOutOfRangeAreInvalidOptions(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "new.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	for _, tc := range []struct {
+		field string
+		opts  Options
+	}{
+		{"TablePrefix", Options{TablePrefix: "Bad-Prefix"}},
+		{"TablePrefix", Options{TablePrefix: strings.Repeat("p", 41)}},
+		{"MaxPayloadBytes", Options{MaxPayloadBytes: -1}},
+		{"MaxOpenConns", Options{MaxOpenConns: -1}},
+		{"ConnMaxLifetime", Options{ConnMaxLifetime: -time.Second}},
+		{"Dialect", Options{Dialect: "oracle"}},
+	} {
+		err := tc.opts.Validate()
+		assert.ErrorIs(t, err, ErrInvalidOptions, "Validate %+v", tc.opts)
+		assert.ErrorContains(t, err, "Options."+tc.field)
+		withDialect := tc.opts
+		if withDialect.Dialect == "" {
+			withDialect.Dialect = SQLite
+		}
+		_, err = New(db, withDialect)
+		assert.ErrorIs(t, err, ErrInvalidOptions, "New %+v", tc.opts)
+		if tc.field == "Dialect" {
+			continue // Open and OpenSQLite set it
+		}
+		path := filepath.Join(t.TempDir(), "hr.db")
+		_, err = OpenSQLite(ctx, path, tc.opts)
+		assert.ErrorIs(t, err, ErrInvalidOptions, "OpenSQLite %+v", tc.opts)
+		_, err = os.Stat(path)
+		assert.ErrorIs(t, err, fs.ErrNotExist, "OpenSQLite %+v created no file", tc.opts)
+		_, err = Open(ctx, Postgres, "postgres://u@127.0.0.1:1/x", tc.opts)
+		assert.ErrorIs(t, err, ErrInvalidOptions, "Open %+v", tc.opts)
+	}
+	_, err = New(db, Options{})
+	assert.ErrorIs(t, err, ErrInvalidOptions, "New without a Dialect")
+	assert.NoError(t, Options{}.Validate(), "the zero Options are the defaults")
 }
 
 // TestOpenSQLiteOpensTheFileItIsGiven: a '%' in the path, or a path

@@ -155,6 +155,32 @@ var (
 	_ hookrelay.Destinations = (*Store)(nil)
 )
 
+// Validate checks the options as New and Open do, before any database is
+// opened: a Dialect other than sqlite, postgres or mysql (empty is left to
+// New, which requires it, and Open, which sets it), a TablePrefix not
+// matching ^[a-z_][a-z0-9_]*$ or over 40 bytes, and negative sizes or
+// lifetimes. Its error, like New's and Open's for these, wraps
+// ErrInvalidOptions and names the field.
+func (o Options) Validate() error {
+	switch o.Dialect {
+	case SQLite, Postgres, MySQL, "":
+	default:
+		return invalidOptions(fmt.Sprintf("hooksql: Options.Dialect %s is unknown (want sqlite, postgres or mysql)", errtext.Quote(string(o.Dialect))))
+	}
+	if o.TablePrefix != "" && (!prefixPattern.MatchString(o.TablePrefix) || len(o.TablePrefix) > 40) {
+		return invalidOptions(fmt.Sprintf("hooksql: Options.TablePrefix %s must match ^[a-z_][a-z0-9_]*$ and be at most 40 bytes", errtext.Quote(o.TablePrefix)))
+	}
+	switch {
+	case o.MaxPayloadBytes < 0:
+		return invalidOptions("hooksql: Options.MaxPayloadBytes must not be negative")
+	case o.MaxOpenConns < 0:
+		return invalidOptions("hooksql: Options.MaxOpenConns must not be negative")
+	case o.ConnMaxLifetime < 0:
+		return invalidOptions("hooksql: Options.ConnMaxLifetime must not be negative")
+	}
+	return nil
+}
+
 // New returns a Store on db, which must be open on the database named by
 // opts.Dialect. The caller keeps ownership of db: Close does not close it.
 // New does not touch the database; call Migrate before first use. A db of
@@ -184,30 +210,17 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 	if db == nil {
 		return nil, errors.New("hooksql: New: db is nil")
 	}
-	switch opts.Dialect {
-	case SQLite, Postgres, MySQL:
-	case "":
-		return nil, errors.New("hooksql: Options.Dialect is required (sqlite, postgres or mysql)")
-	default:
-		return nil, fmt.Errorf("hooksql: Options.Dialect %s is unknown (want sqlite, postgres or mysql)", errtext.Quote(string(opts.Dialect)))
+	if opts.Dialect == "" {
+		return nil, invalidOptions("hooksql: Options.Dialect is required (sqlite, postgres or mysql)")
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
 	if d, ok := driverDialect(db.Driver()); ok && d != opts.Dialect {
 		return nil, fmt.Errorf("hooksql: Options.Dialect is %s, but db's driver is %s's", opts.Dialect, d)
 	}
 	if opts.TablePrefix == "" {
 		opts.TablePrefix = DefaultTablePrefix
-	}
-	if !prefixPattern.MatchString(opts.TablePrefix) || len(opts.TablePrefix) > 40 {
-		return nil, fmt.Errorf("hooksql: Options.TablePrefix %s must match ^[a-z_][a-z0-9_]*$ and be at most 40 bytes", errtext.Quote(opts.TablePrefix))
-	}
-	if opts.MaxPayloadBytes < 0 {
-		return nil, errors.New("hooksql: Options.MaxPayloadBytes must not be negative")
-	}
-	if opts.MaxOpenConns < 0 {
-		return nil, errors.New("hooksql: Options.MaxOpenConns must not be negative")
-	}
-	if opts.ConnMaxLifetime < 0 {
-		return nil, errors.New("hooksql: Options.ConnMaxLifetime must not be negative")
 	}
 	if opts.MaxPayloadBytes == 0 {
 		opts.MaxPayloadBytes = DefaultMaxPayloadBytes
@@ -268,8 +281,11 @@ func Open(ctx context.Context, dialect Dialect, dsn string, opts Options) (*Stor
 	default:
 		return nil, fmt.Errorf("hooksql: dialect %s is unknown (want sqlite, postgres or mysql)", errtext.Quote(string(dialect)))
 	}
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
 	if dialect == SQLite && sqliteInMemory(dsn) {
-		return nil, errors.New(`hooksql: open sqlite: an in-memory database (":memory:", mode=memory or no file name) belongs to one connection, or lives only while one is open, so the Store's pool would lose tables and deliveries; use a file (in tests, one in a temporary directory) or the memory adapter`)
+		return nil, invalidDSN(`hooksql: open sqlite: an in-memory database (":memory:", mode=memory or no file name) belongs to one connection, or lives only while one is open, so the Store's pool would lose tables and deliveries; use a file (in tests, one in a temporary directory) or the memory adapter`)
 	}
 	lifetime := opts.ConnMaxLifetime
 	if lifetime <= 0 {
@@ -434,7 +450,7 @@ func OpenSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 	if path == "" || strings.ContainsAny(path, "?#") {
 		// A server DSN passed here by mistake has a '?': its password is
 		// not printed.
-		return nil, fmt.Errorf("hooksql: OpenSQLite: path %s must be a file name without '?' or '#'", errtext.Quote(redact(path, dsnSecrets(path))))
+		return nil, invalidDSN(fmt.Sprintf("hooksql: OpenSQLite: path %s must be a file name without '?' or '#'", errtext.Quote(redact(path, dsnSecrets(path)))))
 	}
 	if dir := filepath.Dir(path); dir != "." {
 		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -238,6 +239,8 @@ func TestMalformedDSNExitsTwo(t *testing.T) {
 		"mysql://u@127.0.0.1:1/db?parseTime=maybe",
 		"user@tcp(127.0.0.1:1/db",
 		"foo://x",
+		":memory:",
+		"sqlite::memory:",
 	} {
 		cmd := exec.Command(binary, "--dsn", dsn, "stats")
 		cmd.Env = append(os.Environ(), "HOOKRELAY_DSN=")
@@ -247,6 +250,27 @@ func TestMalformedDSNExitsTwo(t *testing.T) {
 		assert.Equal(t, exitUsage, ee.ExitCode(), "%q:\n%s", dsn, out)
 		assert.Contains(t, string(out), "--dsn", "%q: the message names the flag", dsn)
 	}
+}
+
+func TestBadTablePrefixExitsTwo(t *testing.T) {
+	// Checked before the database is reached: the flag, not the server, is
+	// what is wrong, whichever command and database.
+	dsn := filepath.Join(t.TempDir(), "hr.db")
+	for _, args := range [][]string{
+		{"--table-prefix", "Bad-Prefix", "migrate"},
+		{"--table-prefix", "x;drop", "stats"},
+		{"--table-prefix", strings.Repeat("p", 41), "purge", "--dry-run"},
+	} {
+		cmd := exec.Command(binary, append([]string{"--dsn", dsn}, args...)...)
+		cmd.Env = append(os.Environ(), "HOOKRELAY_DSN=")
+		out, err := cmd.CombinedOutput()
+		ee, ok := err.(*exec.ExitError)
+		require.True(t, ok, "%q: %v\n%s", args, err, out)
+		assert.Equal(t, exitUsage, ee.ExitCode(), "%q:\n%s", args, out)
+		assert.Contains(t, string(out), "--table-prefix", "%q: the message names the flag", args)
+	}
+	_, err := os.Stat(dsn)
+	assert.ErrorIs(t, err, fs.ErrNotExist, "migrate with a bad prefix created no database file")
 }
 
 func TestOperatorRecoveryThroughTheCLI(t *testing.T) {

@@ -101,6 +101,12 @@ func (g *globals) openStore(ctx context.Context, mode access) (*hooksql.Store, e
 		return nil, fail(exitUsage, "--dsn: %v", err)
 	}
 	opts := hooksql.Options{TablePrefix: g.prefix}
+	if err := opts.Validate(); err != nil {
+		return nil, fail(exitUsage, "--table-prefix: %v", err)
+	}
+	if dialect == hooksql.SQLite && (dsn == "" || dsn == ":memory:") {
+		return nil, fail(exitUsage, "--dsn: an in-memory SQLite database holds nothing to operate on and would vanish with the command; give a file path")
+	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	var s *hooksql.Store
