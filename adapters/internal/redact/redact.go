@@ -24,6 +24,11 @@ const DefaultMax = 256
 // client_secret, password, X-Amz-Signature, api_key…
 const credentialName = `(?:token|secret|password|passwd|pwd|sig|signature|key|auth|credentials?)`
 
+// space is one space of any kind: ASCII white space, a Unicode space
+// separator (no-break, em, narrow no-break…), NEL, and the zero-width
+// space and no-break space.
+const space = `[\s\p{Z}\x{85}\x{200B}\x{FEFF}]`
+
 var rules = []struct {
 	re   *regexp.Regexp
 	with string
@@ -63,8 +68,13 @@ var rules = []struct {
 	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization|x-api-key|api[-_]?key|cookie)(["']?\s*[:=]\s*["']?)` +
 		`(?:=[ \t]*\\?"[^"\r\n]*"?|[^\r\n,;"'}])+` +
 		`(?:[ \t]*,[ \t]*[A-Za-z0-9!#$%&*+.^_|~-]+[ \t]*=[ \t]*(?:\\?"[^"\r\n]*"?|[^\r\n,;"'}]*))*`), "${1}${2}" + Mask},
-	// A credential after an auth scheme: "Bearer abc", "Basic dXNlcg=="
-	{regexp.MustCompile(`(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{4,}`), "${1} " + Mask},
+	// A credential after an auth scheme: "Bearer abc", "Basic dXNlcg==",
+	// the scheme followed by any Unicode space (a no-break space…), and
+	// "bearer: abc", "Bearer=abc", "Bearer=\"abc\"" as loggers and config
+	// dumps write it
+	// ("token: expired" is prose: only "bearer" takes a ':')
+	{regexp.MustCompile(`(?i)\b(bearer|basic|token)(` + space + `+)[A-Za-z0-9._~+/=-]{4,}`), "${1}${2}" + Mask},
+	{regexp.MustCompile(`(?i)\b(bearer` + space + `*[:=]` + space + `*["']?)[A-Za-z0-9._~+/=-]{4,}`), "${1}" + Mask},
 	// Standard Webhooks signing secrets, raw or percent-encoded (+, / and =
 	// of base64 escaped in a query)
 	{regexp.MustCompile(`(?i)whsec_(?:[A-Za-z0-9+/=_-]|%[0-9a-f]{2})+`), "whsec_" + Mask},
