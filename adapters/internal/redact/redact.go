@@ -4,8 +4,9 @@
 // (user information, and query or key=value pairs named like token,
 // password, secret, key or signature, raw or percent-encoded), JSON members
 // and headers named like them, Authorization values (with a scheme's
-// parameters) and Standard Webhooks secrets are masked, and the text is
-// cut to a bounded length.
+// parameters) and Standard Webhooks secrets (raw, percent-encoded once or
+// twice, or JSON-escaped) are masked, and the text is cut to a bounded
+// length.
 package redact
 
 import (
@@ -75,9 +76,10 @@ var rules = []struct {
 	// ("token: expired" is prose: only "bearer" takes a ':')
 	{regexp.MustCompile(`(?i)\b(bearer|basic|token)(` + space + `+)[A-Za-z0-9._~+/=-]{4,}`), "${1}${2}" + Mask},
 	{regexp.MustCompile(`(?i)\b(bearer` + space + `*[:=]` + space + `*["']?)[A-Za-z0-9._~+/=-]{4,}`), "${1}" + Mask},
-	// Standard Webhooks signing secrets, raw or percent-encoded (+, / and =
-	// of base64 escaped in a query)
-	{regexp.MustCompile(`(?i)whsec_(?:[A-Za-z0-9+/=_-]|%[0-9a-f]{2})+`), "whsec_" + Mask},
+	// Standard Webhooks signing secrets, raw or escaped: the '_' and the
+	// base64 '+', '/' and '=' percent-encoded once (a query) or twice (a
+	// query inside a query value), or as JSON \u escapes (and '\/')
+	{regexp.MustCompile(`(?i)(whsec(?:_|%(?:25)?5f|\\u005f))(?:[A-Za-z0-9+/=_-]|%(?:25)?(?:2b|2f|3d)|\\u00(?:2b|2f|3d)|\\/)+`), "${1}" + Mask},
 }
 
 // Text returns s with secrets masked, cut to at most max bytes (DefaultMax

@@ -64,6 +64,13 @@ func TestTextMasksSecrets(t *testing.T) {
 			"cb=https%3A%2F%2Fhost%2Fin%3Fx%3Da%40b"},
 		{"percent-encoded signing secret", "s=whsec_MfKQ9r8G%2BKYqrTwj%2FUPD8ILPZIo2LaLaSw%3D&x=1",
 			"s=whsec_[REDACTED]&x=1"},
+		// A signing secret whose '_' (and base64 characters) are escaped:
+		// query-escaped, escaped twice, or as JSON \u escapes (and the
+		// '\/' some JSON encoders write for '/').
+		{"percent-encoded signing secret prefix", "s=whsec%5FMfKQ9r8G%2BKYqrTwj%3D&x=1", "s=whsec%5F[REDACTED]&x=1"},
+		{"percent-encoded signing secret prefix, lower case", "s=WHSEC%5fMfKQ9r8GKYqrTwj&x=1", "s=WHSEC%5f[REDACTED]&x=1"},
+		{"twice percent-encoded signing secret", "cb=h%3Fs%3Dwhsec%255FMfKQ9r8G%252BKYq%253D%26x%3D1", "cb=h%3Fs%3Dwhsec%255F[REDACTED]%26x%3D1"},
+		{"json-escaped signing secret prefix", `{"s":"whsec\u005fMfKQ9r8G\u002bKYq\/rTwj\u003d","x":1}`, `{"s":"whsec\u005f[REDACTED]","x":1}`},
 		// Auth schemes with parameters (RFC 7235 auth-params): every
 		// parameter is part of the credential, quoted or not.
 		{"digest authorization", `sent Authorization: Digest username="u", realm="r", response="s3cretresp" got 401`,
@@ -131,6 +138,9 @@ func TestTextRedactsBeforeItCuts(t *testing.T) {
 		{"Basic VXMzcm5hbWU6UHc0cGFzcy16eXh3dnV0c3JxcG9ubQ==", "VXMzcm5hbWU6UHc0cGFzcy16eXh3dnV0c3JxcG9ubQ=="},
 		{"https://Us3rname:Pw4pass-zyxwvutsrqponm@hooks.example.com/in", "Pw4pass-zyxwvutsrqponm"},
 		{"whsec_S3k1LXNpZ25pbmcta2V5LWJ5dGVzLTAxMjM0NTY3ODk=", "S3k1LXNpZ25pbmcta2V5LWJ5dGVzLTAxMjM0NTY3ODk="},
+		{"whsec%5FS3k1LXNp%2BZ25pbmcta2V5LWJ5dGVz%2FLTAxMjM0NTY3ODk%3D", "S3k1LXNp"},
+		{"whsec%255FS3k1LXNp%252BZ25pbmcta2V5LWJ5dGVz", "S3k1LXNp"},
+		{`whsec\u005fS3k1LXNp\u002bZ25pbmcta2V5LWJ5dGVz\/LTAxMjM0NTY3ODk=`, "S3k1LXNp"},
 	}
 	for _, f := range forms {
 		for pad := 0; pad < 130; pad++ { // every alignment of a secret with each cut
