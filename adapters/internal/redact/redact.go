@@ -7,6 +7,18 @@
 // parameters) and Standard Webhooks secrets (raw, percent-encoded once or
 // twice, or JSON-escaped) are masked, and the text is cut to a bounded
 // length.
+//
+// Which names are credentials: in name=value pairs, query pairs and JSON
+// members, a name that ends in token, secret, password, passwd,
+// passphrase, pwd, sig, signature, key, auth or credential(s) (access_token,
+// secret_key, apikey, X-Amz-Signature), or whose last part is "pass" (pass,
+// db_pass, DB.PASS: not compass or bypass). In "name: value" text, where a
+// bare word is often prose ("cannot fetch token: EOF", "duplicate key: 42"),
+// only a password word with any prefix (PASS:, passwd:, pwd:,
+// DB_PASSWORD:, apikey:) or a compound name (client_secret:,
+// private_key:, access_token:); hyphenated header names (X-Auth-Token:,
+// X-Api-Key:) always. Ordinary words that merely contain one (passed,
+// passport, compass) are left alone.
 package redact
 
 import (
@@ -21,9 +33,18 @@ const Mask = "[REDACTED]"
 // DefaultMax is the length Text cuts to when max is not positive.
 const DefaultMax = 256
 
-// credentialName is how the key of a credential pair ends: access_token,
-// client_secret, password, X-Amz-Signature, api_key…
-const credentialName = `(?:token|secret|password|passwd|pwd|sig|signature|key|auth|credentials?)`
+// credentialName is the key of a credential pair: one that ends like
+// access_token, client_secret, password, X-Amz-Signature, api_key…, or
+// whose last part is "pass" (pass, db_pass, DB.PASS, not compass or
+// bypass).
+const credentialName = `(?:[a-z0-9_.-]*(?:token|secret|password|passwd|passphrase|pwd|sig|signature|key|auth|credentials?)|(?:[a-z0-9_.-]*[_.-])?pass)`
+
+// colonCredentialName is the name of a "name: value" credential, where
+// bare words are prose ("cannot fetch token: EOF", "duplicate key: 42"):
+// a password word with any prefix (pass as the last part, as above), or
+// a compound name ending in a credential word (client_secret, secret_key,
+// private_key, access_token).
+const colonCredentialName = `(?:[a-z0-9_.-]*(?:password|passwd|passphrase|pwd|apikey)|(?:[a-z0-9_.-]*[_.-])?pass|[a-z0-9_.-]*[_.-](?:token|secret|key|credentials?|signature|sig|auth))`
 
 // space is one space of any kind: ASCII white space, a Unicode space
 // separator (no-break, em, narrow no-break…), NEL, and the zero-width
@@ -50,15 +71,19 @@ var rules = []struct {
 	// A credential as a query or key=value pair: ?token=…, &access_token=…,
 	// password=…, password = …, client_secret=…, X-Amz-Signature=…, up to
 	// the pair's end
-	{regexp.MustCompile(`(?i)\b([a-z0-9_.-]*` + credentialName + `[ \t]*=[ \t]*)[^&#\s"'<>;,]+`), "${1}" + Mask},
+	{regexp.MustCompile(`(?i)\b(` + credentialName + `[ \t]*=[ \t]*)[^&#\s"'<>;,]+`), "${1}" + Mask},
 	// The same pair percent-encoded (a URL inside a query value):
 	// token%3D…, up to an encoded or raw '&' or '#'
-	{regexp.MustCompile(`(?i)\b([a-z0-9_.-]*` + credentialName + `%3D)(?:[^&#\s"'<>;,%]|%(?:[013-9a-f][0-9a-f]|2[0-24-57-9a-f]))+`), "${1}" + Mask},
+	{regexp.MustCompile(`(?i)\b(` + credentialName + `%3D)(?:[^&#\s"'<>;,%]|%(?:[013-9a-f][0-9a-f]|2[0-24-57-9a-f]))+`), "${1}" + Mask},
+	// name: value, with a name that is no prose (see colonCredentialName):
+	// PASS: …, db_pass:…, client_secret: …, up to white space or a
+	// separator
+	{regexp.MustCompile(`(?i)\b(` + colonCredentialName + `[ \t]*:[ \t]*)[^\s,;"'<>}]+`), "${1}" + Mask},
 	// The same as a JSON member, "password": "…", up to its closing quote
-	{regexp.MustCompile(`(?i)("[a-z0-9_.-]*` + credentialName + `"[ \t]*:[ \t]*")(?:[^"\\\r\n]|\\.)*`), "${1}" + Mask},
+	{regexp.MustCompile(`(?i)("` + credentialName + `"[ \t]*:[ \t]*")(?:[^"\\\r\n]|\\.)*`), "${1}" + Mask},
 	// and as JSON quoted again (\"password\": \"…\", in a Go %q string),
 	// where an escape inside the value is a doubled backslash and more
-	{regexp.MustCompile(`(?i)(\\"[a-z0-9_.-]*` + credentialName + `\\"[ \t]*:[ \t]*\\")(?:[^"\\\r\n]|\\\\(?:\\["\\]|[^"\\]))*`), "${1}" + Mask},
+	{regexp.MustCompile(`(?i)(\\"` + credentialName + `\\"[ \t]*:[ \t]*\\")(?:[^"\\\r\n]|\\\\(?:\\["\\]|[^"\\]))*`), "${1}" + Mask},
 	// A header named like a credential, hyphenated as header names are:
 	// X-Auth-Token: …, Private-Token: …, X-Webhook-Secret: …
 	{regexp.MustCompile(`(?i)\b([a-z0-9]+(?:-[a-z0-9]+)*-` + credentialName + `[ \t]*:[ \t]*)[^\s,;"'}]+`), "${1}" + Mask},
