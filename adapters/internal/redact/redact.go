@@ -51,6 +51,11 @@ const colonCredentialName = `(?:[a-z0-9_.-]*(?:password|passwd|passphrase|pwd|ap
 // space and no-break space.
 const space = `[\s\p{Z}\x{85}\x{200B}\x{FEFF}]`
 
+// quotedString is an RFC 7230 quoted-string, a '\"' inside it escaped
+// ("a\"b"), or the same inside a quoted string (\"a\\\"b\"), up to its
+// closing quote or the end of the line.
+const quotedString = `(?:"(?:[^"\\\r\n]|\\[^\r\n])*"?|\\"(?:[^"\\\r\n]|\\[^"\\\r\n]|\\\\(?:\\["\\]|[^"\\\r\n]))*(?:\\")?)`
+
 var rules = []struct {
 	re   *regexp.Regexp
 	with string
@@ -90,10 +95,10 @@ var rules = []struct {
 	// Authorization: <anything up to the end of the header value>, and
 	// the parameters of a scheme that takes them (RFC 7235 auth-params,
 	// token=token or token="quoted", comma-separated: Digest username="u",
-	// response="…"), a quote escaped or not
+	// response="…"), raw or inside a quoted string (JSON, Go's %q)
 	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization|x-api-key|api[-_]?key|cookie)(["']?\s*[:=]\s*["']?)` +
-		`(?:=[ \t]*\\?"[^"\r\n]*"?|[^\r\n,;"'}])+` +
-		`(?:[ \t]*,[ \t]*[A-Za-z0-9!#$%&*+.^_|~-]+[ \t]*=[ \t]*(?:\\?"[^"\r\n]*"?|[^\r\n,;"'}]*))*`), "${1}${2}" + Mask},
+		`(?:=[ \t]*` + quotedString + `|[^\r\n,;"'}])+` +
+		`(?:[ \t]*,[ \t]*[A-Za-z0-9!#$%&*+.^_|~-]+[ \t]*=[ \t]*(?:` + quotedString + `|[^\r\n,;"'}]*))*`), "${1}${2}" + Mask},
 	// A credential after an auth scheme: "Bearer abc", "Basic dXNlcg==",
 	// the scheme followed by any Unicode space (a no-break space…), and
 	// "bearer: abc", "Bearer=abc", "Bearer=\"abc\"" as loggers and config

@@ -112,6 +112,16 @@ func TestTextMasksSecrets(t *testing.T) {
 			`header "Authorization: [REDACTED]" refused`},
 		{"digest authorization in json", `{"Authorization":"Digest username=\"u\", response=\"s3cretresp\"","x":1}`,
 			`{"Authorization":"[REDACTED]","x":1}`},
+		// A quoted parameter holding an escaped quote (RFC 7230
+		// quoted-pair), raw, in a Go quoted string and in JSON.
+		{"digest authorization, escaped quote", `sent Authorization: Digest username="u", response="ab\"cd-s3cret", realm="r" got 401`,
+			`sent Authorization: [REDACTED] got 401`},
+		{"digest authorization, escaped quote first", `Authorization: Digest response="a\"b, s3cret\"", realm="r"` + "\nnext",
+			"Authorization: [REDACTED]\nnext"},
+		{"digest authorization, escaped quote in a quoted string", `header "Authorization: Digest username=\"u\", response=\"ab\\\"cd-s3cret\", realm=\"r\"" refused`,
+			`header "Authorization: [REDACTED]" refused`},
+		{"digest authorization, escaped quote in json", `{"Authorization":"Digest username=\"u\", response=\"ab\\\"cd, s3cret\"","x":1}`,
+			`{"Authorization":"[REDACTED]","x":1}`},
 		{"single-quoted authorization", `{'Authorization': 's3cretvalue'}`, `{'Authorization': '[REDACTED]'}`},
 		// A Sender that cut its own detail mid-URL: the start of a
 		// password at the very end, with no '@' left to find.
@@ -165,6 +175,8 @@ func TestTextRedactsBeforeItCuts(t *testing.T) {
 		{"cb=https%3A%2F%2Fh%2Fin%3Ftoken%3D" + tok, tok},
 		{`{"access_token": "` + tok + `"}`, tok},
 		{`Authorization: Digest username="u", response="` + tok + `"`, tok},
+		{`Authorization: Digest username="u", response="a\"b` + tok + `"`, tok},
+		{`{"Authorization":"Digest username=\"u\", response=\"a\\\"b` + tok + `\""}`, tok},
 		{"cb=https%3A%2F%2FUs3rname%3APw4pass-zyxwvutsrqponm%40hooks.example.com", "Pw4pass-zyxwvutsrqponm"},
 		{"whsec_S3k1LXNp%2BZ25pbmcta2V5LWJ5dGVz%2FLTAxMjM0NTY3ODk%3D", "ZW5pbmcta2V5LWJ5dGVz"},
 		{"Basic VXMzcm5hbWU6UHc0cGFzcy16eXh3dnV0c3JxcG9ubQ==", "VXMzcm5hbWU6UHc0cGFzcy16eXh3dnV0c3JxcG9ubQ=="},
