@@ -18,7 +18,8 @@
 // DB_PASSWORD:, apikey:) or a compound name (client_secret:,
 // private_key:, access_token:); hyphenated header names (X-Auth-Token:,
 // X-Api-Key:) always. Ordinary words that merely contain one (passed,
-// passport, compass) are left alone.
+// passport, compass) are left alone. A value in quotes is masked up to its
+// closing quote, spaces and escaped quotes included.
 package redact
 
 import (
@@ -56,6 +57,25 @@ const space = `[\s\p{Z}\x{85}\x{200B}\x{FEFF}]`
 // closing quote or the end of the line.
 const quotedString = `(?:"(?:[^"\\\r\n]|\\[^\r\n])*"?|\\"(?:[^"\\\r\n]|\\[^"\\\r\n]|\\\\(?:\\["\\]|[^"\\\r\n]))*(?:\\")?)`
 
+// headerCredentialName is a header named like a credential, hyphenated as
+// header names are: X-Auth-Token, Private-Token, X-Webhook-Secret.
+const headerCredentialName = `[a-z0-9]+(?:-[a-z0-9]+)*-` + credentialName
+
+// sep is the blank around a pair's '=' or ':': spaces, tabs and Unicode
+// spaces (no-break…), not a line break.
+const sep = `[ \t\p{Zs}]*`
+
+// quotedValueName is what comes before a quoted credential value.
+const quotedValueName = `(?:` + credentialName + sep + `=|(?:` + colonCredentialName + `|` + headerCredentialName + `)` + sep + `:)` + sep
+
+// unquotedValue is a value of characters not in the class end (which
+// holds the quotes) that does not start with an escaped quote either: that
+// opens a value inside a quoted string, masked whole by the quoted-value
+// rules.
+func unquotedValue(end string) string {
+	return `(?:[^` + end + `\\]|\\[^"])[^` + end + `]*`
+}
+
 var rules = []struct {
 	re   *regexp.Regexp
 	with string
@@ -73,17 +93,25 @@ var rules = []struct {
 	// scheme%3A%2F%2Fuser%3Apassword%40host, up to the authority's last
 	// %40; the authority ends at a raw or encoded '/', '?' or '#'
 	{regexp.MustCompile(`(?i)([a-z][a-z0-9+.-]*%3A%2F%2F)(?:[^/?#&%\s"'<>]|%(?:[014-9a-f][0-9a-f]|2[0-24-9a-e]|3[0-9a-e]))+%40`), "${1}" + Mask + "%40"},
+	// A quoted credential value after a name=, a name: (see
+	// colonCredentialName) or a credential header's name: password="…",
+	// token = '…', PASS: "…", X-Auth-Token: "…", and password=\"…\" inside
+	// a quoted string, up to its closing quote (spaces and escaped quotes
+	// included) or the end of the line
+	{regexp.MustCompile(`(?i)\b(` + quotedValueName + `")(?:[^"\\\r\n]|\\[^\r\n])*`), "${1}" + Mask},
+	{regexp.MustCompile(`(?i)\b(` + quotedValueName + `')[^'\r\n]*`), "${1}" + Mask},
+	{regexp.MustCompile(`(?i)\b(` + quotedValueName + `\\")(?:[^"\\\r\n]|\\[^"\\\r\n]|\\\\(?:\\["\\]|[^"\\\r\n]))*`), "${1}" + Mask},
 	// A credential as a query or key=value pair: ?token=…, &access_token=…,
 	// password=…, password = …, client_secret=…, X-Amz-Signature=…, up to
-	// the pair's end
-	{regexp.MustCompile(`(?i)\b(` + credentialName + `[ \t]*=[ \t]*)[^&#\s"'<>;,]+`), "${1}" + Mask},
+	// the pair's end (a value that starts with a quote is masked above)
+	{regexp.MustCompile(`(?i)\b(` + credentialName + sep + `=` + sep + `)` + unquotedValue(`&#\s"'<>;,`)), "${1}" + Mask},
 	// The same pair percent-encoded (a URL inside a query value):
 	// token%3D…, up to an encoded or raw '&' or '#'
 	{regexp.MustCompile(`(?i)\b(` + credentialName + `%3D)(?:[^&#\s"'<>;,%]|%(?:[013-9a-f][0-9a-f]|2[0-24-57-9a-f]))+`), "${1}" + Mask},
 	// name: value, with a name that is no prose (see colonCredentialName):
 	// PASS: …, db_pass:…, client_secret: …, up to white space or a
 	// separator
-	{regexp.MustCompile(`(?i)\b(` + colonCredentialName + `[ \t]*:[ \t]*)[^\s,;"'<>}]+`), "${1}" + Mask},
+	{regexp.MustCompile(`(?i)\b(` + colonCredentialName + sep + `:` + sep + `)` + unquotedValue(`\s,;"'<>}`)), "${1}" + Mask},
 	// The same as a JSON member, "password": "…", up to its closing quote
 	{regexp.MustCompile(`(?i)("` + credentialName + `"[ \t]*:[ \t]*")(?:[^"\\\r\n]|\\.)*`), "${1}" + Mask},
 	// and as JSON quoted again (\"password\": \"…\", in a Go %q string),
@@ -91,7 +119,7 @@ var rules = []struct {
 	{regexp.MustCompile(`(?i)(\\"` + credentialName + `\\"[ \t]*:[ \t]*\\")(?:[^"\\\r\n]|\\\\(?:\\["\\]|[^"\\]))*`), "${1}" + Mask},
 	// A header named like a credential, hyphenated as header names are:
 	// X-Auth-Token: …, Private-Token: …, X-Webhook-Secret: …
-	{regexp.MustCompile(`(?i)\b([a-z0-9]+(?:-[a-z0-9]+)*-` + credentialName + `[ \t]*:[ \t]*)[^\s,;"'}]+`), "${1}" + Mask},
+	{regexp.MustCompile(`(?i)\b(` + headerCredentialName + sep + `:` + sep + `)` + unquotedValue(`\s,;"'}`)), "${1}" + Mask},
 	// Authorization: <anything up to the end of the header value>, and
 	// the parameters of a scheme that takes them (RFC 7235 auth-params,
 	// token=token or token="quoted", comma-separated: Digest username="u",
