@@ -124,7 +124,10 @@ var rules = []struct {
 	// the parameters of a scheme that takes them (RFC 7235 auth-params,
 	// token=token or token="quoted", comma-separated: Digest username="u",
 	// response="…"), raw or inside a quoted string (JSON, Go's %q)
-	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization|x-api-key|api[-_]?key|cookie)(["']?\s*[:=]\s*["']?)` +
+	// Cookie and Set-Cookie: every cookie, past the ';', to the end of the
+	// header value
+	{regexp.MustCompile(`(?i)\b((?:set-)?cookie)(["']?\s*[:=]\s*["']?)[^\r\n"'}]+`), "${1}${2}" + Mask},
+	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization|x-api-key|api[-_]?key)(["']?\s*[:=]\s*["']?)` +
 		`(?:=[ \t]*` + quotedString + `|[^\r\n,;"'}])+` +
 		`(?:[ \t]*,[ \t]*[A-Za-z0-9!#$%&*+.^_|~-]+[ \t]*=[ \t]*(?:` + quotedString + `|[^\r\n,;"'}]*))*`), "${1}${2}" + Mask},
 	// A credential after an auth scheme: "Bearer abc", "Basic dXNlcg==",

@@ -135,6 +135,10 @@ func TestTextMasksSecrets(t *testing.T) {
 			`header "Authorization: [REDACTED]" refused`},
 		{"digest authorization, escaped quote in json", `{"Authorization":"Digest username=\"u\", response=\"ab\\\"cd, s3cret\"","x":1}`,
 			`{"Authorization":"[REDACTED]","x":1}`},
+		// Every cookie of a Cookie or Set-Cookie header, past the ';'.
+		{"cookie header", "sent Cookie: a=1; sid=s3cretsid; b=2\r\nHost: h", "sent Cookie: [REDACTED]\r\nHost: h"},
+		{"set-cookie header", "Set-Cookie: sid=s3cretsid; Path=/; HttpOnly", "Set-Cookie: [REDACTED]"},
+		{"cookie in json", `{"Cookie":"a=1;sid=s3cretsid","x":1}`, `{"Cookie":"[REDACTED]","x":1}`},
 		{"single-quoted authorization", `{'Authorization': 's3cretvalue'}`, `{'Authorization': '[REDACTED]'}`},
 		// A Sender that cut its own detail mid-URL: the start of a
 		// password at the very end, with no '@' left to find.
@@ -185,6 +189,7 @@ func TestTextRedactsBeforeItCuts(t *testing.T) {
 		{"db_pass=" + tok, tok},
 		{"PASS: " + tok, tok},
 		{"client_secret: " + tok, tok},
+		{"Cookie: a=1; sid=" + tok, tok},
 		{`password="a b` + tok + `"`, tok},
 		{`X-Auth-Token: 'a b` + tok + `'`, tok},
 		{`PASS: "a b` + tok + `"`, tok},
