@@ -112,8 +112,10 @@ var rules = []struct {
 	// PASS: …, db_pass:…, client_secret: …, up to white space or a
 	// separator
 	{regexp.MustCompile(`(?i)\b(` + colonCredentialName + sep + `:` + sep + `)` + unquotedValue(`\s,;"'<>}`)), "${1}" + Mask},
-	// The same as a JSON member, "password": "…", up to its closing quote
-	{regexp.MustCompile(`(?i)("` + credentialName + `"[ \t]*:[ \t]*")(?:[^"\\\r\n]|\\.)*`), "${1}" + Mask},
+	// The same as a JSON member, "password": "…", up to its closing quote,
+	// pretty-printed or not, or a number ("password": 123456)
+	{regexp.MustCompile(`(?i)("` + credentialName + `"\s*:\s*")(?:[^"\\\r\n]|\\.)*`), "${1}" + Mask},
+	{regexp.MustCompile(`(?i)("` + credentialName + `"\s*:\s*)-?[0-9][0-9.eE+-]*`), "${1}" + Mask},
 	// and as JSON quoted again (\"password\": \"…\", in a Go %q string),
 	// where an escape inside the value is a doubled backslash and more
 	{regexp.MustCompile(`(?i)(\\"` + credentialName + `\\"[ \t]*:[ \t]*\\")(?:[^"\\\r\n]|\\\\(?:\\["\\]|[^"\\]))*`), "${1}" + Mask},

@@ -46,6 +46,8 @@ func TestTextMasksSecrets(t *testing.T) {
 		{"json password", `{"error":"bad login","password":"hunter2-pw"}`, `{"error":"bad login","password":"[REDACTED]"}`},
 		{"json token, spaced", `{"access_token" : "s3cretTok", "expires_in": 3600}`, `{"access_token" : "[REDACTED]", "expires_in": 3600}`},
 		{"json secret, escaped quote", `{"client_secret":"s3c\"ret-tail"}`, `{"client_secret":"[REDACTED]"}`},
+		{"json pretty-printed", "{\n  \"password\":\n    \"hunter22\"\n}", "{\n  \"password\":\n    \"[REDACTED]\"\n}"},
+		{"json number", `{"password": 123456, "pin_code": 1}`, `{"password": [REDACTED], "pin_code": 1}`},
 		{"json quoted again", `body "{\"password\":\"hunter2\\\"-tail\",\"x\":1}" refused`, `body "{\"password\":\"[REDACTED]\",\"x\":1}" refused`},
 		// A header named like a credential, its name hyphenated as
 		// headers are, in any case and spacing.
@@ -190,6 +192,7 @@ func TestTextRedactsBeforeItCuts(t *testing.T) {
 		{"PASS: " + tok, tok},
 		{"client_secret: " + tok, tok},
 		{"Cookie: a=1; sid=" + tok, tok},
+		{"{\"access_token\":\r\n\t\"" + tok + "\"}", tok},
 		{`password="a b` + tok + `"`, tok},
 		{`X-Auth-Token: 'a b` + tok + `'`, tok},
 		{`PASS: "a b` + tok + `"`, tok},
