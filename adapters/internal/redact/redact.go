@@ -4,9 +4,9 @@
 // (user information, and query or key=value pairs named like token,
 // password, secret, key or signature, raw or percent-encoded), JSON members
 // and headers named like them, Authorization values (with a scheme's
-// parameters) and Standard Webhooks secrets (raw, percent-encoded once or
-// twice, or JSON-escaped) are masked, and the text is cut to a bounded
-// length.
+// parameters), Standard Webhooks secrets (raw, percent-encoded once or
+// twice, or JSON-escaped) and PEM private keys are masked, and the text
+// is cut to a bounded length.
 //
 // Which names are credentials: in name=value pairs, query pairs and JSON
 // members, a name that ends in token, secret, password, passwd,
@@ -80,6 +80,9 @@ var rules = []struct {
 	re   *regexp.Regexp
 	with string
 }{
+	// A PEM private key (PKCS #1 and #8, EC, OpenSSH, PGP): its body, up
+	// to its END line or, when the text was cut inside it, the end
+	{regexp.MustCompile(`(-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)(?s:.*?)(-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|$)`), "${1}" + Mask + "${2}"},
 	// scheme://user:password@host → scheme://[REDACTED]@host, up to the
 	// authority's last '@' as Go's url.Parse reads it (a password may
 	// hold one)
