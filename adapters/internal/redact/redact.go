@@ -101,9 +101,10 @@ var rules = []struct {
 	// token = '…', PASS: "…", X-Auth-Token: "…", and password=\"…\" inside
 	// a quoted string, up to its closing quote (spaces and escaped quotes
 	// included) or the end of the line
-	{regexp.MustCompile(`(?i)\b(` + quotedValueName + `")(?:[^"\\\r\n]|\\[^\r\n])*`), "${1}" + Mask},
-	{regexp.MustCompile(`(?i)\b(` + quotedValueName + `')[^'\r\n]*`), "${1}" + Mask},
-	{regexp.MustCompile(`(?i)\b(` + quotedValueName + `\\")(?:[^"\\\r\n]|\\[^"\\\r\n]|\\\\(?:\\["\\]|[^"\\\r\n]))*`), "${1}" + Mask},
+	// (one expression, the quote kinds as alternatives: an unmatched
+	// group expands to nothing)
+	{regexp.MustCompile(`(?i)\b(` + quotedValueName + `)(?:(")(?:[^"\\\r\n]|\\[^\r\n])*|(')[^'\r\n]*|` +
+		`(\\")(?:[^"\\\r\n]|\\[^"\\\r\n]|\\\\(?:\\["\\]|[^"\\\r\n]))*)`), "${1}${2}${3}${4}" + Mask},
 	// A credential as a query or key=value pair: ?token=…, &access_token=…,
 	// password=…, password = …, client_secret=…, X-Amz-Signature=…, up to
 	// the pair's end (a value that starts with a quote is masked above)
