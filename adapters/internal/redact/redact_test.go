@@ -246,3 +246,88 @@ func TestTextMasksURLCredentialsCutBeforeTheirEnd(t *testing.T) {
 		}
 	}
 }
+
+// needsCorpus holds a text of every kind each rule masks, in the
+// spellings a case-insensitive expression matches: ASCII case, and the
+// two runes outside ASCII that fold to an ASCII letter (K KELVIN SIGN, ſ
+// LONG S).
+var needsCorpus = []string{
+	"-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----",
+	"https://user:pw@host/x", "https://user:pw", "cb=https%3A%2F%2Fu%3Ap%40h",
+	`password="a b"`, `PaſſWORD='a b'`, "db_pass=x1234", "DB.PASS=x1234", "tO\u212Aen=abcd", "api\u212Aey=abcd",
+	"token%3Dabcd", "PASS: abcd", "client_secret: abcd", "Private-Token: abcd", "X-Auth-Token: abcd",
+	`{"password":"abcd"}`, `{"pwd": 123456}`, `{\"access_token\":\"abcd\"}`, "sig=abcd", "X-Amz-Signature=abcd",
+	"Cookie: a=1; sid=abcd", "Set-Cookie: sid=abcd", "Authorization: Digest username=\"u\", response=\"abcd\"",
+	"proxy-authorization: Basic abcd", "x-api-key: abcd", "API_KEY=abcd", "Bearer abcdef", "baſic abcdef",
+	"to\u212Aen abcdef", "bearer: abcdef", "BEARER=abcdef", "whsec_abcd", "WHSEC%5Fabcd", `whsec\u005fabcd`,
+	"credentials=abcd", "passphrase: abcd", "secret_key: abcd",
+}
+
+// TestRulesRunWhereverTheyCanMatch: Text skips a rule on text that holds
+// none of its needs, so every text a rule matches must hold one of them
+// (folded); a need missing a spelling would let that spelling through.
+func TestRulesRunWhereverTheyCanMatch(t *testing.T) {
+	matched := make([]bool, len(rules))
+	for _, s := range needsCorpus {
+		for i, r := range rules {
+			if !r.re.MatchString(s) {
+				continue
+			}
+			matched[i] = true
+			if !holdsAny(fold(s), r.needs) {
+				t.Errorf("rule %d (%s) matches %q, which holds none of its needs %q", i, r.re, s, r.needs)
+			}
+		}
+	}
+	for i, m := range matched {
+		if !m {
+			t.Errorf("rule %d (%s) matches nothing in the corpus: add a text of its kind", i, rules[i].re)
+		}
+	}
+}
+
+// FuzzTextAsIfEveryRuleRan: skipping rules by their needs changes no
+// output.
+func FuzzTextAsIfEveryRuleRan(f *testing.F) {
+	for _, s := range needsCorpus {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := s
+		for _, r := range rules {
+			want = r.re.ReplaceAllString(want, r.with)
+		}
+		if got := Text(s, 1<<20); got != Cut(want, 1<<20) {
+			t.Fatalf("Text(%q) = %q, every rule gives %q", s, got, Cut(want, 1<<20))
+		}
+	})
+}
+
+// BenchmarkText: a reason (what the OpenTelemetry observer masks on every
+// attempt), a 1 KiB JSON error body without credentials (a snippet), and
+// the same body holding one.
+func BenchmarkText(b *testing.B) {
+	body := strings.Repeat(`{"error":"upstream timeout","request_id":"abc-123","retry":true} `, 16)
+	for _, tc := range []struct{ name, in string }{
+		{"reason", "server_error"},
+		{"detail", body},
+		{"detail_with_credential", body + `{"access_token":"abcdef0123456789"}`},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				_ = Text(tc.in, DefaultMax)
+			}
+		})
+	}
+}
+
+// holdsAny reports whether s contains one of subs.
+func holdsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
