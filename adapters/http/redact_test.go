@@ -199,3 +199,23 @@ func TestQueryTokenIsRedactedAsItWasSent(t *testing.T) {
 		assert.NotContains(t, res.Detail, "Qt7", query)
 	}
 }
+
+// TestURLCredentialsAreRedactedAsTheURLSpellsThem: a Detail may quote the
+// destination's user name or password as its URL spells them, with escapes
+// that Go would write differently (lower-case hex, an escaped '~'); each
+// raw spelling is masked, as are the decoded ones.
+func TestURLCredentialsAreRedactedAsTheURLSpellsThem(t *testing.T) {
+	const rawUser, rawPass = "Us7%2dname%7E", "Pw7%2fsecret%7Evalue"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	t.Cleanup(srv.Close)
+	s := newTestSender(t, Config{Classify: func(p ClassifyParams) hookrelay.Result {
+		return DefaultClassify(p).WithDetail("user " + rawUser + " password " + rawPass + " | " + "Pw7/secret~value")
+	}})
+	p := sendParams(strings.Replace(srv.URL, "://", "://"+rawUser+":"+rawPass+"@", 1)+"/in", "{}")
+	res := s.Send(context.Background(), p)
+	assert.Contains(t, res.Detail, "[REDACTED]")
+	assert.NotContains(t, res.Detail, "Us7")
+	assert.NotContains(t, res.Detail, "Pw7")
+}

@@ -592,9 +592,9 @@ func errorDetail(err error) string {
 // a diagnostic: signing secrets (whole, without their prefix, and their
 // decoded key bytes in raw, base64 and hex forms), header values
 // (Authorization and the like, and the token after an auth scheme), URL
-// credentials (raw, escaped, and as the "Basic base64(user:password)" value
-// Send builds from them, as Go's client does) and URL query values (raw
-// and decoded).
+// credentials (decoded, as the URL spells them, escaped, and as the
+// "Basic base64(user:password)" value Send builds from them, as Go's
+// client does) and URL query values (raw and decoded).
 func secretsOf(d hookrelay.Destination) []string {
 	var out []string
 	add := func(s string) {
@@ -658,6 +658,17 @@ func secretsOf(d hookrelay.Destination) []string {
 	if _, rest, ok := strings.Cut(d.URL, "://"); ok {
 		if i := strings.LastIndex(rest, "@"); i >= 0 {
 			add(rest[:i])
+		}
+		// The user name and password as the URL spells them, escapes
+		// as written (Go re-escapes them otherwise: %2f as / or %2F).
+		authority := rest
+		if i := strings.IndexAny(authority, "/?#"); i >= 0 {
+			authority = authority[:i]
+		}
+		if i := strings.LastIndex(authority, "@"); i >= 0 {
+			name, pw, _ := strings.Cut(authority[:i], ":")
+			add(name)
+			add(pw)
 		}
 	}
 	return out

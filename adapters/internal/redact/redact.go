@@ -4,8 +4,22 @@
 // (user information, and query or key=value pairs named like token,
 // password, secret, key or signature, raw or percent-encoded), JSON members
 // and headers named like them, Authorization values (with a scheme's
-// parameters) and Standard Webhooks secrets are masked, and the text is
-// cut to a bounded length.
+// parameters), Standard Webhooks secrets (raw, percent-encoded once or
+// twice, or JSON-escaped) and PEM private keys are masked, and the text
+// is cut to a bounded length.
+//
+// Which names are credentials: in name=value pairs, query pairs and JSON
+// members, a name that ends in token, secret, password, passwd,
+// passphrase, pwd, sig, signature, key, auth or credential(s) (access_token,
+// secret_key, apikey, X-Amz-Signature), or whose last part is "pass" (pass,
+// db_pass, DB.PASS: not compass or bypass). In "name: value" text, where a
+// bare word is often prose ("cannot fetch token: EOF", "duplicate key: 42"),
+// only a password word with any prefix (PASS:, passwd:, pwd:,
+// DB_PASSWORD:, apikey:) or a compound name (client_secret:,
+// private_key:, access_token:); hyphenated header names (X-Auth-Token:,
+// X-Api-Key:) always. Ordinary words that merely contain one (passed,
+// passport, compass) are left alone. A value in quotes is masked up to its
+// closing quote, spaces and escaped quotes included.
 package redact
 
 import (
@@ -20,54 +34,134 @@ const Mask = "[REDACTED]"
 // DefaultMax is the length Text cuts to when max is not positive.
 const DefaultMax = 256
 
-// credentialName is how the key of a credential pair ends: access_token,
-// client_secret, password, X-Amz-Signature, api_key…
-const credentialName = `(?:token|secret|password|passwd|pwd|sig|signature|key|auth|credentials?)`
+// credentialName is the key of a credential pair: one that ends like
+// access_token, client_secret, password, X-Amz-Signature, api_key…, or
+// whose last part is "pass" (pass, db_pass, DB.PASS, not compass or
+// bypass).
+const credentialName = `(?:[a-z0-9_.-]*(?:token|secret|password|passwd|passphrase|pwd|sig|signature|key|auth|credentials?)|(?:[a-z0-9_.-]*[_.-])?pass)`
 
+// colonCredentialName is the name of a "name: value" credential, where
+// bare words are prose ("cannot fetch token: EOF", "duplicate key: 42"):
+// a password word with any prefix (pass as the last part, as above), or
+// a compound name ending in a credential word (client_secret, secret_key,
+// private_key, access_token).
+const colonCredentialName = `(?:[a-z0-9_.-]*(?:password|passwd|passphrase|pwd|apikey)|(?:[a-z0-9_.-]*[_.-])?pass|[a-z0-9_.-]*[_.-](?:token|secret|key|credentials?|signature|sig|auth))`
+
+// space is one space of any kind: ASCII white space, a Unicode space
+// separator (no-break, em, narrow no-break…), NEL, and the zero-width
+// space and no-break space.
+const space = `[\s\p{Z}\x{85}\x{200B}\x{FEFF}]`
+
+// quotedString is an RFC 7230 quoted-string, a '\"' inside it escaped
+// ("a\"b"), or the same inside a quoted string (\"a\\\"b\"), up to its
+// closing quote or the end of the line.
+const quotedString = `(?:"(?:[^"\\\r\n]|\\[^\r\n])*"?|\\"(?:[^"\\\r\n]|\\[^"\\\r\n]|\\\\(?:\\["\\]|[^"\\\r\n]))*(?:\\")?)`
+
+// headerCredentialName is a header named like a credential, hyphenated as
+// header names are: X-Auth-Token, Private-Token, X-Webhook-Secret.
+const headerCredentialName = `[a-z0-9]+(?:-[a-z0-9]+)*-` + credentialName
+
+// sep is the blank around a pair's '=' or ':': spaces, tabs and Unicode
+// spaces (no-break…), not a line break.
+const sep = `[ \t\p{Zs}]*`
+
+// quotedValueName is what comes before a quoted credential value.
+const quotedValueName = `(?:` + credentialName + sep + `=|(?:` + colonCredentialName + `|` + headerCredentialName + `)` + sep + `:)` + sep
+
+// unquotedValue is a value of characters not in the class end (which
+// holds the quotes) that does not start with an escaped quote either: that
+// opens a value inside a quoted string, masked whole by the quoted-value
+// rules.
+func unquotedValue(end string) string {
+	return `(?:[^` + end + `\\]|\\[^"])[^` + end + `]*`
+}
+
+// credentialWords are the words of which every credential name
+// (credentialName, colonCredentialName, headerCredentialName) holds one:
+// password, passwd and passphrase hold "pass", signature "sig", apikey
+// "key", credentials "credential".
+var credentialWords = []string{"token", "secret", "pass", "pwd", "sig", "key", "auth", "credential"}
+
+// rules are the masks, in order. A rule runs only on text holding one of
+// its needs, in folded form (see fold): strings every text it matches
+// holds. Masking is the whole cost of Text, and most diagnostics hold none
+// of them ("server_error", a JSON error body), so this makes the common
+// case a scan for a few words instead of seventeen regular expressions
+// (a 1 KiB detail took milliseconds). A mask inserted by one rule holds no
+// need of another ("[REDACTED]" between brackets), so the needs found in
+// the text as given stand for the text each rule sees.
 var rules = []struct {
-	re   *regexp.Regexp
-	with string
+	needs []string
+	re    *regexp.Regexp
+	with  string
 }{
+	// A PEM private key (PKCS #1 and #8, EC, OpenSSH, PGP): its body, up
+	// to its END line or, when the text was cut inside it, the end
+	{[]string{"private key"}, regexp.MustCompile(`(-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)(?s:.*?)(-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|$)`), "${1}" + Mask + "${2}"},
 	// scheme://user:password@host → scheme://[REDACTED]@host, up to the
 	// authority's last '@' as Go's url.Parse reads it (a password may
 	// hold one)
-	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#\s]+@`), "${1}" + Mask + "@"},
+	{[]string{"://"}, regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#\s]+@`), "${1}" + Mask + "@"},
 	// A URL whose text was cut (by whoever wrote it) inside its user
 	// information, before the '@': at the very end of the text,
 	// scheme://user:pass, where what follows the ':' is no port (it holds
 	// a letter); a trailing "…" or "..." is the cut's mark
-	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[A-Za-z0-9._~!$&'()*+,;=%-]*:[A-Za-z0-9._~!$&'()*+,;=%:-]*[A-Za-z_~%-][A-Za-z0-9._~!$&'()*+,;=%:-]*(?:…|\.\.\.)?$`), "${1}" + Mask},
+	{[]string{"://"}, regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[A-Za-z0-9._~!$&'()*+,;=%-]*:[A-Za-z0-9._~!$&'()*+,;=%:-]*[A-Za-z_~%-][A-Za-z0-9._~!$&'()*+,;=%:-]*(?:…|\.\.\.)?$`), "${1}" + Mask},
 	// The same URL percent-encoded (a URL inside a query value):
 	// scheme%3A%2F%2Fuser%3Apassword%40host, up to the authority's last
 	// %40; the authority ends at a raw or encoded '/', '?' or '#'
-	{regexp.MustCompile(`(?i)([a-z][a-z0-9+.-]*%3A%2F%2F)(?:[^/?#&%\s"'<>]|%(?:[014-9a-f][0-9a-f]|2[0-24-9a-e]|3[0-9a-e]))+%40`), "${1}" + Mask + "%40"},
+	{[]string{"%3a%2f%2f"}, regexp.MustCompile(`(?i)([a-z][a-z0-9+.-]*%3A%2F%2F)(?:[^/?#&%\s"'<>]|%(?:[014-9a-f][0-9a-f]|2[0-24-9a-e]|3[0-9a-e]))+%40`), "${1}" + Mask + "%40"},
+	// A quoted credential value after a name=, a name: (see
+	// colonCredentialName) or a credential header's name: password="…",
+	// token = '…', PASS: "…", X-Auth-Token: "…", and password=\"…\" inside
+	// a quoted string, up to its closing quote (spaces and escaped quotes
+	// included) or the end of the line
+	// (one expression, the quote kinds as alternatives: an unmatched
+	// group expands to nothing)
+	{credentialWords, regexp.MustCompile(`(?i)\b(` + quotedValueName + `)(?:(")(?:[^"\\\r\n]|\\[^\r\n])*|(')[^'\r\n]*|` +
+		`(\\")(?:[^"\\\r\n]|\\[^"\\\r\n]|\\\\(?:\\["\\]|[^"\\\r\n]))*)`), "${1}${2}${3}${4}" + Mask},
 	// A credential as a query or key=value pair: ?token=…, &access_token=…,
 	// password=…, password = …, client_secret=…, X-Amz-Signature=…, up to
-	// the pair's end
-	{regexp.MustCompile(`(?i)\b([a-z0-9_.-]*` + credentialName + `[ \t]*=[ \t]*)[^&#\s"'<>;,]+`), "${1}" + Mask},
+	// the pair's end (a value that starts with a quote is masked above)
+	{credentialWords, regexp.MustCompile(`(?i)\b(` + credentialName + sep + `=` + sep + `)` + unquotedValue(`&#\s"'<>;,`)), "${1}" + Mask},
 	// The same pair percent-encoded (a URL inside a query value):
 	// token%3D…, up to an encoded or raw '&' or '#'
-	{regexp.MustCompile(`(?i)\b([a-z0-9_.-]*` + credentialName + `%3D)(?:[^&#\s"'<>;,%]|%(?:[013-9a-f][0-9a-f]|2[0-24-57-9a-f]))+`), "${1}" + Mask},
-	// The same as a JSON member, "password": "…", up to its closing quote
-	{regexp.MustCompile(`(?i)("[a-z0-9_.-]*` + credentialName + `"[ \t]*:[ \t]*")(?:[^"\\\r\n]|\\.)*`), "${1}" + Mask},
+	{credentialWords, regexp.MustCompile(`(?i)\b(` + credentialName + `%3D)(?:[^&#\s"'<>;,%]|%(?:[013-9a-f][0-9a-f]|2[0-24-57-9a-f]))+`), "${1}" + Mask},
+	// name: value, with a name that is no prose (see colonCredentialName):
+	// PASS: …, db_pass:…, client_secret: …, up to white space or a
+	// separator
+	{credentialWords, regexp.MustCompile(`(?i)\b(` + colonCredentialName + sep + `:` + sep + `)` + unquotedValue(`\s,;"'<>}`)), "${1}" + Mask},
+	// The same as a JSON member, "password": "…", up to its closing quote,
+	// pretty-printed or not, or a number ("password": 123456)
+	{credentialWords, regexp.MustCompile(`(?i)("` + credentialName + `"\s*:\s*")(?:[^"\\\r\n]|\\.)*`), "${1}" + Mask},
+	{credentialWords, regexp.MustCompile(`(?i)("` + credentialName + `"\s*:\s*)-?[0-9][0-9.eE+-]*`), "${1}" + Mask},
 	// and as JSON quoted again (\"password\": \"…\", in a Go %q string),
 	// where an escape inside the value is a doubled backslash and more
-	{regexp.MustCompile(`(?i)(\\"[a-z0-9_.-]*` + credentialName + `\\"[ \t]*:[ \t]*\\")(?:[^"\\\r\n]|\\\\(?:\\["\\]|[^"\\]))*`), "${1}" + Mask},
+	{credentialWords, regexp.MustCompile(`(?i)(\\"` + credentialName + `\\"[ \t]*:[ \t]*\\")(?:[^"\\\r\n]|\\\\(?:\\["\\]|[^"\\]))*`), "${1}" + Mask},
 	// A header named like a credential, hyphenated as header names are:
 	// X-Auth-Token: …, Private-Token: …, X-Webhook-Secret: …
-	{regexp.MustCompile(`(?i)\b([a-z0-9]+(?:-[a-z0-9]+)*-` + credentialName + `[ \t]*:[ \t]*)[^\s,;"'}]+`), "${1}" + Mask},
+	{credentialWords, regexp.MustCompile(`(?i)\b(` + headerCredentialName + sep + `:` + sep + `)` + unquotedValue(`\s,;"'}`)), "${1}" + Mask},
 	// Authorization: <anything up to the end of the header value>, and
 	// the parameters of a scheme that takes them (RFC 7235 auth-params,
 	// token=token or token="quoted", comma-separated: Digest username="u",
-	// response="…"), a quote escaped or not
-	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization|x-api-key|api[-_]?key|cookie)(["']?\s*[:=]\s*["']?)` +
-		`(?:=[ \t]*\\?"[^"\r\n]*"?|[^\r\n,;"'}])+` +
-		`(?:[ \t]*,[ \t]*[A-Za-z0-9!#$%&*+.^_|~-]+[ \t]*=[ \t]*(?:\\?"[^"\r\n]*"?|[^\r\n,;"'}]*))*`), "${1}${2}" + Mask},
-	// A credential after an auth scheme: "Bearer abc", "Basic dXNlcg=="
-	{regexp.MustCompile(`(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{4,}`), "${1} " + Mask},
-	// Standard Webhooks signing secrets, raw or percent-encoded (+, / and =
-	// of base64 escaped in a query)
-	{regexp.MustCompile(`(?i)whsec_(?:[A-Za-z0-9+/=_-]|%[0-9a-f]{2})+`), "whsec_" + Mask},
+	// response="…"), raw or inside a quoted string (JSON, Go's %q)
+	// Cookie and Set-Cookie: every cookie, past the ';', to the end of the
+	// header value
+	{[]string{"cookie"}, regexp.MustCompile(`(?i)\b((?:set-)?cookie)(["']?\s*[:=]\s*["']?)[^\r\n"'}]+`), "${1}${2}" + Mask},
+	{[]string{"auth", "key"}, regexp.MustCompile(`(?i)\b((?:proxy-)?authorization|x-api-key|api[-_]?key)(["']?\s*[:=]\s*["']?)` +
+		`(?:=[ \t]*` + quotedString + `|[^\r\n,;"'}])+` +
+		`(?:[ \t]*,[ \t]*[A-Za-z0-9!#$%&*+.^_|~-]+[ \t]*=[ \t]*(?:` + quotedString + `|[^\r\n,;"'}]*))*`), "${1}${2}" + Mask},
+	// A credential after an auth scheme: "Bearer abc", "Basic dXNlcg==",
+	// the scheme followed by any Unicode space (a no-break space…), and
+	// "bearer: abc", "Bearer=abc", "Bearer=\"abc\"" as loggers and config
+	// dumps write it
+	// ("token: expired" is prose: only "bearer" takes a ':')
+	{[]string{"bearer", "basic", "token"}, regexp.MustCompile(`(?i)\b(bearer|basic|token)(` + space + `+)[A-Za-z0-9._~+/=-]{4,}`), "${1}${2}" + Mask},
+	{[]string{"bearer"}, regexp.MustCompile(`(?i)\b(bearer` + space + `*[:=]` + space + `*["']?)[A-Za-z0-9._~+/=-]{4,}`), "${1}" + Mask},
+	// Standard Webhooks signing secrets, raw or escaped: the '_' and the
+	// base64 '+', '/' and '=' percent-encoded once (a query) or twice (a
+	// query inside a query value), or as JSON \u escapes (and '\/')
+	{[]string{"whsec"}, regexp.MustCompile(`(?i)(whsec(?:_|%(?:25)?5f|\\u005f))(?:[A-Za-z0-9+/=_-]|%(?:25)?(?:2b|2f|3d)|\\u00(?:2b|2f|3d)|\\/)+`), "${1}" + Mask},
 }
 
 // Text returns s with secrets masked, cut to at most max bytes (DefaultMax
@@ -79,10 +173,71 @@ func Text(s string, max int) string {
 	if s == "" {
 		return ""
 	}
-	for _, r := range rules {
-		s = r.re.ReplaceAllString(s, r.with)
+	present := presentNeeds(fold(s))
+	for i, r := range rules {
+		if present&ruleNeeds[i] != 0 {
+			s = r.re.ReplaceAllString(s, r.with)
+		}
 	}
 	return Cut(s, max)
+}
+
+// needWords are the needs of all rules, each once, and ruleNeeds[i] the
+// set (bit j: needWords[j]) of rules[i]'s: a text is searched once for
+// each word, not once for each rule that needs it.
+var needWords, ruleNeeds = func() ([]string, []uint64) {
+	var words []string
+	index := map[string]int{}
+	sets := make([]uint64, len(rules))
+	for i, r := range rules {
+		for _, w := range r.needs {
+			j, ok := index[w]
+			if !ok {
+				j = len(words)
+				index[w] = j
+				words = append(words, w)
+			}
+			sets[i] |= 1 << j
+		}
+	}
+	if len(words) > 64 {
+		panic("redact: more than 64 need words")
+	}
+	return words, sets
+}()
+
+// presentNeeds is the set of needWords that folded holds.
+func presentNeeds(folded string) uint64 {
+	var set uint64
+	for j, w := range needWords {
+		if strings.Contains(folded, w) {
+			set |= 1 << j
+		}
+	}
+	return set
+}
+
+// fold returns s with what a case-insensitive expression ((?i), Unicode
+// simple folding) matches to an ASCII letter spelt as that lower-case
+// letter: ASCII upper case, and the two runes outside ASCII whose folding
+// reaches one, KELVIN SIGN (U+212A, to k) and LATIN SMALL LETTER LONG S (U+017F,
+// to s). Other runes stay as they are: no need spells one.
+func fold(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		switch {
+		case 'A' <= r && r <= 'Z':
+			b.WriteByte(byte(r) + 'a' - 'A')
+		case r == '\u212A':
+			b.WriteByte('k')
+		case r == '\u017F':
+			b.WriteByte('s')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // Cut returns s as valid UTF-8 cut to at most max bytes (DefaultMax when

@@ -21,6 +21,16 @@ func TestTextMasksSecrets(t *testing.T) {
 		{"api key in json", `{"x-api-key":"k-123456"}`, `{"x-api-key":"[REDACTED]"}`},
 		{"bare bearer token", "token was Bearer abcdef123", "token was Bearer [REDACTED]"},
 		{"basic credentials", "Basic dXNlcjpwYXNz rejected", "Basic [REDACTED] rejected"},
+		// Any Unicode space after the scheme, and a ':' or '=' before
+		// the token, as loggers and config dumps write it.
+		{"bearer, no-break space", "token was Bearer\u00a0abcdef123", "token was Bearer\u00a0[REDACTED]"},
+		{"bearer, em space", "Bearer\u2003abcdef123 rejected", "Bearer\u2003[REDACTED] rejected"},
+		{"basic, narrow no-break space", "Basic\u202fdXNlcjpwYXNz", "Basic\u202f[REDACTED]"},
+		{"bearer with a colon", "auth bearer: abcdef123, retry", "auth bearer: [REDACTED], retry"},
+		{"bearer with a colon, no space", "bearer:abcdef123", "bearer:[REDACTED]"},
+		{"bearer with an equals sign", "Bearer=abcdef123&x=1", "Bearer=[REDACTED]&x=1"},
+		{"bearer with an equals sign, quoted", `Bearer="abcdef123"`, `Bearer="[REDACTED]"`},
+		{"token with a colon is prose", "oauth2: cannot fetch token: unexpected EOF", "oauth2: cannot fetch token: unexpected EOF"},
 		{"signing secret", "signed with whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw=", "signed with whsec_[REDACTED]"},
 		{"query token", `Post "https://hooks.example.com/in?token=s3cretTok": EOF`,
 			`Post "https://hooks.example.com/in?token=[REDACTED]": EOF`},
@@ -36,6 +46,8 @@ func TestTextMasksSecrets(t *testing.T) {
 		{"json password", `{"error":"bad login","password":"hunter2-pw"}`, `{"error":"bad login","password":"[REDACTED]"}`},
 		{"json token, spaced", `{"access_token" : "s3cretTok", "expires_in": 3600}`, `{"access_token" : "[REDACTED]", "expires_in": 3600}`},
 		{"json secret, escaped quote", `{"client_secret":"s3c\"ret-tail"}`, `{"client_secret":"[REDACTED]"}`},
+		{"json pretty-printed", "{\n  \"password\":\n    \"hunter22\"\n}", "{\n  \"password\":\n    \"[REDACTED]\"\n}"},
+		{"json number", `{"password": 123456, "pin_code": 1}`, `{"password": [REDACTED], "pin_code": 1}`},
 		{"json quoted again", `body "{\"password\":\"hunter2\\\"-tail\",\"x\":1}" refused`, `body "{\"password\":\"[REDACTED]\",\"x\":1}" refused`},
 		// A header named like a credential, its name hyphenated as
 		// headers are, in any case and spacing.
@@ -43,6 +55,48 @@ func TestTextMasksSecrets(t *testing.T) {
 		{"token header, no space", "private-token:s3cretTok", "private-token:[REDACTED]"},
 		{"secret header, tab", "X-Webhook-Secret:\ts3cretVal, retry", "X-Webhook-Secret:\t[REDACTED], retry"},
 		{"prose with a colon untouched", "duplicate key: order-42", "duplicate key: order-42"},
+		// A name ending in "pass" is a credential when "pass" is the
+		// whole name or its last part (db_pass, DB.PASS); compass, bypass
+		// and passed are words.
+		{"pass pair", "login pass=hunter22 user=app", "login pass=[REDACTED] user=app"},
+		{"db_pass pair", "db_pass=hunter22", "db_pass=[REDACTED]"},
+		{"pass query", "https://h.example.com/in?user=app&pass=hunter22&x=1", "https://h.example.com/in?user=app&pass=[REDACTED]&x=1"},
+		{"pass json", `{"db_pass":"hunter22"}`, `{"db_pass":"[REDACTED]"}`},
+		{"pass percent-encoded", "cb=h%3Fdb.pass%3Dhunter22%26x%3D1", "cb=h%3Fdb.pass%3D[REDACTED]%26x%3D1"},
+		{"passphrase pair", "ssh passphrase=hunter22", "ssh passphrase=[REDACTED]"},
+		{"words ending in pass untouched", "compass=north bypass=1 passport=X1, passed 3 tests",
+			"compass=north bypass=1 passport=X1, passed 3 tests"},
+		// A credential name with a ':' is a credential when the name is
+		// a password word (pass, passwd, pwd, password, passphrase,
+		// apikey, with any prefix) or compound (client_secret,
+		// secret_key, private_key, access_token); a bare token:, secret:,
+		// key: or auth: is prose.
+		{"PASS colon", "PASS: hunter22", "PASS: [REDACTED]"},
+		{"pass colon, no space", "db_pass:hunter22 host=db", "db_pass:[REDACTED] host=db"},
+		{"passwd colon", "passwd: hunter22", "passwd: [REDACTED]"},
+		{"pwd colon", "PWD:hunter22", "PWD:[REDACTED]"},
+		{"password colon", "config: password: hunter22, user: app", "config: password: [REDACTED], user: app"},
+		{"DB_PASSWORD colon", "DB_PASSWORD: hunter22", "DB_PASSWORD: [REDACTED]"},
+		{"secret_key colon", "secret_key: hunter22", "secret_key: [REDACTED]"},
+		{"client_secret colon", "client_secret:\thunter22", "client_secret:\t[REDACTED]"},
+		{"private_key colon", "private_key: hunter22", "private_key: [REDACTED]"},
+		{"access_token colon", "access_token: hunter22", "access_token: [REDACTED]"},
+		{"bare credential words with a colon untouched", "invalid secret: too short; cannot fetch token: EOF; auth: denied",
+			"invalid secret: too short; cannot fetch token: EOF; auth: denied"},
+		{"compass colon untouched", "compass: north", "compass: north"},
+		// A quoted credential value, double or single quotes, raw or
+		// inside a Go quoted string, up to its closing quote (spaces and
+		// escaped quotes included); Unicode spaces around the '='.
+		{"quoted pair", `login password="hunter 22" user=app`, `login password="[REDACTED]" user=app`},
+		{"quoted pair, escaped quote", `password="hun\"ter 22"`, `password="[REDACTED]"`},
+		{"single-quoted pair", `password='hunter22'`, `password='[REDACTED]'`},
+		{"quoted spaced pair", `token = "abc 123"`, `token = "[REDACTED]"`},
+		{"quoted colon pair", `password: "hunter 22", user: app`, `password: "[REDACTED]", user: app`},
+		{"single-quoted colon pair", `PASS: 'x y z'`, `PASS: '[REDACTED]'`},
+		{"quoted header", `X-Auth-Token: "s3cret tok"`, `X-Auth-Token: "[REDACTED]"`},
+		{"single-quoted header", `X-Auth-Token: 's3cretTok'`, `X-Auth-Token: '[REDACTED]'`},
+		{"quoted pair in a quoted string", `args "password=\"hunter 22\" user=app" refused`, `args "password=\"[REDACTED]\" user=app" refused`},
+		{"pair with no-break spaces", "password\u00a0=\u00a0hunter22", "password\u00a0=\u00a0[REDACTED]"},
 		{"spaced pair", "dsn: password = s3cret user = app", "dsn: password = [REDACTED] user = app"},
 		{"percent-encoded query token", "redirect_uri=https%3A%2F%2Fh.example.com%2Fcb%3Fa%3D1%26token%3Ds3cretTok%26b%3D2",
 			"redirect_uri=https%3A%2F%2Fh.example.com%2Fcb%3Fa%3D1%26token%3D[REDACTED]%26b%3D2"},
@@ -54,6 +108,13 @@ func TestTextMasksSecrets(t *testing.T) {
 			"cb=https%3A%2F%2Fhost%2Fin%3Fx%3Da%40b"},
 		{"percent-encoded signing secret", "s=whsec_MfKQ9r8G%2BKYqrTwj%2FUPD8ILPZIo2LaLaSw%3D&x=1",
 			"s=whsec_[REDACTED]&x=1"},
+		// A signing secret whose '_' (and base64 characters) are escaped:
+		// query-escaped, escaped twice, or as JSON \u escapes (and the
+		// '\/' some JSON encoders write for '/').
+		{"percent-encoded signing secret prefix", "s=whsec%5FMfKQ9r8G%2BKYqrTwj%3D&x=1", "s=whsec%5F[REDACTED]&x=1"},
+		{"percent-encoded signing secret prefix, lower case", "s=WHSEC%5fMfKQ9r8GKYqrTwj&x=1", "s=WHSEC%5f[REDACTED]&x=1"},
+		{"twice percent-encoded signing secret", "cb=h%3Fs%3Dwhsec%255FMfKQ9r8G%252BKYq%253D%26x%3D1", "cb=h%3Fs%3Dwhsec%255F[REDACTED]%26x%3D1"},
+		{"json-escaped signing secret prefix", `{"s":"whsec\u005fMfKQ9r8G\u002bKYq\/rTwj\u003d","x":1}`, `{"s":"whsec\u005f[REDACTED]","x":1}`},
 		// Auth schemes with parameters (RFC 7235 auth-params): every
 		// parameter is part of the credential, quoted or not.
 		{"digest authorization", `sent Authorization: Digest username="u", realm="r", response="s3cretresp" got 401`,
@@ -66,6 +127,20 @@ func TestTextMasksSecrets(t *testing.T) {
 			`header "Authorization: [REDACTED]" refused`},
 		{"digest authorization in json", `{"Authorization":"Digest username=\"u\", response=\"s3cretresp\"","x":1}`,
 			`{"Authorization":"[REDACTED]","x":1}`},
+		// A quoted parameter holding an escaped quote (RFC 7230
+		// quoted-pair), raw, in a Go quoted string and in JSON.
+		{"digest authorization, escaped quote", `sent Authorization: Digest username="u", response="ab\"cd-s3cret", realm="r" got 401`,
+			`sent Authorization: [REDACTED] got 401`},
+		{"digest authorization, escaped quote first", `Authorization: Digest response="a\"b, s3cret\"", realm="r"` + "\nnext",
+			"Authorization: [REDACTED]\nnext"},
+		{"digest authorization, escaped quote in a quoted string", `header "Authorization: Digest username=\"u\", response=\"ab\\\"cd-s3cret\", realm=\"r\"" refused`,
+			`header "Authorization: [REDACTED]" refused`},
+		{"digest authorization, escaped quote in json", `{"Authorization":"Digest username=\"u\", response=\"ab\\\"cd, s3cret\"","x":1}`,
+			`{"Authorization":"[REDACTED]","x":1}`},
+		// Every cookie of a Cookie or Set-Cookie header, past the ';'.
+		{"cookie header", "sent Cookie: a=1; sid=s3cretsid; b=2\r\nHost: h", "sent Cookie: [REDACTED]\r\nHost: h"},
+		{"set-cookie header", "Set-Cookie: sid=s3cretsid; Path=/; HttpOnly", "Set-Cookie: [REDACTED]"},
+		{"cookie in json", `{"Cookie":"a=1;sid=s3cretsid","x":1}`, `{"Cookie":"[REDACTED]","x":1}`},
 		{"single-quoted authorization", `{'Authorization': 's3cretvalue'}`, `{'Authorization': '[REDACTED]'}`},
 		// A Sender that cut its own detail mid-URL: the start of a
 		// password at the very end, with no '@' left to find.
@@ -73,6 +148,13 @@ func TestTextMasksSecrets(t *testing.T) {
 		{"url credentials cut, marked", `dial https://user:s3cret-pa…`, `dial https://[REDACTED]`},
 		{"url host and port at the end untouched", `Post "https://hooks.example.com:8443`, `Post "https://hooks.example.com:8443`},
 		{"url ipv6 host at the end untouched", "refused by http://[::1]:8080", "refused by http://[::1]:8080"},
+		// A PEM private key's body, to its END line or, cut, the end.
+		{"pem private key", "key: -----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY----- bad",
+			"key: -----BEGIN RSA PRIVATE KEY-----[REDACTED]-----END RSA PRIVATE KEY----- bad"},
+		{"pem private key in json", `{"k":"-----BEGIN PRIVATE KEY-----\nMIIEvQIBADAN\n-----END PRIVATE KEY-----\n"}`,
+			`{"k":"-----BEGIN PRIVATE KEY-----[REDACTED]-----END PRIVATE KEY-----\n"}`},
+		{"pem private key cut", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXkt", "-----BEGIN OPENSSH PRIVATE KEY-----[REDACTED]"},
+		{"pem certificate untouched", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----"},
 		{"plain text untouched", "503 Service Unavailable: upstream busy", "503 Service Unavailable: upstream busy"},
 		{"email-like text untouched", "contact ops@example.com", "contact ops@example.com"},
 		{"empty", "", ""},
@@ -107,17 +189,34 @@ func TestTextRedactsBeforeItCuts(t *testing.T) {
 		{"Proxy-Authorization: " + tok, tok},
 		{`{"x-api-key":"` + tok + `"}`, tok},
 		{"Bearer " + tok, tok},
+		{"Bearer\u00a0" + tok, tok},
+		{"bearer: " + tok, tok},
+		{"Bearer=" + tok, tok},
 		{"https://hooks.example.com/in?token=" + tok, tok},
 		{"'Authorization': '" + tok + "'", tok},
 		{"X-Auth-Token: " + tok, tok},
+		{"db_pass=" + tok, tok},
+		{"PASS: " + tok, tok},
+		{"client_secret: " + tok, tok},
+		{"Cookie: a=1; sid=" + tok, tok},
+		{"-----BEGIN EC PRIVATE KEY-----\n" + tok + "\n-----END EC PRIVATE KEY-----", tok},
+		{"{\"access_token\":\r\n\t\"" + tok + "\"}", tok},
+		{`password="a b` + tok + `"`, tok},
+		{`X-Auth-Token: 'a b` + tok + `'`, tok},
+		{`PASS: "a b` + tok + `"`, tok},
 		{"cb=https%3A%2F%2Fh%2Fin%3Ftoken%3D" + tok, tok},
 		{`{"access_token": "` + tok + `"}`, tok},
 		{`Authorization: Digest username="u", response="` + tok + `"`, tok},
+		{`Authorization: Digest username="u", response="a\"b` + tok + `"`, tok},
+		{`{"Authorization":"Digest username=\"u\", response=\"a\\\"b` + tok + `\""}`, tok},
 		{"cb=https%3A%2F%2FUs3rname%3APw4pass-zyxwvutsrqponm%40hooks.example.com", "Pw4pass-zyxwvutsrqponm"},
 		{"whsec_S3k1LXNp%2BZ25pbmcta2V5LWJ5dGVz%2FLTAxMjM0NTY3ODk%3D", "ZW5pbmcta2V5LWJ5dGVz"},
 		{"Basic VXMzcm5hbWU6UHc0cGFzcy16eXh3dnV0c3JxcG9ubQ==", "VXMzcm5hbWU6UHc0cGFzcy16eXh3dnV0c3JxcG9ubQ=="},
 		{"https://Us3rname:Pw4pass-zyxwvutsrqponm@hooks.example.com/in", "Pw4pass-zyxwvutsrqponm"},
 		{"whsec_S3k1LXNpZ25pbmcta2V5LWJ5dGVzLTAxMjM0NTY3ODk=", "S3k1LXNpZ25pbmcta2V5LWJ5dGVzLTAxMjM0NTY3ODk="},
+		{"whsec%5FS3k1LXNp%2BZ25pbmcta2V5LWJ5dGVz%2FLTAxMjM0NTY3ODk%3D", "S3k1LXNp"},
+		{"whsec%255FS3k1LXNp%252BZ25pbmcta2V5LWJ5dGVz", "S3k1LXNp"},
+		{`whsec\u005fS3k1LXNp\u002bZ25pbmcta2V5LWJ5dGVz\/LTAxMjM0NTY3ODk=`, "S3k1LXNp"},
 	}
 	for _, f := range forms {
 		for pad := 0; pad < 130; pad++ { // every alignment of a secret with each cut
@@ -146,4 +245,89 @@ func TestTextMasksURLCredentialsCutBeforeTheirEnd(t *testing.T) {
 			}
 		}
 	}
+}
+
+// needsCorpus holds a text of every kind each rule masks, in the
+// spellings a case-insensitive expression matches: ASCII case, and the
+// two runes outside ASCII that fold to an ASCII letter (K KELVIN SIGN, ſ
+// LONG S).
+var needsCorpus = []string{
+	"-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----",
+	"https://user:pw@host/x", "https://user:pw", "cb=https%3A%2F%2Fu%3Ap%40h",
+	`password="a b"`, `PaſſWORD='a b'`, "db_pass=x1234", "DB.PASS=x1234", "tO\u212Aen=abcd", "api\u212Aey=abcd",
+	"token%3Dabcd", "PASS: abcd", "client_secret: abcd", "Private-Token: abcd", "X-Auth-Token: abcd",
+	`{"password":"abcd"}`, `{"pwd": 123456}`, `{\"access_token\":\"abcd\"}`, "sig=abcd", "X-Amz-Signature=abcd",
+	"Cookie: a=1; sid=abcd", "Set-Cookie: sid=abcd", "Authorization: Digest username=\"u\", response=\"abcd\"",
+	"proxy-authorization: Basic abcd", "x-api-key: abcd", "API_KEY=abcd", "Bearer abcdef", "baſic abcdef",
+	"to\u212Aen abcdef", "bearer: abcdef", "BEARER=abcdef", "whsec_abcd", "WHSEC%5Fabcd", `whsec\u005fabcd`,
+	"credentials=abcd", "passphrase: abcd", "secret_key: abcd",
+}
+
+// TestRulesRunWhereverTheyCanMatch: Text skips a rule on text that holds
+// none of its needs, so every text a rule matches must hold one of them
+// (folded); a need missing a spelling would let that spelling through.
+func TestRulesRunWhereverTheyCanMatch(t *testing.T) {
+	matched := make([]bool, len(rules))
+	for _, s := range needsCorpus {
+		for i, r := range rules {
+			if !r.re.MatchString(s) {
+				continue
+			}
+			matched[i] = true
+			if !holdsAny(fold(s), r.needs) {
+				t.Errorf("rule %d (%s) matches %q, which holds none of its needs %q", i, r.re, s, r.needs)
+			}
+		}
+	}
+	for i, m := range matched {
+		if !m {
+			t.Errorf("rule %d (%s) matches nothing in the corpus: add a text of its kind", i, rules[i].re)
+		}
+	}
+}
+
+// FuzzTextAsIfEveryRuleRan: skipping rules by their needs changes no
+// output.
+func FuzzTextAsIfEveryRuleRan(f *testing.F) {
+	for _, s := range needsCorpus {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := s
+		for _, r := range rules {
+			want = r.re.ReplaceAllString(want, r.with)
+		}
+		if got := Text(s, 1<<20); got != Cut(want, 1<<20) {
+			t.Fatalf("Text(%q) = %q, every rule gives %q", s, got, Cut(want, 1<<20))
+		}
+	})
+}
+
+// BenchmarkText: a reason (what the OpenTelemetry observer masks on every
+// attempt), a 1 KiB JSON error body without credentials (a snippet), and
+// the same body holding one.
+func BenchmarkText(b *testing.B) {
+	body := strings.Repeat(`{"error":"upstream timeout","request_id":"abc-123","retry":true} `, 16)
+	for _, tc := range []struct{ name, in string }{
+		{"reason", "server_error"},
+		{"detail", body},
+		{"detail_with_credential", body + `{"access_token":"abcdef0123456789"}`},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				_ = Text(tc.in, DefaultMax)
+			}
+		})
+	}
+}
+
+// holdsAny reports whether s contains one of subs.
+func holdsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
 }
