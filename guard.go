@@ -215,8 +215,7 @@ func (r guardRules) admit(g GuardState, now time.Time, probe string) (GuardState
 			tokens = min(burst, g.Tokens+r.rate*now.Sub(g.RefilledAt).Seconds())
 		}
 		if tokens < 1 {
-			wait := time.Duration(math.Ceil((1 - tokens) / r.rate * float64(time.Second)))
-			g.Tokens, g.RefilledAt, g.LimitedUntil = tokens, now, now.Add(wait)
+			g.Tokens, g.RefilledAt, g.LimitedUntil = tokens, now, now.Add(r.tokenWait(tokens, now))
 			if isProbe {
 				// No probe after all: let the next send that has a token be it.
 				g.Circuit, g.Probe, g.OpenUntil = CircuitOpen, "", now
@@ -226,6 +225,19 @@ func (r guardRules) admit(g GuardState, now time.Time, probe string) (GuardState
 		g.Tokens, g.RefilledAt = tokens-1, now
 	}
 	return g, admission{ok: true, probe: isProbe}
+}
+
+// tokenWait is how long a bucket holding tokens (fewer than one) takes to
+// hold one at r's rate, capped at what a store can hold: a rate small
+// enough (1e-12) for the wait to pass time.Duration's range overflowed to
+// a wait in the past, and the delivery was released, claimed again at
+// once and released again, in a loop.
+func (r guardRules) tokenWait(tokens float64, now time.Time) time.Duration {
+	wait := maxStorableTime.Sub(now)
+	if w := math.Ceil((1 - tokens) / r.rate * float64(time.Second)); w < float64(wait) {
+		wait = time.Duration(w)
+	}
+	return wait
 }
 
 // guardOutcome is what an attempt's result did to a destination's state.
