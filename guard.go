@@ -212,7 +212,9 @@ func (r guardRules) admit(g GuardState, now time.Time, probe string) (GuardState
 		burst := max(r.rate, 1)
 		tokens := burst
 		if !g.RefilledAt.IsZero() {
-			tokens = min(burst, g.Tokens+r.rate*now.Sub(g.RefilledAt).Seconds())
+			// A clock that went back (before RefilledAt) refills nothing;
+			// it must not drain the bucket by the step times the rate.
+			tokens = min(burst, g.Tokens+r.rate*max(now.Sub(g.RefilledAt), 0).Seconds())
 		}
 		if tokens < 1 {
 			g.Tokens, g.RefilledAt, g.LimitedUntil = tokens, now, now.Add(r.tokenWait(tokens, now))

@@ -52,3 +52,25 @@ func TestATinyRateHoldsTheDestinationInTheFuture(t *testing.T) {
 		assert.False(t, second.until.After(maxStorableTime), "rate %v: held no later than a store can hold", rate)
 	}
 }
+
+// The clock going back (a mock clock set earlier, an NTP step) does not
+// freeze a rate-limited destination for the whole step: the bucket's
+// elapsed time was negative and drained it by the step times the rate.
+func TestARateLimitSurvivesTheClockGoingBack(t *testing.T) {
+	c := newGuardClient(t)
+	ctx := context.Background()
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	d := Delivery{ID: "dlv_1", DestinationID: "dest_1"}
+	rules := c.rulesFor(Destination{ID: "dest_1", MaxPerSecond: 2})
+	for range 2 { // the burst: one second's worth
+		a, err := c.admitSend(ctx, d, rules, false, now)
+		require.NoError(t, err)
+		require.True(t, a.ok)
+	}
+	earlier := now.Add(-time.Hour)
+	a, err := c.admitSend(ctx, d, rules, false, earlier)
+	require.NoError(t, err)
+	if !a.ok {
+		assert.False(t, a.until.After(earlier.Add(time.Second)), "held until %v, an hour after the clock went back to %v", a.until, earlier)
+	}
+}
