@@ -205,7 +205,7 @@ func (r guardRules) admit(g GuardState, now time.Time, probe string) (GuardState
 	if r.threshold > 0 && g.IsOpen() {
 		// The cool-down (or the last probe's time) is over: this send is
 		// the probe, and every other waits for its outcome.
-		g.Circuit, g.Probe, g.OpenUntil = CircuitHalfOpen, probe, now.Add(r.probeFor)
+		g.Circuit, g.Probe, g.OpenUntil = CircuitHalfOpen, probe, storableAfter(now, r.probeFor)
 		isProbe = true
 	}
 	if r.rate > 0 {
@@ -240,6 +240,17 @@ func (r guardRules) tokenWait(tokens float64, now time.Time) time.Duration {
 		wait = time.Duration(w)
 	}
 	return wait
+}
+
+// storableAfter is d after now, or the latest time a store can hold when
+// that is later: an uncapped policy's Retry-After of centuries, or a
+// cool-down as long, made a hold or an open circuit every store but the
+// memory one refused, so the attempt's failure and hold went unrecorded.
+func storableAfter(now time.Time, d time.Duration) time.Time {
+	if d >= maxStorableTime.Sub(now) {
+		return maxStorableTime
+	}
+	return now.Add(d)
 }
 
 // guardOutcome is what an attempt's result did to a destination's state.
@@ -303,8 +314,8 @@ func (r guardRules) needsRecord(g GuardState, res Result, hold time.Duration, pr
 // when this attempt was one. It runs inside UpdateGuard.
 func (r guardRules) record(g GuardState, now time.Time, res Result, hold time.Duration, probe string) (GuardState, guardOutcome) {
 	var o guardOutcome
-	if hold > 0 && now.Add(hold).After(g.HeldUntil) {
-		g.HeldUntil = now.Add(hold)
+	if until := storableAfter(now, hold); hold > 0 && until.After(g.HeldUntil) {
+		g.HeldUntil = until
 		o.held = true
 	}
 	wasProbe := probe != "" && g.Circuit == CircuitHalfOpen && g.Probe == probe
@@ -325,7 +336,7 @@ func (r guardRules) record(g GuardState, now time.Time, res Result, hold time.Du
 			g.FailingSince = now
 		}
 		if r.threshold > 0 && (wasProbe || !g.IsOpen() && g.ConsecutiveFailures >= r.threshold) {
-			g.Circuit, g.Probe, g.OpenUntil = CircuitOpen, "", now.Add(r.coolDown)
+			g.Circuit, g.Probe, g.OpenUntil = CircuitOpen, "", storableAfter(now, r.coolDown)
 			o.opened = true
 		}
 		if r.disableAt > 0 && !now.Before(g.FailingSince.Add(r.disableAt)) {
