@@ -470,6 +470,28 @@ func (c *Client) admitInStore(ctx context.Context, destID, deliveryID string, ru
 	return a, nil
 }
 
+// giveBackProbe ends the half-open circuit's probe d that our shutdown cut
+// short, without an outcome: the circuit stays open, and the next delivery
+// admitted is the probe, at once rather than once d's probe lease
+// (LeaseFor) ran out. A failed write is reported as a worker error; the
+// lease runs out then as before.
+func (c *Client) giveBackProbe(ctx context.Context, d Delivery, now time.Time) {
+	ordered := c.worker.guards.inOrder(d.DestinationID)
+	g, err := c.guard.UpdateGuard(ctx, UpdateGuardParams{DestinationID: d.DestinationID, Update: func(g GuardState) GuardState {
+		if g.Circuit == CircuitHalfOpen && g.Probe == d.ID {
+			g.Circuit, g.Probe, g.OpenUntil = CircuitOpen, "", now
+		}
+		return g
+	}})
+	if err == nil {
+		c.worker.guards.put(g, now, c.cfg.DestinationCacheTTL)
+	}
+	ordered.Unlock()
+	if err != nil {
+		c.observe(ctx, Event{Name: EventWorkerError, Delivery: d, Err: opErr("destinations.update_guard", d.ID, err)})
+	}
+}
+
 // recordOutcome applies an attempt's result to its destination's guard
 // state when it changes it, and reports what changed to the observer. A
 // failed write is reported as a worker error; the attempt is recorded all
