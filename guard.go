@@ -205,18 +205,19 @@ func (r guardRules) admit(g GuardState, now time.Time, probe string) (GuardState
 	if r.threshold > 0 && g.IsOpen() {
 		// The cool-down (or the last probe's time) is over: this send is
 		// the probe, and every other waits for its outcome.
-		g.Circuit, g.Probe, g.OpenUntil = CircuitHalfOpen, probe, now.Add(r.probeFor)
+		g.Circuit, g.Probe, g.OpenUntil = CircuitHalfOpen, probe, storableAfter(now, r.probeFor)
 		isProbe = true
 	}
 	if r.rate > 0 {
 		burst := max(r.rate, 1)
 		tokens := burst
 		if !g.RefilledAt.IsZero() {
-			tokens = min(burst, g.Tokens+r.rate*now.Sub(g.RefilledAt).Seconds())
+			// A clock that went back (before RefilledAt) refills nothing;
+			// it must not drain the bucket by the step times the rate.
+			tokens = min(burst, g.Tokens+r.rate*max(now.Sub(g.RefilledAt), 0).Seconds())
 		}
 		if tokens < 1 {
-			wait := time.Duration(math.Ceil((1 - tokens) / r.rate * float64(time.Second)))
-			g.Tokens, g.RefilledAt, g.LimitedUntil = tokens, now, now.Add(wait)
+			g.Tokens, g.RefilledAt, g.LimitedUntil = tokens, now, now.Add(r.tokenWait(tokens, now))
 			if isProbe {
 				// No probe after all: let the next send that has a token be it.
 				g.Circuit, g.Probe, g.OpenUntil = CircuitOpen, "", now
@@ -226,6 +227,30 @@ func (r guardRules) admit(g GuardState, now time.Time, probe string) (GuardState
 		g.Tokens, g.RefilledAt = tokens-1, now
 	}
 	return g, admission{ok: true, probe: isProbe}
+}
+
+// tokenWait is how long a bucket holding tokens (fewer than one) takes to
+// hold one at r's rate, capped at what a store can hold: a rate small
+// enough (1e-12) for the wait to pass time.Duration's range overflowed to
+// a wait in the past, and the delivery was released, claimed again at
+// once and released again, in a loop.
+func (r guardRules) tokenWait(tokens float64, now time.Time) time.Duration {
+	wait := maxStorableTime.Sub(now)
+	if w := math.Ceil((1 - tokens) / r.rate * float64(time.Second)); w < float64(wait) {
+		wait = time.Duration(w)
+	}
+	return wait
+}
+
+// storableAfter is d after now, or the latest time a store can hold when
+// that is later: an uncapped policy's Retry-After of centuries, or a
+// cool-down as long, made a hold or an open circuit every store but the
+// memory one refused, so the attempt's failure and hold went unrecorded.
+func storableAfter(now time.Time, d time.Duration) time.Time {
+	if d >= maxStorableTime.Sub(now) {
+		return maxStorableTime
+	}
+	return now.Add(d)
 }
 
 // guardOutcome is what an attempt's result did to a destination's state.
@@ -289,8 +314,8 @@ func (r guardRules) needsRecord(g GuardState, res Result, hold time.Duration, pr
 // when this attempt was one. It runs inside UpdateGuard.
 func (r guardRules) record(g GuardState, now time.Time, res Result, hold time.Duration, probe string) (GuardState, guardOutcome) {
 	var o guardOutcome
-	if hold > 0 && now.Add(hold).After(g.HeldUntil) {
-		g.HeldUntil = now.Add(hold)
+	if until := storableAfter(now, hold); hold > 0 && until.After(g.HeldUntil) {
+		g.HeldUntil = until
 		o.held = true
 	}
 	wasProbe := probe != "" && g.Circuit == CircuitHalfOpen && g.Probe == probe
@@ -311,7 +336,7 @@ func (r guardRules) record(g GuardState, now time.Time, res Result, hold time.Du
 			g.FailingSince = now
 		}
 		if r.threshold > 0 && (wasProbe || !g.IsOpen() && g.ConsecutiveFailures >= r.threshold) {
-			g.Circuit, g.Probe, g.OpenUntil = CircuitOpen, "", now.Add(r.coolDown)
+			g.Circuit, g.Probe, g.OpenUntil = CircuitOpen, "", storableAfter(now, r.coolDown)
 			o.opened = true
 		}
 		if r.disableAt > 0 && !now.Before(g.FailingSince.Add(r.disableAt)) {
@@ -443,6 +468,28 @@ func (c *Client) admitInStore(ctx context.Context, destID, deliveryID string, ru
 	}
 	c.worker.guards.put(g, now, c.cfg.DestinationCacheTTL)
 	return a, nil
+}
+
+// giveBackProbe ends the half-open circuit's probe d that our shutdown cut
+// short, without an outcome: the circuit stays open, and the next delivery
+// admitted is the probe, at once rather than once d's probe lease
+// (LeaseFor) ran out. A failed write is reported as a worker error; the
+// lease runs out then as before.
+func (c *Client) giveBackProbe(ctx context.Context, d Delivery, now time.Time) {
+	ordered := c.worker.guards.inOrder(d.DestinationID)
+	g, err := c.guard.UpdateGuard(ctx, UpdateGuardParams{DestinationID: d.DestinationID, Update: func(g GuardState) GuardState {
+		if g.Circuit == CircuitHalfOpen && g.Probe == d.ID {
+			g.Circuit, g.Probe, g.OpenUntil = CircuitOpen, "", now
+		}
+		return g
+	}})
+	if err == nil {
+		c.worker.guards.put(g, now, c.cfg.DestinationCacheTTL)
+	}
+	ordered.Unlock()
+	if err != nil {
+		c.observe(ctx, Event{Name: EventWorkerError, Delivery: d, Err: opErr("destinations.update_guard", d.ID, err)})
+	}
 }
 
 // recordOutcome applies an attempt's result to its destination's guard

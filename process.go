@@ -212,6 +212,9 @@ func (c *Client) send(ctx context.Context, a attemptPlan) (Result, time.Time, er
 		// Cancelled by our own shutdown: the attempt is not the recipient's
 		// fault, so it does not spend the budget. The recipient may still
 		// have applied it; the next attempt carries the same ID.
+		if a.probe {
+			c.giveBackProbe(context.WithoutCancel(ctx), a.d, finished)
+		}
 		if err := c.release(context.WithoutCancel(ctx), a.d, a.lease, ReasonSenderError, finished, finished); err != nil {
 			return res, finished, err
 		}
