@@ -82,7 +82,10 @@ type Config struct {
 	// DefaultLeaseFor.
 	LeaseFor time.Duration
 	// PausedRecheck is how long a paused or disabled destination is skipped
-	// before the worker looks at it again. Defaults to DefaultPausedRecheck.
+	// before the worker looks at it again, and the longest a destination
+	// waiting for a slow rate limit (MaxPerSecond) is, so that a rate
+	// raised or removed takes effect within it. Defaults to
+	// DefaultPausedRecheck.
 	PausedRecheck time.Duration
 	// DestinationCacheTTL is how long the worker reuses what Destinations
 	// returned for a destination before reading it again (Process called

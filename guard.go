@@ -167,7 +167,7 @@ type guardRules struct {
 	threshold int     // failures in a row that open the circuit; 0: off
 	coolDown  time.Duration
 	probeFor  time.Duration // how long a probe holds the half-open circuit
-	recheck   time.Duration // how soon a delivery waiting on a probe looks again
+	recheck   time.Duration // how soon a delivery waiting on a probe or a slow rate looks again
 	disableAt time.Duration // failing span that disables; 0: off
 }
 
@@ -217,7 +217,17 @@ func (r guardRules) admit(g GuardState, now time.Time, probe string) (GuardState
 			tokens = min(burst, g.Tokens+r.rate*max(now.Sub(g.RefilledAt), 0).Seconds())
 		}
 		if tokens < 1 {
-			g.Tokens, g.RefilledAt, g.LimitedUntil = tokens, now, now.Add(r.tokenWait(tokens, now))
+			wait := r.tokenWait(tokens, now)
+			if r.recheck > 0 && wait > r.recheck {
+				// Looked at again within PausedRecheck, as a pause is: a
+				// rate raised or removed meanwhile (one set too low by
+				// mistake) then takes effect, where the slot the old rate
+				// gave (hours, years) held the deliveries, the worker and
+				// the store's claims. The bucket, not this time, keeps
+				// the pace: a look before the next token finds it short.
+				wait = r.recheck
+			}
+			g.Tokens, g.RefilledAt, g.LimitedUntil = tokens, now, now.Add(wait)
 			if isProbe {
 				// No probe after all: let the next send that has a token be it.
 				g.Circuit, g.Probe, g.OpenUntil = CircuitOpen, "", now

@@ -35,6 +35,17 @@ func bucketPerCall(_, g hookrelay.GuardState) hookrelay.GuardState {
 	return g
 }
 
+// rateLimitHeldAnHour stores a rate limit's wait an hour longer than it
+// was given, as a store that worked out the next token's time by itself
+// from the rate it had would: a rate raised or removed meanwhile is then
+// not looked at before the hour is over.
+func rateLimitHeldAnHour(old, g hookrelay.GuardState) hookrelay.GuardState {
+	if g.LimitedUntil.After(old.LimitedUntil) {
+		g.LimitedUntil = g.LimitedUntil.Add(time.Hour)
+	}
+	return g
+}
+
 // holdNotStored forgets a Retry-After hold.
 func holdNotStored(old, g hookrelay.GuardState) hookrelay.GuardState {
 	g.HeldUntil = old.HeldUntil

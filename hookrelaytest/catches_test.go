@@ -313,6 +313,11 @@ var brokenStores = []brokenStore{
 		caughtBy: []string{"DestinationGuard/RateIsHonouredAcrossSeveralWorkers", "DestinationGuard/StateRoundTrips", "DestinationGuard/StartedWorkersHonourTheRate"},
 	},
 	{
+		name:     "RateLimitHeldLongerThanGiven",
+		harness:  func() hookrelaytest.Harness { return guardHarness(rateLimitHeldAnHour) },
+		caughtBy: []string{"DestinationGuard/ARateRaisedOrRemovedTakesEffectWithinPausedRecheck"},
+	},
+	{
 		name:     "RetryAfterHoldNotStored",
 		harness:  func() hookrelaytest.Harness { return guardHarness(holdNotStored) },
 		caughtBy: []string{"DestinationGuard/RetryAfterHoldsTheWholeDestinationWithoutSpendingAttempts", "DestinationGuard/StateRoundTrips", "DestinationGuard/StartedWorkerHoldsEveryDeliveryOnRetryAfter"},

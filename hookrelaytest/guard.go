@@ -200,6 +200,32 @@ func RunDestinationGuard(t *testing.T, newHarness NewHarness) {
 		assert.Positive(t, f.releasedWith(hookrelay.ReasonDestinationRateLimited), "deliveries over the limit were handed back")
 	})
 
+	t.Run("ARateRaisedOrRemovedTakesEffectWithinPausedRecheck", func(t *testing.T) {
+		// A rate set too low by mistake (one send every 1,000 s), then
+		// fixed: the deliveries it held go out within PausedRecheck of
+		// the fix, not at the slot the old rate gave them.
+		for _, fixed := range []float64{0, 100} {
+			t.Run(fmt.Sprint("to_", fixed), func(t *testing.T) {
+				slow := dest
+				slow.MaxPerSecond = 0.001
+				f := newGuardFleet(t, newHarness(t), 2, slow)
+				ids := f.enqueue(3, "dest_1")
+				require.Equal(t, 1, f.step(4), "the bucket's one token")
+				assert.Positive(t, f.releasedWith(hookrelay.ReasonDestinationRateLimited), "the rest wait for the slow rate")
+				f.clock.Add(time.Minute)
+				assert.Zero(t, f.step(4), "a minute on, the slow rate still holds them")
+				now := dest
+				now.MaxPerSecond = fixed
+				require.NoError(t, f.h.Destinations.Put(ctx, now))
+				f.clock.Add(hookrelay.DefaultPausedRecheck + hookrelay.DefaultDestinationCacheTTL)
+				for range 3 {
+					f.step(4)
+				}
+				f.assertDeliveredOnFirstAttempt(ids)
+			})
+		}
+	})
+
 	t.Run("RetryAfterHoldsTheWholeDestinationWithoutSpendingAttempts", func(t *testing.T) {
 		f := newGuardFleet(t, newHarness(t), 2, dest)
 		ids := f.enqueue(4, "dest_1")
