@@ -486,20 +486,30 @@ func (c *Client) admitInStore(ctx context.Context, destID, deliveryID string, ru
 // (LeaseFor) ran out. A failed write is reported as a worker error; the
 // lease runs out then as before.
 func (c *Client) giveBackProbe(ctx context.Context, d Delivery, now time.Time) {
-	ordered := c.worker.guards.inOrder(d.DestinationID)
-	g, err := c.guard.UpdateGuard(ctx, UpdateGuardParams{DestinationID: d.DestinationID, Update: func(g GuardState) GuardState {
+	c.updateGuard(ctx, d, now, func(g GuardState) GuardState {
 		if g.Circuit == CircuitHalfOpen && g.Probe == d.ID {
 			g.Circuit, g.Probe, g.OpenUntil = CircuitOpen, "", now
 		}
 		return g
-	}})
+	})
+}
+
+// updateGuard applies update to the guard state of d's destination in the
+// store, in this process's order of updates to that destination, and keeps
+// what the store returned in the worker's cache. A failed write is
+// reported as a worker error, and ok is false.
+func (c *Client) updateGuard(ctx context.Context, d Delivery, now time.Time, update func(GuardState) GuardState) (g GuardState, ok bool) {
+	ordered := c.worker.guards.inOrder(d.DestinationID)
+	g, err := c.guard.UpdateGuard(ctx, UpdateGuardParams{DestinationID: d.DestinationID, Update: update})
 	if err == nil {
 		c.worker.guards.put(g, now, c.cfg.DestinationCacheTTL)
 	}
 	ordered.Unlock()
 	if err != nil {
 		c.observe(ctx, Event{Name: EventWorkerError, Delivery: d, Err: opErr("destinations.update_guard", d.ID, err)})
+		return g, false
 	}
+	return g, true
 }
 
 // recordOutcome applies an attempt's result to its destination's guard
@@ -524,17 +534,11 @@ func (c *Client) recordInStore(ctx context.Context, d Delivery, result Result, r
 		probeID = d.ID
 	}
 	var o guardOutcome
-	ordered := c.worker.guards.inOrder(d.DestinationID)
-	g, err := c.guard.UpdateGuard(ctx, UpdateGuardParams{DestinationID: d.DestinationID, Update: func(g GuardState) GuardState {
+	g, ok := c.updateGuard(ctx, d, now, func(g GuardState) GuardState {
 		g, o = rules.record(g, now, *res, hold, probeID)
 		return g
-	}})
-	if err == nil {
-		c.worker.guards.put(g, now, c.cfg.DestinationCacheTTL)
-	}
-	ordered.Unlock()
-	if err != nil {
-		c.observe(ctx, Event{Name: EventWorkerError, Delivery: d, Err: opErr("destinations.update_guard", d.ID, err)})
+	})
+	if !ok {
 		return
 	}
 	if at := g.ClaimableAt(); at.After(now) {
