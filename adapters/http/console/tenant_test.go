@@ -251,15 +251,7 @@ func TestListPagesShowOnlyTheTenantsTheHookAllows(t *testing.T) {
 func TestDestinationActionsShowTheHookTheDestinationsTenant(t *testing.T) {
 	var asked []console.ActionRequest
 	f := newFixture(t, func(_ *hookrelay.Config, c *console.Config) {
-		c.Authorize = func(_ *http.Request, req console.ActionRequest) error {
-			asked = append(asked, req)
-			for _, tn := range append(slices.Clone(req.Filter.TenantIDs), req.Tenants...) {
-				if tn != "prop_mgmt_co" {
-					return errors.New("another tenant's destination")
-				}
-			}
-			return nil
-		}
+		c.Authorize = onlyTenant("prop_mgmt_co", &asked)
 	})
 	f.seed()
 	ctx := context.Background()
@@ -294,15 +286,7 @@ func TestDestinationActionsShowTheHookTheDestinationsTenant(t *testing.T) {
 func TestRedriveOfABlankTenantSelectionShowsTheHookItsTenants(t *testing.T) {
 	var asked []console.ActionRequest
 	f := newFixture(t, func(_ *hookrelay.Config, c *console.Config) {
-		c.Authorize = func(_ *http.Request, req console.ActionRequest) error {
-			asked = append(asked, req)
-			for _, tn := range append(slices.Clone(req.Filter.TenantIDs), req.Tenants...) {
-				if tn != "prop_mgmt_co" {
-					return errors.New("another tenant's dead letters")
-				}
-			}
-			return nil
-		}
+		c.Authorize = onlyTenant("prop_mgmt_co", &asked)
 	})
 	payments, shipment, _ := f.seed()
 	w := f.do("GET", "/redrive?destination=shipping", "alice", nil)
@@ -329,14 +313,7 @@ func TestRedriveOfABlankTenantSelectionShowsTheHookItsTenants(t *testing.T) {
 // the tenants of the dead letters it is about to show.
 func TestDeadLettersOfABlankTenantSelectionShowTheHookTheirTenants(t *testing.T) {
 	f := newFixture(t, func(_ *hookrelay.Config, c *console.Config) {
-		c.Authorize = func(_ *http.Request, req console.ActionRequest) error {
-			for _, tn := range append(slices.Clone(req.Filter.TenantIDs), req.Tenants...) {
-				if tn != "prop_mgmt_co" {
-					return errors.New("another tenant's dead letters")
-				}
-			}
-			return nil
-		}
+		c.Authorize = onlyTenant("prop_mgmt_co", nil)
 	})
 	f.seed()
 	w := f.do("GET", "/dead?destination=shipping", "alice", nil)
@@ -345,4 +322,21 @@ func TestDeadLettersOfABlankTenantSelectionShowTheHookTheirTenants(t *testing.T)
 	w = f.do("GET", "/dead?destination=accounting", "alice", nil)
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	assert.Contains(t, w.Body.String(), "lease.payment_recorded")
+}
+
+// onlyTenant is an Authorize hook for an operator scoped to tenant: it
+// refuses a request naming any other tenant in its Filter or Tenants, and
+// records each request in asked when asked is not nil.
+func onlyTenant(tenant string, asked *[]console.ActionRequest) func(*http.Request, console.ActionRequest) error {
+	return func(_ *http.Request, req console.ActionRequest) error {
+		if asked != nil {
+			*asked = append(*asked, req)
+		}
+		for _, tn := range append(slices.Clone(req.Filter.TenantIDs), req.Tenants...) {
+			if tn != tenant {
+				return errors.New("another tenant's data") // shown on the page: names no tenant
+			}
+		}
+		return nil
+	}
 }
