@@ -164,12 +164,7 @@ func TestEnqueueRefusesAnEnvelopeOverTheQueuesMessageLimit(t *testing.T) {
 	unlimited, _ := newClient(t, func(cfg *hookrelay.Config) { cfg.Clock, cfg.MaxPayloadBytes = at, 1<<20 })
 	ds, err := unlimited.Prepare(ctx, []hookrelay.EnqueueParams{p})
 	require.NoError(t, err)
-	// The largest envelope the delivery can have, on any retry.
-	largest := ds[0]
-	largest.Attempt = math.MaxInt
-	largest.NextAttemptAt = time.Date(2262, 4, 11, 23, 47, 16, 854775807, time.FixedZone("", -(9*3600+30*60)))
-	body, err := hookrelay.MarshalEnvelope(largest)
-	require.NoError(t, err)
+	body := largestEnvelope(t, ds[0])
 	for _, tc := range []struct {
 		name  string
 		slack int // the limit minus the envelope's size
@@ -218,11 +213,7 @@ func TestEnqueueRefusesAnEnvelopeThatWouldOutgrowTheLimitOnARetry(t *testing.T) 
 	later, err := hookrelay.MarshalEnvelope(retried)
 	require.NoError(t, err)
 	require.Greater(t, len(later), len(first), "the retry's envelope is the larger")
-	largest := ds[0]
-	largest.Attempt = math.MaxInt
-	largest.NextAttemptAt = time.Date(2262, 4, 11, 23, 47, 16, 854775807, time.FixedZone("", -(9*3600+30*60)))
-	worst, err := hookrelay.MarshalEnvelope(largest)
-	require.NoError(t, err)
+	worst := largestEnvelope(t, ds[0])
 
 	for _, tc := range []struct {
 		name  string
@@ -246,4 +237,16 @@ func TestEnqueueRefusesAnEnvelopeThatWouldOutgrowTheLimitOnARetry(t *testing.T) 
 			assert.ErrorIs(t, err, hookrelay.ErrNotFound, "nothing is stored")
 		})
 	}
+}
+
+// largestEnvelope is d's envelope as large as any retry can make it: the
+// largest attempt number, and a next-attempt time with nanoseconds and an
+// offset in the last storable year.
+func largestEnvelope(t *testing.T, d hookrelay.Delivery) []byte {
+	t.Helper()
+	d.Attempt = math.MaxInt
+	d.NextAttemptAt = time.Date(2262, 4, 11, 23, 47, 16, 854775807, time.FixedZone("", -(9*3600+30*60)))
+	body, err := hookrelay.MarshalEnvelope(d)
+	require.NoError(t, err)
+	return body
 }
