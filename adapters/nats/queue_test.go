@@ -222,13 +222,8 @@ func TestIDsDifferingOnlyInBlanksOrLineBreaksAreAllPublished(t *testing.T) {
 	js := connect(t)
 	cfg := testConfig(t, js)
 	q := newQueue(t, js, memory.NewStore(), cfg)
-	at := time.Now()
 	ids := []string{"whd_1", " whd_1", "whd_1 ", "\twhd_1", "whd 1", "whd\n1", "whd\r1", "whd\r\n1", "whd  1"}
-	var ds []hookrelay.Delivery
-	for _, id := range ids {
-		ds = append(ds, hookrelay.Delivery{ID: id, EventID: "evt", DestinationID: "dest_1", Attempt: 1, NextAttemptAt: at})
-	}
-	require.NoError(t, q.Enqueue(ctx, ds))
+	enqueueIDs(t, q, ids)
 	s, err := js.Stream(ctx, cfg.Stream)
 	require.NoError(t, err)
 	info, err := s.Info(ctx)
@@ -280,13 +275,8 @@ func TestTheDeliveryIDHeaderReadsBackAsTheID(t *testing.T) {
 	cfg := testConfig(t, js)
 	ledger := memory.NewStore()
 	q := newQueue(t, js, ledger, cfg)
-	at := time.Now()
 	ids := []string{"whd_01J9ZK3V4R", " whd_1", "whd_1 ", "\twhd_1\t", "whd 1", "whd\n1", "whd\r\n1", "whd+1", "whd%201", "ünï/cødé:1"}
-	var ds []hookrelay.Delivery
-	for _, id := range ids {
-		ds = append(ds, hookrelay.Delivery{ID: id, EventID: "evt", DestinationID: "dest_1", Attempt: 1, NextAttemptAt: at})
-	}
-	require.NoError(t, q.Enqueue(ctx, ds))
+	enqueueIDs(t, q, ids)
 	s, err := js.Stream(ctx, cfg.Stream)
 	require.NoError(t, err)
 	for i, id := range ids {
@@ -318,4 +308,15 @@ func TestTheDeliveryIDHeaderReadsBackAsTheID(t *testing.T) {
 	got, err := url.QueryUnescape(msg.Header.Get(hooknats.HeaderDeliveryID))
 	require.NoError(t, err)
 	assert.Equal(t, " whd_dead ", got)
+}
+
+// enqueueIDs enqueues one due delivery to dest_1 for each ID, in order.
+func enqueueIDs(t *testing.T, q *hooknats.Queue, ids []string) {
+	t.Helper()
+	at := time.Now()
+	var ds []hookrelay.Delivery
+	for _, id := range ids {
+		ds = append(ds, hookrelay.Delivery{ID: id, EventID: "evt", DestinationID: "dest_1", Attempt: 1, NextAttemptAt: at})
+	}
+	require.NoError(t, q.Enqueue(context.Background(), ds))
 }
