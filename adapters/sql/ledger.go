@@ -66,11 +66,20 @@ func (s *Store) announceCreated(ctx context.Context, q querier, deliveries []hoo
 // enqueue is a no-op). tx must belong to the Store's database. With
 // SQLite, begin tx on Store.DB(); a BEGIN IMMEDIATE transaction (the
 // _txlock=immediate DSN option OpenSQLite sets) avoids lock-upgrade
-// failures.
+// failures. A tx already committed or rolled back is refused with an
+// error wrapping sql.ErrTxDone, and nothing is stored.
 func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, deliveries []hookrelay.Delivery) ([]bool, error) {
 	if tx == nil {
 		return nil, errors.New("hooksql: EnqueueTx: tx is nil")
 	}
+	created, err := s.enqueueTx(ctx, tx, deliveries)
+	if errors.Is(err, sql.ErrTxDone) {
+		return nil, fmt.Errorf("hooksql: EnqueueTx: tx is already committed or rolled back: %w", sql.ErrTxDone)
+	}
+	return created, err
+}
+
+func (s *Store) enqueueTx(ctx context.Context, tx *sql.Tx, deliveries []hookrelay.Delivery) ([]bool, error) {
 	rows, err := s.encodeAll(deliveries)
 	if err != nil {
 		return nil, err
