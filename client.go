@@ -542,7 +542,8 @@ var longestEnvelopeTime = time.Date(2262, 4, 11, 23, 47, 16, 854775807, time.Fix
 // Enqueue validates one event, stores its delivery record and makes it
 // claimable. It is idempotent by delivery ID: enqueueing the same event for
 // the same destination again returns the same ID with Created false and
-// changes nothing.
+// changes nothing, even when the payload (or any other field) differs: the
+// stored record keeps its first payload.
 func (c *Client) Enqueue(ctx context.Context, params EnqueueParams) (EnqueueResult, error) {
 	res, err := c.EnqueueMany(ctx, []EnqueueParams{params})
 	if err != nil {

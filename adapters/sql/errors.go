@@ -2,6 +2,7 @@ package hooksql
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net/url"
@@ -62,6 +63,11 @@ func (s *Store) dbErr(op string, err error) error {
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("hooksql: %s: %w", op, context.DeadlineExceeded)
+	}
+	if errors.Is(err, sql.ErrTxDone) {
+		// A finished transaction was used: the caller's mistake
+		// (EnqueueTx), not a failure of the database.
+		return fmt.Errorf("hooksql: %s: %w", op, sql.ErrTxDone)
 	}
 	e := fmt.Errorf("%w: %s: %s", ErrDatabase, printable(op), printable(redact(err.Error(), s.secrets)))
 	if isRetryable(err) {

@@ -63,14 +63,31 @@ func (s *Store) announceCreated(ctx context.Context, q querier, deliveries []hoo
 // wakes listening workers in every process (ListenDue); elsewhere a worker
 // picks them up at its next poll. It reports, per input, whether a
 // record was created (false: the delivery ID already existed, so a repeated
-// enqueue is a no-op). tx must belong to the Store's database. With
+// enqueue is a no-op, and a different payload under the same event and
+// destination is not stored: the first record is kept). With a Queue that
+// is not this Store (a message broker), the commit publishes no message:
+// call Client.EnqueueMany with the same params after the commit to publish
+// at once (it creates nothing and publishes every delivery it names);
+// otherwise the worker's outbox recovery publishes them once they have
+// been due for Config.RecoverUnpublishedAfter. tx must belong to the
+// Store's database: a transaction of another database holding tables of
+// this Store's prefix is not detected, and the records land there. With
 // SQLite, begin tx on Store.DB(); a BEGIN IMMEDIATE transaction (the
 // _txlock=immediate DSN option OpenSQLite sets) avoids lock-upgrade
-// failures.
+// failures. A tx already committed or rolled back is refused with an
+// error wrapping sql.ErrTxDone, and nothing is stored.
 func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, deliveries []hookrelay.Delivery) ([]bool, error) {
 	if tx == nil {
 		return nil, errors.New("hooksql: EnqueueTx: tx is nil")
 	}
+	created, err := s.enqueueTx(ctx, tx, deliveries)
+	if errors.Is(err, sql.ErrTxDone) {
+		return nil, fmt.Errorf("hooksql: EnqueueTx: tx is already committed or rolled back: %w", sql.ErrTxDone)
+	}
+	return created, err
+}
+
+func (s *Store) enqueueTx(ctx context.Context, tx *sql.Tx, deliveries []hookrelay.Delivery) ([]bool, error) {
 	rows, err := s.encodeAll(deliveries)
 	if err != nil {
 		return nil, err

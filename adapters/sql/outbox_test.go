@@ -96,5 +96,25 @@ func TestEnqueueTx(t *testing.T) {
 			_, err = s.EnqueueTx(ctx, (*sql.Tx)(nil), nil)
 			require.Error(t, err)
 		})
+
+		t.Run("a finished transaction is refused as such", func(t *testing.T) {
+			ds, err := client.Prepare(ctx, []hookrelay.EnqueueParams{{
+				EventID: "evt_late", TenantID: "tenant_1", DestinationID: "dst_acct", EventType: "order.placed",
+			}})
+			require.NoError(t, err)
+			for name, finish := range map[string]func(*sql.Tx) error{"committed": (*sql.Tx).Commit, "rolled back": (*sql.Tx).Rollback} {
+				tx, err := s.DB().BeginTx(ctx, nil)
+				require.NoError(t, err)
+				require.NoError(t, finish(tx))
+				_, err = s.EnqueueTx(ctx, tx, ds)
+				require.ErrorIs(t, err, sql.ErrTxDone, name)
+				assert.ErrorContains(t, err, "hooksql: EnqueueTx: tx is already committed or rolled back", name)
+				assert.NotErrorIs(t, err, ErrDatabase, "%s: the caller's mistake, not a database failure", name)
+				_, err = s.PublishTx(ctx, tx, hookrelay.PreparedPublish{Deliveries: ds})
+				require.ErrorIs(t, err, sql.ErrTxDone, name)
+			}
+			_, err = s.Get(ctx, ds[0].ID)
+			require.ErrorIs(t, err, hookrelay.ErrNotFound)
+		})
 	})
 }

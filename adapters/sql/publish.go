@@ -55,8 +55,9 @@ func (s *Store) DestinationsFor(ctx context.Context, p hookrelay.DestinationsFor
 // whether a record was created (false: the event already reached that
 // destination, and nothing was changed). After commit the deliveries are
 // claimable by any worker on this Store's tables; a worker that sleeps
-// until its next poll picks them up then. tx must belong to the Store's
-// database; with SQLite, see EnqueueTx.
+// until its next poll picks them up then. With a broker queue, and for tx,
+// see EnqueueTx (after the commit, Client.Publish with the same params
+// publishes the messages at once).
 func (s *Store) PublishTx(ctx context.Context, tx *sql.Tx, p hookrelay.PreparedPublish) (hookrelay.PublishResult, error) {
 	if tx == nil {
 		return hookrelay.PublishResult{}, errors.New("hooksql: PublishTx: tx is nil")

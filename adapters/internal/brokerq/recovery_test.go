@@ -145,3 +145,47 @@ func (r *recordsTakes) calls() []takeCall {
 	defer r.mu.Unlock()
 	return append([]takeCall(nil), r.log...)
 }
+
+// A record stored without a message (the SQL store's EnqueueTx, or a
+// publish lost after Create) gets its message from an Enqueue or Publish
+// of the same event repeated by the producer, at once, without waiting for
+// recovery: nothing new is created, and nothing is published twice.
+func TestARepeatedEnqueueOrPublishPublishesAStoredRecord(t *testing.T) {
+	ctx := context.Background()
+	ledger := memory.NewStore()
+	b := newFakeBroker()
+	c, err := hookrelay.New(hookrelay.Config{
+		Queue: newQueue(t, b, ledger), Ledger: ledger,
+		Destinations: memory.NewDestinations(
+			hookrelay.Destination{ID: "dest_1", TenantID: "t", URL: "https://example.com/1"},
+			hookrelay.Destination{ID: "dest_2", TenantID: "t", URL: "https://example.com/2"},
+		),
+		Clock:  clock.NewMock(),
+		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result { return hookrelay.Delivered(204) }),
+	})
+	require.NoError(t, err)
+	params := hookrelay.EnqueueParams{EventID: "evt_1", TenantID: "t", DestinationID: "dest_1", EventType: "x", Payload: []byte(`{}`)}
+	ds, err := c.Prepare(ctx, []hookrelay.EnqueueParams{params})
+	require.NoError(t, err)
+	_, err = ledger.Create(ctx, ds) // stored as EnqueueTx stores it: no message
+	require.NoError(t, err)
+	require.Zero(t, b.pending())
+
+	res, err := c.Enqueue(ctx, params)
+	require.NoError(t, err)
+	assert.False(t, res.Created)
+	assert.Equal(t, 1, b.pending(), "the repeated enqueue published the stored record")
+
+	pp, err := c.PreparePublish(ctx, hookrelay.PublishParams{EventID: "evt_2", TenantID: "t", EventType: "x", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	_, err = ledger.Create(ctx, pp.Deliveries) // as PublishTx stores them
+	require.NoError(t, err)
+	require.Equal(t, 1, b.pending())
+	pr, err := c.Publish(ctx, hookrelay.PublishParams{EventID: "evt_2", TenantID: "t", EventType: "x", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	require.Len(t, pr.Deliveries, 2)
+	for _, r := range pr.Deliveries {
+		assert.False(t, r.Created, r.DestinationID)
+	}
+	assert.Equal(t, 3, b.pending(), "the repeated publish published both stored records")
+}
