@@ -991,11 +991,15 @@ func (c *Client) listenDue(ctx context.Context, stopClaim <-chan struct{}) {
 	delay := time.Duration(0)
 	for {
 		err := c.dueNotifier.ListenDue(ctx, func(at time.Time) {
-			w.mu.Lock()
-			if w.due.IsZero() || at.Before(w.due) {
-				w.due = at
+			// A zero at is work due now: the wake-up is enough. Stored, it
+			// would read as no due time and erase a later one announced.
+			if !at.IsZero() {
+				w.mu.Lock()
+				if w.due.IsZero() || at.Before(w.due) {
+					w.due = at
+				}
+				w.mu.Unlock()
 			}
-			w.mu.Unlock()
 			w.wakeUp()
 		})
 		if ctx.Err() != nil {
