@@ -94,3 +94,49 @@ func TestAnnouncedDueTimeSurvivesAnAnnouncementOfWorkDueNow(t *testing.T) {
 		assert.EqualValues(t, 1, delivered.Load(), "the delivery announced for 10 s from now waited for the hourly poll")
 	})
 }
+
+// A listener that fails is started again after a backoff that grows while
+// it keeps failing (no hot loop), but one that ran for an hour before its
+// connection was lost is started again as quickly as the first failure
+// was: the backoff of failures long past does not keep the worker deaf
+// (polling only) for 30 s after every later loss.
+func TestListenerRestartsQuicklyAfterARunThatLasted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		var mu sync.Mutex
+		var starts []time.Time
+		queue := &announcer{Queue: store, fail: func(n int64) (time.Duration, bool) {
+			mu.Lock()
+			starts = append(starts, time.Now())
+			mu.Unlock()
+			switch {
+			case n <= 10:
+				return 0, true // the server refuses it ten times in a row
+			case n == 11:
+				return time.Hour, true // then it listens for an hour and is cut off
+			}
+			return 0, false
+		}}
+		c, err := hookrelay.New(hookrelay.Config{
+			Queue: queue, Ledger: store, PollInterval: time.Hour,
+			Destinations: memory.NewDestinations(),
+			Sender:       hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result { return hookrelay.Delivered(204) }),
+		})
+		require.NoError(t, err)
+		ctx := context.Background()
+		require.NoError(t, c.Start(ctx))
+		defer func() { require.NoError(t, c.Stop(ctx)) }()
+
+		time.Sleep(2 * time.Hour)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, starts, 12)
+		for i := 1; i < 10; i++ {
+			assert.GreaterOrEqual(t, starts[i].Sub(starts[i-1]), 100*time.Millisecond, "a failing listener is restarted after a backoff")
+		}
+		assert.Greater(t, starts[10].Sub(starts[9]), starts[1].Sub(starts[0]), "the backoff grows while it keeps failing")
+		lost := starts[10].Add(time.Hour)
+		assert.LessOrEqual(t, starts[11].Sub(lost), starts[1].Sub(starts[0]), "after an hour of listening, the restart waited the backoff of the failures before it")
+	})
+}
