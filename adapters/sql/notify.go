@@ -46,7 +46,9 @@ const minListenPool = 4
 // pooled connection LISTENing on the tables' channel (prefix + "due") and
 // calls due for every announcement: deliveries created (Create, EnqueueTx),
 // retries recorded in a batch, redriven deliveries, a resumed destination —
-// from any process sharing the tables. On SQLite and MySQL, which have no
+// from any process sharing the tables — and once each time it starts
+// listening, with a zero time (look now), for whatever was announced while
+// no one listened. On SQLite and MySQL, which have no
 // announcements, it waits for ctx and the worker polls. It returns nil when
 // ctx ends, or the connection's error.
 func (s *Store) ListenDue(ctx context.Context, due func(at time.Time)) error {
@@ -62,6 +64,9 @@ func (s *Store) ListenDue(ctx context.Context, due func(at time.Time)) error {
 		if _, err := c.Exec(ctx, "LISTEN "+pgx.Identifier{s.dueChannel()}.Sanitize()); err != nil {
 			return err
 		}
+		// What was announced before this LISTEN (before the first, or while
+		// a lost connection was replaced) reached no one: look now.
+		due(time.Time{})
 		for {
 			n, err := c.WaitForNotification(ctx)
 			if err != nil {

@@ -294,3 +294,54 @@ func TestCreateAnnouncesTheEarliestDeliveryItCreated(t *testing.T) {
 		})
 	}
 }
+
+// An announcement made while no listener listens is lost — before the
+// listener first listens, or while it reconnects after its connection was
+// cut (here: the server terminates it) — so ListenDue announces "look
+// now" once each time it starts listening: a delivery created in the gap
+// waits for that, not for the worker's next poll.
+func TestListenDueAnnouncesOnceListeningSoTheGapIsNotMissed(t *testing.T) {
+	b := postgresBackend(t)
+	ctx := context.Background()
+	s := newStore(t, b, Options{})
+	heard := make(chan time.Time, 16)
+	listen := func() (stop func() error) {
+		lctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- s.ListenDue(lctx, func(at time.Time) { heard <- at }) }()
+		return func() error { cancel(); return <-done }
+	}
+	next := func(what string) time.Time {
+		t.Helper()
+		select {
+		case at := <-heard:
+			return at
+		case <-time.After(20 * time.Second): // a hang guard, not a speed check
+			t.Fatalf("no announcement: %s", what)
+			return time.Time{}
+		}
+	}
+
+	stop := listen()
+	assert.True(t, next("when it started listening").IsZero(), "once listening: look now")
+
+	// The server cuts the listener off; a delivery is created before it
+	// listens again, so its own announcement reaches no one.
+	var n int
+	require.NoError(t, serverDB(t, b).QueryRowContext(ctx,
+		"SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query = $1",
+		"LISTEN "+pgx.Identifier{s.dueChannel()}.Sanitize()).Scan(&n))
+	require.Equal(t, 1, n, "the listener's backend")
+	require.Error(t, stop(), "ListenDue returns the lost connection's error")
+	_, err := s.Create(ctx, []hookrelay.Delivery{newDelivery("evt_gap", "dst_1", t0)})
+	require.NoError(t, err)
+	select {
+	case at := <-heard:
+		t.Fatalf("announcement %v with no listener", at)
+	default:
+	}
+
+	stop = listen()
+	defer func() { assert.NoError(t, stop()) }()
+	assert.True(t, next("when it listened again").IsZero(), "listening again: look now, for what was announced in the gap")
+}
