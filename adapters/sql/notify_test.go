@@ -305,11 +305,21 @@ func TestListenDueAnnouncesOnceListeningSoTheGapIsNotMissed(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, b, Options{})
 	heard := make(chan time.Time, 16)
-	listen := func() (stop func() error) {
+	listen := func() (ended func() error, stop func() error) {
 		lctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- s.ListenDue(lctx, func(at time.Time) { heard <- at }) }()
-		return func() error { cancel(); return <-done }
+		ended = func() error {
+			select {
+			case err := <-done:
+				return err
+			case <-time.After(20 * time.Second): // a hang guard, not a speed check
+				cancel()
+				<-done
+				return nil
+			}
+		}
+		return ended, func() error { cancel(); return <-done }
 	}
 	next := func(what string) time.Time {
 		t.Helper()
@@ -322,7 +332,7 @@ func TestListenDueAnnouncesOnceListeningSoTheGapIsNotMissed(t *testing.T) {
 		}
 	}
 
-	stop := listen()
+	ended, _ := listen()
 	assert.True(t, next("when it started listening").IsZero(), "once listening: look now")
 
 	// The server cuts the listener off; a delivery is created before it
@@ -332,7 +342,7 @@ func TestListenDueAnnouncesOnceListeningSoTheGapIsNotMissed(t *testing.T) {
 		"SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query = $1",
 		"LISTEN "+pgx.Identifier{s.dueChannel()}.Sanitize()).Scan(&n))
 	require.Equal(t, 1, n, "the listener's backend")
-	require.Error(t, stop(), "ListenDue returns the lost connection's error")
+	require.Error(t, ended(), "ListenDue returns the lost connection's error")
 	_, err := s.Create(ctx, []hookrelay.Delivery{newDelivery("evt_gap", "dst_1", t0)})
 	require.NoError(t, err)
 	select {
@@ -341,7 +351,7 @@ func TestListenDueAnnouncesOnceListeningSoTheGapIsNotMissed(t *testing.T) {
 	default:
 	}
 
-	stop = listen()
+	_, stop := listen()
 	defer func() { assert.NoError(t, stop()) }()
 	assert.True(t, next("when it listened again").IsZero(), "listening again: look now, for what was announced in the gap")
 }
