@@ -355,3 +355,46 @@ func TestListenDueAnnouncesOnceListeningSoTheGapIsNotMissed(t *testing.T) {
 	defer func() { assert.NoError(t, stop()) }()
 	assert.True(t, next("when it listened again").IsZero(), "listening again: look now, for what was announced in the gap")
 }
+
+// Several workers sharing one Store (each Client runs its own listener)
+// leave the pool the connections their claims need: only as many of them
+// listen as leave minListenPool-1 connections free, the others poll. On a
+// pool of 4 with 4 workers, every listener held a connection and no claim
+// could get one, so nothing was delivered.
+func TestWorkersSharingASmallPoolDoNotListenAwayItsConnections(t *testing.T) {
+	b := postgresBackend(t)
+	ctx := context.Background()
+	producer := newStore(t, b, Options{})
+	require.NoError(t, producer.Put(ctx, hookrelay.Destination{ID: "acct", TenantID: "t", URL: "https://accounting.example/hook"}))
+	s, err := Open(ctx, Postgres, os.Getenv(b.envVar), Options{TablePrefix: producer.TablePrefix(), MaxOpenConns: minListenPool})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	delivered := make(chan string, 1)
+	for range minListenPool {
+		w, err := hookrelay.New(hookrelay.Config{
+			Queue: s, Ledger: s, Destinations: s, PollInterval: 100 * time.Millisecond,
+			Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result { return hookrelay.Delivered(204) }),
+			Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
+				if e.Name == hookrelay.EventDelivered {
+					delivered <- e.Delivery.EventID
+				}
+			}),
+		})
+		require.NoError(t, err)
+		require.NoError(t, w.Start(ctx))
+		t.Cleanup(func() { _ = w.StopAndCancel(context.Background()) })
+	}
+	// Let every worker's listener start (or decide to poll): not a speed check.
+	time.Sleep(500 * time.Millisecond)
+
+	producerClient, err := hookrelay.New(hookrelay.Config{Queue: producer, Ledger: producer, Destinations: producer})
+	require.NoError(t, err)
+	_, err = producerClient.Enqueue(ctx, hookrelay.EnqueueParams{EventID: "evt_1", TenantID: "t", DestinationID: "acct", EventType: "x", Payload: []byte("{}")})
+	require.NoError(t, err)
+	select {
+	case got := <-delivered:
+		assert.Equal(t, "evt_1", got)
+	case <-time.After(20 * time.Second): // a hang guard, not a speed check
+		t.Fatalf("not delivered: the pool's connections are all held (%+v)", s.DB().Stats())
+	}
+}
