@@ -191,6 +191,8 @@ type DueNotifier interface {
 	// ListenDue calls due, from the listener's own goroutine, with the time
 	// announced work becomes due (now or later), until ctx ends — then it
 	// returns nil — or the listener fails — then it returns the error, and
-	// the worker starts it again after a backoff. due must be fast.
+	// the worker starts it again after a backoff. due must be fast. An
+	// announcement made while no one listens is lost, so ListenDue calls
+	// due with the zero time (work due now) once it is listening.
 	ListenDue(ctx context.Context, due func(at time.Time)) error
 }

@@ -988,14 +988,20 @@ func (c *Client) releaseHeld(ctx context.Context) {
 // the gap, so a failed listener costs latency, never a delivery.
 func (c *Client) listenDue(ctx context.Context, stopClaim <-chan struct{}) {
 	w := &c.worker
+	const maxDelay = 30 * time.Second
 	delay := time.Duration(0)
 	for {
+		started := c.clock.Now()
 		err := c.dueNotifier.ListenDue(ctx, func(at time.Time) {
-			w.mu.Lock()
-			if w.due.IsZero() || at.Before(w.due) {
-				w.due = at
+			// A zero at is work due now: the wake-up is enough. Stored, it
+			// would read as no due time and erase a later one announced.
+			if !at.IsZero() {
+				w.mu.Lock()
+				if w.due.IsZero() || at.Before(w.due) {
+					w.due = at
+				}
+				w.mu.Unlock()
 			}
-			w.mu.Unlock()
 			w.wakeUp()
 		})
 		if ctx.Err() != nil {
@@ -1004,7 +1010,12 @@ func (c *Client) listenDue(ctx context.Context, stopClaim <-chan struct{}) {
 		if err != nil {
 			c.observe(ctx, Event{Name: EventWorkerError, Err: opErr("queue.listen_due", "", err)})
 		}
-		delay = min(max(2*delay, 100*time.Millisecond), 30*time.Second)
+		if c.clock.Since(started) >= maxDelay {
+			// It listened for a while: this is a new failure, not one in
+			// a row, and starts from the shortest backoff again.
+			delay = 0
+		}
+		delay = min(max(2*delay, 100*time.Millisecond), maxDelay)
 		if !c.waitFor(ctx, stopClaim, nil, delay) {
 			return
 		}

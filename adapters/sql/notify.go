@@ -42,26 +42,50 @@ func duePayload(at time.Time) string {
 // the worker's own claims, and the worker polls instead.
 const minListenPool = 4
 
+// listenSlot reserves a pool connection for one more listener, if the
+// listeners (one per worker on the Store) would still leave the pool
+// minListenPool-1 connections for everything else; the caller gives it
+// back with s.listeners.Add(-1). Without the count, workers sharing a small
+// pool each held one, and claims waited for a connection forever.
+func (s *Store) listenSlot() bool {
+	for {
+		n := s.listeners.Load()
+		if max := int64(s.db.Stats().MaxOpenConnections); max > 0 && max-(n+1) < minListenPool-1 {
+			return false
+		}
+		if s.listeners.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
 // ListenDue implements hookrelay.DueNotifier. On PostgreSQL it holds one
 // pooled connection LISTENing on the tables' channel (prefix + "due") and
 // calls due for every announcement: deliveries created (Create, EnqueueTx),
 // retries recorded in a batch, redriven deliveries, a resumed destination —
-// from any process sharing the tables. On SQLite and MySQL, which have no
-// announcements, it waits for ctx and the worker polls. It returns nil when
-// ctx ends, or the connection's error.
+// from any process sharing the tables — and once each time it starts
+// listening, with a zero time (look now), for whatever was announced while
+// no one listened. When the pool is too small for one more listener
+// (listenSlot), and on SQLite and MySQL, which have no announcements, it
+// waits for ctx and the worker polls. It returns nil when ctx ends, or the
+// connection's error.
 func (s *Store) ListenDue(ctx context.Context, due func(at time.Time)) error {
 	if s.dialect != Postgres {
 		<-ctx.Done()
 		return nil
 	}
-	if max := s.db.Stats().MaxOpenConnections; max > 0 && max < minListenPool {
+	if !s.listenSlot() {
 		<-ctx.Done()
 		return nil
 	}
+	defer s.listeners.Add(-1)
 	err := s.withPgxConn(ctx, "listen", func(c *pgx.Conn) error {
 		if _, err := c.Exec(ctx, "LISTEN "+pgx.Identifier{s.dueChannel()}.Sanitize()); err != nil {
 			return err
 		}
+		// What was announced before this LISTEN (before the first, or while
+		// a lost connection was replaced) reached no one: look now.
+		due(time.Time{})
 		for {
 			n, err := c.WaitForNotification(ctx)
 			if err != nil {

@@ -294,3 +294,107 @@ func TestCreateAnnouncesTheEarliestDeliveryItCreated(t *testing.T) {
 		})
 	}
 }
+
+// An announcement made while no listener listens is lost — before the
+// listener first listens, or while it reconnects after its connection was
+// cut (here: the server terminates it) — so ListenDue announces "look
+// now" once each time it starts listening: a delivery created in the gap
+// waits for that, not for the worker's next poll.
+func TestListenDueAnnouncesOnceListeningSoTheGapIsNotMissed(t *testing.T) {
+	b := postgresBackend(t)
+	ctx := context.Background()
+	s := newStore(t, b, Options{})
+	heard := make(chan time.Time, 16)
+	listen := func() (ended func() error, stop func() error) {
+		lctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- s.ListenDue(lctx, func(at time.Time) { heard <- at }) }()
+		ended = func() error {
+			select {
+			case err := <-done:
+				return err
+			case <-time.After(20 * time.Second): // a hang guard, not a speed check
+				cancel()
+				<-done
+				return nil
+			}
+		}
+		return ended, func() error { cancel(); return <-done }
+	}
+	next := func(what string) time.Time {
+		t.Helper()
+		select {
+		case at := <-heard:
+			return at
+		case <-time.After(20 * time.Second): // a hang guard, not a speed check
+			t.Fatalf("no announcement: %s", what)
+			return time.Time{}
+		}
+	}
+
+	ended, _ := listen()
+	assert.True(t, next("when it started listening").IsZero(), "once listening: look now")
+
+	// The server cuts the listener off; a delivery is created before it
+	// listens again, so its own announcement reaches no one.
+	var n int
+	require.NoError(t, serverDB(t, b).QueryRowContext(ctx,
+		"SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query = $1",
+		"LISTEN "+pgx.Identifier{s.dueChannel()}.Sanitize()).Scan(&n))
+	require.Equal(t, 1, n, "the listener's backend")
+	require.Error(t, ended(), "ListenDue returns the lost connection's error")
+	_, err := s.Create(ctx, []hookrelay.Delivery{newDelivery("evt_gap", "dst_1", t0)})
+	require.NoError(t, err)
+	select {
+	case at := <-heard:
+		t.Fatalf("announcement %v with no listener", at)
+	default:
+	}
+
+	_, stop := listen()
+	defer func() { assert.NoError(t, stop()) }()
+	assert.True(t, next("when it listened again").IsZero(), "listening again: look now, for what was announced in the gap")
+}
+
+// Several workers sharing one Store (each Client runs its own listener)
+// leave the pool the connections their claims need: only as many of them
+// listen as leave minListenPool-1 connections free, the others poll. On a
+// pool of 4 with 4 workers, every listener held a connection and no claim
+// could get one, so nothing was delivered.
+func TestWorkersSharingASmallPoolDoNotListenAwayItsConnections(t *testing.T) {
+	b := postgresBackend(t)
+	ctx := context.Background()
+	producer := newStore(t, b, Options{})
+	require.NoError(t, producer.Put(ctx, hookrelay.Destination{ID: "acct", TenantID: "t", URL: "https://accounting.example/hook"}))
+	s, err := Open(ctx, Postgres, os.Getenv(b.envVar), Options{TablePrefix: producer.TablePrefix(), MaxOpenConns: minListenPool})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	delivered := make(chan string, 1)
+	for range minListenPool {
+		w, err := hookrelay.New(hookrelay.Config{
+			Queue: s, Ledger: s, Destinations: s, PollInterval: 100 * time.Millisecond,
+			Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result { return hookrelay.Delivered(204) }),
+			Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
+				if e.Name == hookrelay.EventDelivered {
+					delivered <- e.Delivery.EventID
+				}
+			}),
+		})
+		require.NoError(t, err)
+		require.NoError(t, w.Start(ctx))
+		t.Cleanup(func() { _ = w.StopAndCancel(context.Background()) })
+	}
+	// Let every worker's listener start (or decide to poll): not a speed check.
+	time.Sleep(500 * time.Millisecond)
+
+	producerClient, err := hookrelay.New(hookrelay.Config{Queue: producer, Ledger: producer, Destinations: producer})
+	require.NoError(t, err)
+	_, err = producerClient.Enqueue(ctx, hookrelay.EnqueueParams{EventID: "evt_1", TenantID: "t", DestinationID: "acct", EventType: "x", Payload: []byte("{}")})
+	require.NoError(t, err)
+	select {
+	case got := <-delivered:
+		assert.Equal(t, "evt_1", got)
+	case <-time.After(20 * time.Second): // a hang guard, not a speed check
+		t.Fatalf("not delivered: the pool's connections are all held (%+v)", s.DB().Stats())
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hookrelay/hookrelay"
@@ -125,6 +126,9 @@ type Store struct {
 	returning      bool
 
 	queries sync.Map // raw query → query with tables and placeholders bound
+
+	// listeners counts the pool connections ListenDue holds (listenSlot).
+	listeners atomic.Int64
 
 	// pgxArgs: the pool's driver is pgx's stdlib, which takes slices as
 	// array arguments through database/sql (EnqueueTx's statement).
