@@ -115,6 +115,13 @@ func isRetryable(err error) bool {
 	return false
 }
 
+// isParseError reports MySQL's refusal of a statement it could not parse
+// (ER_PARSE_ERROR), which runs nothing and leaves the transaction open.
+func isParseError(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1064
+}
+
 // keywordPassword finds a keyword=value password: quoted, or up to the
 // next space, a backslash escaping the next character in either (libpq's
 // rules: password='it\'s mine' or password=it\ s).

@@ -208,6 +208,14 @@ func (s *Store) insertChunk(ctx context.Context, q querier, idx []int, rows []de
 	}
 	b.WriteString(" RETURNING id")
 	res, err := q.QueryContext(ctx, s.q(b.String()), args...)
+	if err != nil && s.dialect == MySQL && isParseError(err) {
+		// The server is not the MariaDB its version named (MySQL behind a
+		// proxy, a failover): it refused the statement unparsed, which
+		// leaves the transaction as it was, so the rows go one by one, now
+		// and from here on.
+		s.noInsertReturning()
+		return s.insertOneByOne(ctx, q, idx, rows)
+	}
 	if err != nil {
 		return nil, s.dbErr("create", err)
 	}
@@ -256,7 +264,9 @@ func (s *Store) insertOneByOne(ctx context.Context, q querier, idx []int, rows [
 // hasInsertReturning reports whether INSERT … RETURNING works: always on
 // PostgreSQL and SQLite (3.35+), on MariaDB (10.5+) but not on MySQL. It
 // asks through q, the caller's transaction: on a pool of one connection,
-// which the transaction holds, a query on the pool would wait forever.
+// which the transaction holds, a query on the pool would wait forever. A
+// wrong answer from the version is corrected by insertChunk's first
+// refused statement (noInsertReturning).
 func (s *Store) hasInsertReturning(ctx context.Context, q querier) (bool, error) {
 	if s.dialect != MySQL {
 		return true, nil
@@ -272,6 +282,15 @@ func (s *Store) hasInsertReturning(ctx context.Context, q querier) (bool, error)
 		s.returningKnown = true
 	}
 	return s.returning, nil
+}
+
+// noInsertReturning records that INSERT … RETURNING was refused, whatever
+// the server's version said. It is not asked again: a server that does
+// take RETURNING still takes the inserts without it.
+func (s *Store) noInsertReturning() {
+	s.returningMu.Lock()
+	s.returningKnown, s.returning = true, false
+	s.returningMu.Unlock()
 }
 
 // Get implements hookrelay.Ledger. A row that cannot be decoded is
