@@ -28,6 +28,14 @@ var ErrDatabase = errors.New("hooksql: database error")
 // hookrelay than this one: this code would misread its tables.
 var ErrSchemaTooNew = errors.New("hooksql: database schema is newer than this library")
 
+// ErrTxConflict is matched (errors.Is) by the error of a statement run in
+// a caller's transaction (EnqueueTx, PublishTx) that the database refused
+// for a conflict with another transaction: a deadlock (PostgreSQL 40P01,
+// MySQL 1213) or a serialization failure (40001). The transaction is lost:
+// roll it back and run it again. The Store's own transactions are run
+// again by the Store (up to four times) before it reports an error.
+var ErrTxConflict = errors.New("hooksql: transaction conflict (deadlock or serialization failure); run it again")
+
 // ErrInvalidDSN is wrapped by Open's error when the driver cannot read the
 // DSN (a malformed URL, an unknown parameter value, a port out of range).
 // Nothing was dialed: it is the caller's input, not the database, that is

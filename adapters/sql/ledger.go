@@ -75,7 +75,9 @@ func (s *Store) announceCreated(ctx context.Context, q querier, deliveries []hoo
 // SQLite, begin tx on Store.DB(); a BEGIN IMMEDIATE transaction (the
 // _txlock=immediate DSN option OpenSQLite sets) avoids lock-upgrade
 // failures. A tx already committed or rolled back is refused with an
-// error wrapping sql.ErrTxDone, and nothing is stored.
+// error wrapping sql.ErrTxDone, and nothing is stored. An error matching
+// ErrTxConflict (a deadlock, a serialization failure) means tx is lost:
+// roll it back and run the whole transaction again.
 func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, deliveries []hookrelay.Delivery) ([]bool, error) {
 	if tx == nil {
 		return nil, errors.New("hooksql: EnqueueTx: tx is nil")

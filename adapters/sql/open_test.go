@@ -3,6 +3,7 @@ package hooksql
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/hookrelay/hookrelay"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -305,5 +308,27 @@ func TestOpenTellsAMalformedDSNFromADownServer(t *testing.T) {
 		_, err := Open(tctx, c.dialect, c.dsn, Options{})
 		require.Error(t, err, c.dsn)
 		assert.NotErrorIs(t, err, ErrInvalidDSN, c.dsn)
+	}
+}
+
+// TestAConflictIsToldApartFromOtherDatabaseErrors: a caller running
+// EnqueueTx in its own transaction learns from ErrTxConflict that running
+// the transaction again may succeed (a deadlock, a serialization failure),
+// and from its absence that it will not.
+func TestAConflictIsToldApartFromOtherDatabaseErrors(t *testing.T) {
+	s := &Store{}
+	for _, tc := range []struct {
+		err      error
+		conflict bool
+	}{
+		{&mysql.MySQLError{Number: 1213, Message: "Deadlock found when trying to get lock"}, true},
+		{&pgconn.PgError{Code: "40P01", Message: "deadlock detected"}, true},
+		{&pgconn.PgError{Code: "40001", Message: "could not serialize access"}, true},
+		{&mysql.MySQLError{Number: 1064, Message: "syntax error"}, false},
+		{&pgconn.PgError{Code: "23505", Message: "duplicate key"}, false},
+	} {
+		err := s.dbErr("enqueue_tx", tc.err)
+		assert.ErrorIs(t, err, ErrDatabase, "%v", tc.err)
+		assert.Equal(t, tc.conflict, errors.Is(err, ErrTxConflict), "%v", tc.err)
 	}
 }

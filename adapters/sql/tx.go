@@ -54,11 +54,13 @@ func retried(tx func() error) error {
 	return err
 }
 
-// retryable marks a failure that running the transaction again may cure.
+// retryable marks a failure that running the transaction again may cure;
+// it is ErrTxConflict.
 type retryable struct{ err error }
 
-func (r *retryable) Error() string { return r.err.Error() }
-func (r *retryable) Unwrap() error { return r.err }
+func (r *retryable) Error() string        { return r.err.Error() }
+func (r *retryable) Unwrap() error        { return r.err }
+func (r *retryable) Is(target error) bool { return target == ErrTxConflict }
 
 func (s *Store) inPoolTx(ctx context.Context, op string, fn func(q querier) error) error {
 	var opts *sql.TxOptions
