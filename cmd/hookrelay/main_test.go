@@ -242,14 +242,21 @@ func TestMalformedDSNExitsTwo(t *testing.T) {
 		":memory:",
 		"sqlite::memory:",
 	} {
-		cmd := exec.Command(binary, "--dsn", dsn, "stats")
-		cmd.Env = append(os.Environ(), "HOOKRELAY_DSN=")
-		out, err := cmd.CombinedOutput()
-		ee, ok := err.(*exec.ExitError)
-		require.True(t, ok, "%q: %v\n%s", dsn, err, out)
-		assert.Equal(t, exitUsage, ee.ExitCode(), "%q:\n%s", dsn, out)
-		assert.Contains(t, string(out), "--dsn", "%q: the message names the flag", dsn)
+		assertUsageError(t, "--dsn", "--dsn", dsn, "stats")
 	}
+}
+
+// assertUsageError runs the CLI with args (and no $HOOKRELAY_DSN) and
+// checks it exits 2, bad usage, with a message naming flag.
+func assertUsageError(t *testing.T, flag string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), "HOOKRELAY_DSN=")
+	out, err := cmd.CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	require.True(t, ok, "%q: %v\n%s", args, err, out)
+	assert.Equal(t, exitUsage, ee.ExitCode(), "%q:\n%s", args, out)
+	assert.Contains(t, string(out), flag, "%q: the message names the flag", args)
 }
 
 func TestBadTablePrefixExitsTwo(t *testing.T) {
@@ -261,13 +268,7 @@ func TestBadTablePrefixExitsTwo(t *testing.T) {
 		{"--table-prefix", "x;drop", "stats"},
 		{"--table-prefix", strings.Repeat("p", 41), "purge", "--dry-run"},
 	} {
-		cmd := exec.Command(binary, append([]string{"--dsn", dsn}, args...)...)
-		cmd.Env = append(os.Environ(), "HOOKRELAY_DSN=")
-		out, err := cmd.CombinedOutput()
-		ee, ok := err.(*exec.ExitError)
-		require.True(t, ok, "%q: %v\n%s", args, err, out)
-		assert.Equal(t, exitUsage, ee.ExitCode(), "%q:\n%s", args, out)
-		assert.Contains(t, string(out), "--table-prefix", "%q: the message names the flag", args)
+		assertUsageError(t, "--table-prefix", append([]string{"--dsn", dsn}, args...)...)
 	}
 	_, err := os.Stat(dsn)
 	assert.ErrorIs(t, err, fs.ErrNotExist, "migrate with a bad prefix created no database file")
