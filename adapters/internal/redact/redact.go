@@ -2,9 +2,10 @@
 // Result.Detail and worker errors are secret-free by contract; this is the
 // second line of defence for a Sender that breaks it: URL credentials
 // (user information, and query or key=value pairs named like token,
-// password, secret, key or signature, raw or percent-encoded), JSON members
-// and headers named like them, Authorization values (with a scheme's
-// parameters), Standard Webhooks secrets (raw, percent-encoded once or
+// password, secret, key or signature, raw or percent-encoded), JSON members,
+// XML elements and headers named like them, Authorization values (with a
+// scheme's parameters, and Digest's parameters quoted without the header
+// name), tokens after an auth scheme (Bearer, Basic, Token, ApiKey), Standard Webhooks secrets (raw, percent-encoded once or
 // twice, or JSON-escaped) and PEM private keys are masked, and the text
 // is cut to a bounded length.
 //
@@ -64,6 +65,9 @@ const headerCredentialName = `[a-z0-9]+(?:-[a-z0-9]+)*-` + credentialName
 // sep is the blank around a pair's '=' or ':': spaces, tabs and Unicode
 // spaces (no-break…), not a line break.
 const sep = `[ \t\p{Zs}]*`
+
+// authParam is one RFC 7235 auth-param: token=token or token="quoted".
+const authParam = `[A-Za-z0-9!#$%&*+.^_|~-]+[ \t]*=[ \t]*(?:` + quotedString + `|[^\s,;"'}]*)`
 
 // quotedValueName is what comes before a quoted credential value.
 const quotedValueName = `(?:` + credentialName + sep + `=|(?:` + colonCredentialName + `|` + headerCredentialName + `)` + sep + `:)` + sep
@@ -156,7 +160,15 @@ var rules = []struct {
 	// "bearer: abc", "Bearer=abc", "Bearer=\"abc\"" as loggers and config
 	// dumps write it
 	// ("token: expired" is prose: only "bearer" takes a ':')
-	{[]string{"bearer", "basic", "token"}, regexp.MustCompile(`(?i)\b(bearer|basic|token)(` + space + `+)[A-Za-z0-9._~+/=-]{4,}`), "${1}${2}" + Mask},
+	// (and "ApiKey abc", "Api-Key abc", a gateway's scheme)
+	{[]string{"bearer", "basic", "token", "key"}, regexp.MustCompile(`(?i)\b(bearer|basic|token|api[-_]?key)(` + space + `+)[A-Za-z0-9._~+/=-]{4,}`), "${1}${2}" + Mask},
+	// Digest's parameters where no Authorization name comes before them
+	// (a challenge or an answer quoted in prose): Digest username="u",
+	// response="…" → Digest [REDACTED], every name=value of the list
+	{[]string{"digest"}, regexp.MustCompile(`(?i)\b(digest)(` + space + `+)` + authParam + `(?:[ \t]*,[ \t]*` + authParam + `)*`), "${1}${2}" + Mask},
+	// An XML element named like a credential: <password>…</password>,
+	// <client_secret type="…">…, up to the next tag
+	{credentialWords, regexp.MustCompile(`(?i)(<` + credentialName + `(?:\s[^<>]*)?>)[^<]+`), "${1}" + Mask},
 	{[]string{"bearer"}, regexp.MustCompile(`(?i)\b(bearer` + space + `*[:=]` + space + `*["']?)[A-Za-z0-9._~+/=-]{4,}`), "${1}" + Mask},
 	// Standard Webhooks signing secrets, raw or escaped: the '_' and the
 	// base64 '+', '/' and '=' percent-encoded once (a query) or twice (a

@@ -20,6 +20,15 @@ func TestTextMasksSecrets(t *testing.T) {
 			"sent Authorization: [REDACTED], got 401"},
 		{"api key in json", `{"x-api-key":"k-123456"}`, `{"x-api-key":"[REDACTED]"}`},
 		{"bare bearer token", "token was Bearer abcdef123", "token was Bearer [REDACTED]"},
+		{"apikey scheme", "sent ApiKey abcdef123 to the gateway", "sent ApiKey [REDACTED] to the gateway"},
+		{"api-key scheme", "Api-Key\tabcdef123", "Api-Key\t[REDACTED]"},
+		{"xml credential element", "<auth><user>u</user><password>hunter2-x</password></auth>",
+			"<auth><user>u</user><password>[REDACTED]</password></auth>"},
+		{"xml element with attributes", `<client_secret type="plain">s3cr3t-v</client_secret>`,
+			`<client_secret type="plain">[REDACTED]</client_secret>`},
+		{"xml word that is no credential", "<keyboard>qwerty</keyboard><monkeys>3</monkeys>", "<keyboard>qwerty</keyboard><monkeys>3</monkeys>"},
+		{"bare digest parameters", `challenge answered with Digest username="u", realm="r", response="6629fae49393a05397450978507c4ef1", retrying`,
+			`challenge answered with Digest [REDACTED], retrying`},
 		{"basic credentials", "Basic dXNlcjpwYXNz rejected", "Basic [REDACTED] rejected"},
 		// Any Unicode space after the scheme, and a ':' or '=' before
 		// the token, as loggers and config dumps write it.
@@ -189,6 +198,9 @@ func TestTextRedactsBeforeItCuts(t *testing.T) {
 		{"Proxy-Authorization: " + tok, tok},
 		{`{"x-api-key":"` + tok + `"}`, tok},
 		{"Bearer " + tok, tok},
+		{"ApiKey " + tok, tok},
+		{"<password>" + tok + "</password>", tok},
+		{`Digest username="u", response="` + tok + `"`, tok},
 		{"Bearer\u00a0" + tok, tok},
 		{"bearer: " + tok, tok},
 		{"Bearer=" + tok, tok},
@@ -261,6 +273,8 @@ var needsCorpus = []string{
 	"proxy-authorization: Basic abcd", "x-api-key: abcd", "API_KEY=abcd", "Bearer abcdef", "baſic abcdef",
 	"to\u212Aen abcdef", "bearer: abcdef", "BEARER=abcdef", "whsec_abcd", "WHSEC%5Fabcd", `whsec\u005fabcd`,
 	"credentials=abcd", "passphrase: abcd", "secret_key: abcd",
+	"ApiKey abcdef", "api-\u212Aey abcdef", "<password>abcd</password>", "<PaſſWORD>abcd</PaſſWORD>",
+	`Digest username="u", response="abcd"`, `DIGEST response=abcd`,
 }
 
 // TestRulesRunWhereverTheyCanMatch: Text skips a rule on text that holds
