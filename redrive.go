@@ -506,11 +506,17 @@ func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, log Redr
 		c.worker.dests.forget(s.d.DestinationID)
 		// Ledger first, then the queue: where the queue is not the ledger's
 		// own store (a broker), this is what puts the message back on it.
-		if err := c.queue.Enqueue(ctx, []Delivery{rec}); err != nil {
-			for _, rest := range slots[i+1:] {
-				rest.r.CancelAt(at)
+		// Where it is (a LedgerQueue), the move made the delivery
+		// claimable, and there is nothing to hand on: a context ended
+		// here would otherwise fail the redrive naming a delivery that is
+		// pending.
+		if !c.ledgerQueue {
+			if err := c.queue.Enqueue(ctx, []Delivery{rec}); err != nil {
+				for _, rest := range slots[i+1:] {
+					rest.r.CancelAt(at)
+				}
+				return moved, skipped, last, opErr("queue.enqueue", s.d.ID, err)
 			}
-			return moved, skipped, last, opErr("queue.enqueue", s.d.ID, err)
 		}
 		c.observe(ctx, Event{Name: EventRedriven, Delivery: rec, Reason: s.d.LastReason, Time: at})
 	}

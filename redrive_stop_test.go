@@ -247,3 +247,67 @@ func TestRedriveSkipsADeadLetterRemovedMeanwhile(t *testing.T) {
 	assert.EqualValues(t, 2, a.Redriven, "the two still there")
 	assert.EqualValues(t, 1, a.Skipped, "the one removed meanwhile")
 }
+
+// cancelAfterMove is the memory store, as the Ledger of a client whose
+// Queue is the same store, that cancels the redrive's context right after
+// the ledger moved a dead letter: Close or a deploy ending the redrive
+// between the move and what follows it.
+type cancelAfterMove struct {
+	*memory.Store
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfterMove) Unwrap() hookrelay.Ledger { return c.Store }
+
+func (c *cancelAfterMove) RedriveDelivery(ctx context.Context, p hookrelay.RedriveDeliveryParams) (hookrelay.Delivery, bool, error) {
+	d, ok, err := c.Store.RedriveDelivery(ctx, p)
+	c.cancel()
+	return d, ok, err
+}
+
+// Where the queue is the ledger's own store, the ledger's move is what
+// makes a redriven delivery claimable: nothing is left to hand to the
+// queue, so a redrive ended right after a move is interrupted (stopped,
+// resumable), not failed naming a delivery that is in fact pending. (It
+// was handed to the queue again, which refused it for the ended context.)
+func TestRedriveEndedAfterAMoveOnALedgerQueueIsInterrupted(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC))
+	store := memory.NewStore()
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	client := refusedClient(t, clk, store, &cancelAfterMove{Store: store, cancel: cancel})
+	var ids []string
+	for _, ev := range []string{"pay_1", "pay_2"} {
+		res, err := client.Enqueue(ctx, hookrelay.EnqueueParams{
+			EventID: ev, TenantID: "tenant_a", DestinationID: "accounting", EventType: "lease.payment_recorded", Payload: []byte(`{}`),
+		})
+		require.NoError(t, err)
+		ids = append(ids, res.ID)
+	}
+	claims, err := store.Claim(ctx, hookrelay.ClaimParams{Now: clk.Now(), Limit: 10, LeaseFor: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, claims, 2)
+	for _, cl := range claims {
+		require.NoError(t, client.Process(ctx, cl))
+	}
+
+	a, err := client.Redrive(rctx, hookrelay.RedriveParams{
+		Filter: hookrelay.DeadLetterFilter{DestinationIDs: []string{"accounting"}},
+		Actor:  "alice", Reason: "credentials fixed", RatePerSecond: 1,
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, hookrelay.RedriveStopped, a.State, "interrupted, resumable: %s", a.Error)
+	assert.Contains(t, a.Error, "interrupted")
+	assert.EqualValues(t, 1, a.Redriven, "the one move is counted")
+	pending := 0
+	for _, id := range ids {
+		d, err := store.Get(ctx, id)
+		require.NoError(t, err)
+		if d.State == hookrelay.StatePending {
+			pending++
+		}
+	}
+	assert.Equal(t, 1, pending, "the moved delivery is claimable, the other still dead")
+}
