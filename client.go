@@ -536,8 +536,9 @@ func (c *Client) checkEnvelope(d Delivery) error {
 }
 
 // longestEnvelopeTime is a time whose text in an envelope is as long as
-// any storable time's: nine digits of nanoseconds and an offset.
-var longestEnvelopeTime = time.Date(2262, 4, 11, 23, 47, 16, 854775807, time.FixedZone("", -(9*3600+30*60)))
+// any storable time's: the last one, nine digits of nanoseconds, and an
+// offset in place of "Z".
+var longestEnvelopeTime = maxStorableTime.In(time.FixedZone("", -(9*3600 + 30*60)))
 
 // Enqueue validates one event, stores its delivery record and makes it
 // claimable. It is idempotent by delivery ID: enqueueing the same event for

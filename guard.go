@@ -217,17 +217,7 @@ func (r guardRules) admit(g GuardState, now time.Time, probe string) (GuardState
 			tokens = min(burst, g.Tokens+r.rate*max(now.Sub(g.RefilledAt), 0).Seconds())
 		}
 		if tokens < 1 {
-			wait := r.tokenWait(tokens, now)
-			if r.recheck > 0 && wait > r.recheck {
-				// Looked at again within PausedRecheck, as a pause is: a
-				// rate raised or removed meanwhile (one set too low by
-				// mistake) then takes effect, where the slot the old rate
-				// gave (hours, years) held the deliveries, the worker and
-				// the store's claims. The bucket, not this time, keeps
-				// the pace: a look before the next token finds it short.
-				wait = r.recheck
-			}
-			g.Tokens, g.RefilledAt, g.LimitedUntil = tokens, now, now.Add(wait)
+			g.Tokens, g.RefilledAt, g.LimitedUntil = tokens, now, now.Add(r.tokenWait(tokens, now))
 			if isProbe {
 				// No probe after all: let the next send that has a token be it.
 				g.Circuit, g.Probe, g.OpenUntil = CircuitOpen, "", now
@@ -239,17 +229,25 @@ func (r guardRules) admit(g GuardState, now time.Time, probe string) (GuardState
 	return g, admission{ok: true, probe: isProbe}
 }
 
-// tokenWait is how long a bucket holding tokens (fewer than one) takes to
-// hold one at r's rate, capped at what a store can hold: a rate small
-// enough (1e-12) for the wait to pass time.Duration's range overflowed to
-// a wait in the past, and the delivery was released, claimed again at
-// once and released again, in a loop.
+// tokenWait is how long a destination whose bucket holds tokens (fewer
+// than one) waits before it is looked at again: until the bucket holds one
+// at r's rate, but no longer than recheck (PausedRecheck, as a pause is
+// looked at), so that a rate raised or removed meanwhile (one set too low
+// by mistake) takes effect, where the old rate's slot (hours, years) held
+// the deliveries, the worker and the store's claims; the bucket, not this
+// wait, keeps the pace. Nor past what a store can hold. It is worked out in
+// floating point: a rate small enough (1e-12) for the wait to pass
+// time.Duration's range overflowed to a wait in the past, and the delivery
+// was released, claimed again at once and released again, in a loop.
 func (r guardRules) tokenWait(tokens float64, now time.Time) time.Duration {
-	wait := maxStorableTime.Sub(now)
-	if w := math.Ceil((1 - tokens) / r.rate * float64(time.Second)); w < float64(wait) {
-		wait = time.Duration(w)
+	limit := maxStorableTime.Sub(now)
+	if r.recheck > 0 {
+		limit = min(limit, r.recheck)
 	}
-	return wait
+	if w := math.Ceil((1 - tokens) / r.rate * float64(time.Second)); w < float64(limit) {
+		return time.Duration(w)
+	}
+	return limit
 }
 
 // storableAfter is d after now, or the latest time a store can hold when

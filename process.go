@@ -274,13 +274,11 @@ func (c *Client) settle(ctx context.Context, run attemptRun, a attemptPlan, res 
 		return c.deadLetterAttempt(ctx, run, d, lease, ReasonAttemptsExhausted, attempt, &res, finished)
 	}
 	delay := NextDelay(policy, d.BudgetAttempt(), c.randomFloat(), res.RetryAfter)
-	at := finished.Add(delay)
-	if at.After(maxStorableTime) {
-		// An uncapped policy met a Retry-After of centuries: no store
-		// holds the time, and a refused write would send the delivery
-		// again each time its lease ran out. Wait as long as a store can.
-		at, delay = maxStorableTime, maxStorableTime.Sub(finished)
-	}
+	// An uncapped policy may meet a Retry-After of centuries: no store
+	// holds that time, and a refused write would send the delivery again
+	// each time its lease ran out. It waits as long as a store can say.
+	at := storableAfter(finished, delay)
+	delay = at.Sub(finished)
 	if policy.MaxAge > 0 && !at.Before(d.WindowStartsAt().Add(policy.MaxAge)) {
 		return c.deadLetterAttempt(ctx, run, d, lease, ReasonWindowExpired, attempt, &res, finished)
 	}
