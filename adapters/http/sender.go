@@ -25,6 +25,7 @@ import (
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/adapters/http/internal/signature"
 	"github.com/hookrelay/hookrelay/internal/reqheader"
+	"github.com/hookrelay/hookrelay/internal/urlcred"
 )
 
 // version is this library's version as the User-Agent names it.
@@ -661,12 +662,7 @@ func secretsOf(d hookrelay.Destination) []string {
 		}
 		// The user name and password as the URL spells them, escapes
 		// as written (Go re-escapes them otherwise: %2f as / or %2F).
-		authority := rest
-		if i := strings.IndexAny(authority, "/?#"); i >= 0 {
-			authority = authority[:i]
-		}
-		if i := strings.LastIndex(authority, "@"); i >= 0 {
-			name, pw, _ := strings.Cut(authority[:i], ":")
+		if name, pw, ok := urlcred.Raw(d.URL); ok {
 			add(name)
 			add(pw)
 		}
