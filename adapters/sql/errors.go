@@ -14,6 +14,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/hookrelay/hookrelay/internal/urlcred"
 )
 
 // ErrDatabase is wrapped by every failure the database reported (connection
@@ -42,24 +44,24 @@ var ErrTxConflict = errors.New("hooksql: transaction conflict (deadlock or seria
 // wrong, and trying again will not help.
 var ErrInvalidDSN = errors.New("hooksql: invalid DSN")
 
-// invalidDSN is the text of a driver's refusal of a DSN, password removed;
-// it is ErrInvalidDSN.
-type invalidDSN string
-
-func (e invalidDSN) Error() string        { return string(e) }
-func (e invalidDSN) Is(target error) bool { return target == ErrInvalidDSN }
-
 // ErrInvalidOptions is wrapped by the error of New, Open, OpenSQLite and
 // Options.Validate when an Options field is out of its range (a malformed
 // TablePrefix, a negative size). Nothing was opened or dialed.
 var ErrInvalidOptions = errors.New("hooksql: invalid options")
 
-// invalidOptions is the text of a refused Options field; it is
-// ErrInvalidOptions.
-type invalidOptions string
+// inputRefusal is the text of a refused input (a DSN's, password removed; an
+// Options field's) that is its kind, ErrInvalidDSN or ErrInvalidOptions,
+// without the kind's words before it.
+type inputRefusal struct {
+	text string
+	kind error
+}
 
-func (e invalidOptions) Error() string        { return string(e) }
-func (e invalidOptions) Is(target error) bool { return target == ErrInvalidOptions }
+func (e inputRefusal) Error() string        { return e.text }
+func (e inputRefusal) Is(target error) bool { return target == e.kind }
+
+func invalidDSN(text string) error     { return inputRefusal{text, ErrInvalidDSN} }
+func invalidOptions(text string) error { return inputRefusal{text, ErrInvalidOptions} }
 
 // dbErr translates a driver failure at the Store's boundary.
 func (s *Store) dbErr(op string, err error) error {
@@ -123,7 +125,7 @@ func isRetryable(err error) bool {
 	return false
 }
 
-// isParseError reports MySQL's refusal of a statement it could not parse
+// isParseError reports MySQL's inputRefusal of a statement it could not parse
 // (ER_PARSE_ERROR), which runs nothing and leaves the transaction open.
 func isParseError(err error) bool {
 	var me *mysql.MySQLError
@@ -152,14 +154,8 @@ func dsnSecrets(dsn string) []string {
 			add(p)
 			// As the URL spells it: escaping the decoded password again
 			// need not give that back (%2f, or %40 with %20 for a space).
-			if _, rest, ok := strings.Cut(dsn, "//"); ok {
-				if end := strings.IndexAny(rest, "/?#"); end >= 0 {
-					rest = rest[:end] // the authority, as url.Parse reads it
-				}
-				if at := strings.LastIndex(rest, "@"); at >= 0 {
-					_, raw, _ := strings.Cut(rest[:at], ":")
-					add(raw)
-				}
+			if _, raw, ok := urlcred.Raw(dsn); ok {
+				add(raw)
 			}
 		}
 	}
@@ -177,7 +173,7 @@ func dsnSecrets(dsn string) []string {
 	return out
 }
 
-// withoutConnString is err's text, but for pgx's refusal of a DSN it
+// withoutConnString is err's text, but for pgx's inputRefusal of a DSN it
 // cannot parse ("cannot parse `<DSN>`: why"), which prints the DSN with
 // what pgx could find of its password masked: with a password pgx reads
 // differently from its masking (password='it\'s mine'), the rest of the
