@@ -96,24 +96,26 @@ func drive(c *clock.Mock, done <-chan struct{}) {
 
 // redriveDriven runs a redrive while driving the mock clock.
 func (e *engine) redriveDriven(p hookrelay.RedriveParams) (hookrelay.RedriveAudit, error) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); drive(e.clock, done) }()
-	defer wg.Wait()
-	defer close(done)
-	return e.client.Redrive(context.Background(), p)
+	return e.driving(func() (hookrelay.RedriveAudit, error) { return e.client.Redrive(context.Background(), p) })
 }
 
 // resumeDriven resumes redrive id as actor while the mock clock moves.
 func (e *engine) resumeDriven(id, actor string) (hookrelay.RedriveAudit, error) {
+	return e.driving(func() (hookrelay.RedriveAudit, error) {
+		return e.client.ResumeRedrive(context.Background(), id, actor, nil)
+	})
+}
+
+// driving runs f while driving the mock clock, and stops driving it once
+// f returns.
+func (e *engine) driving(f func() (hookrelay.RedriveAudit, error)) (hookrelay.RedriveAudit, error) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); drive(e.clock, done) }()
 	defer wg.Wait()
 	defer close(done)
-	return e.client.ResumeRedrive(context.Background(), id, actor, nil)
+	return f()
 }
 
 func (e *engine) enqueueFor(eventID, tenant, destID, eventType string) string {
