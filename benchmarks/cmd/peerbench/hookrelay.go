@@ -79,8 +79,11 @@ func openHookrelay(ctx context.Context, backend string, o options, url string, p
 	// session's changes 0.92 and 1.05× (two runs of --systems
 	// postgres,postgres-tuned), and on 2026-12-06 (twenty-first session,
 	// --systems ceiling,postgres,postgres-tuned,memory,memory-tuned) 1.07×
-	// on PostgreSQL and 1.06× on memory: the defaults ahead of the tuned
-	// setting, so neither setting is worth a default.
+	// on PostgreSQL and 1.06× on memory, and on the same day (twenty-second
+	// session, a slower host) 0.97× on PostgreSQL (6,821 against 7,049/s)
+	// and 1.19× on memory (16,011 against 13,408/s): within 10% or ahead,
+	// so neither setting is worth a default. They exist only for this
+	// comparison, which the durable-throughput issue asks for.
 	if hs, ok := q.(*hooksql.Store); ok {
 		if tuned {
 			hs.DB().SetMaxOpenConns(4 * o.workers)
