@@ -173,7 +173,8 @@ func retryable(status int) bool {
 
 // Middleware runs next at most once per webhook-id:
 //
-//   - no webhook-id, or a body that cannot be read: 400.
+//   - no webhook-id (looked for, as by the Verifier, under a header key
+//     in any spelling), or a body that cannot be read: 400.
 //   - a body over MaxBodyBytes, or over an outer http.MaxBytesReader the
 //     server put around r.Body: 413 Content Too Large; next does not run
 //     and nothing is stored.
@@ -199,7 +200,8 @@ func retryable(status int) bool {
 // status is the one answered and stored).
 func (m *Idempotency) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key := r.Header.Get(HeaderWebhookID)
+		// Found as the Verifier finds it, under a key in any spelling.
+		key := headerValue(r.Header, HeaderWebhookID)
 		if key == "" {
 			http.Error(w, "recipient: missing webhook-id header", http.StatusBadRequest)
 			return

@@ -340,3 +340,34 @@ func TestIdempotencyRefusesAnOversizedBody(t *testing.T) {
 	_, err := NewIdempotency(IdempotencyConfig{Store: NewMemoryStore(), MaxBodyBytes: -1})
 	assert.ErrorContains(t, err, "MaxBodyBytes")
 }
+
+// A header map without canonical keys (http.Header(event.MultiValueHeaders)
+// from a serverless event) passes the Verifier, which finds webhook-id
+// under any spelling; the Idempotency middleware behind it must find the
+// same ID, not answer 400 (which the sender takes as permanent) to a
+// request the Verifier accepted.
+func TestIdempotencyFindsTheWebhookIDWhateverItsKeySpelling(t *testing.T) {
+	body := []byte(`{"payment_id":"pay_7319"}`)
+	signed := signedHeader(t, secretNew, "whd_1", now, body)
+	mock := clock.NewMock()
+	mock.Set(now)
+	v, err := NewVerifier(VerifierConfig{Secrets: []string{secretNew}, Clock: mock})
+	require.NoError(t, err)
+	var runs atomic.Int32
+	h := v.Middleware(newIdem(t, IdempotencyConfig{Clock: mock}).Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		w.WriteHeader(http.StatusAccepted)
+	})))
+	for i, spell := range []func(string) string{strings.ToLower, strings.ToUpper, strings.ToLower} {
+		req := httptest.NewRequest(http.MethodPost, "/hooks", strings.NewReader(string(body)))
+		req.Header = http.Header{}
+		for k, vs := range signed {
+			req.Header[spell(k)] = vs
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		require.Equal(t, http.StatusAccepted, rec.Code, "request %d: %s", i, rec.Body.String())
+		assert.Equal(t, i > 0, rec.Header().Get(HeaderReplayed) == "true", "request %d replayed", i)
+	}
+	assert.Equal(t, int32(1), runs.Load(), "the handler runs once for the one webhook-id")
+}
