@@ -101,8 +101,8 @@ type Event struct {
 // An Observer is told of a transition after it is recorded, so a panic in
 // Observe cannot undo it: the client recovers it, the worker carries on, and
 // the panic is reported to the Observer as an EventWorkerError whose
-// OpError.Op is "observer.observe". The observers of an Observers after the
-// one that panicked miss that event.
+// OpError.Op is "observer.observe". The other observers of an Observers
+// are told of the event all the same.
 type Observer interface {
 	Observe(ctx context.Context, e Event)
 }
@@ -116,11 +116,25 @@ func (f ObserverFunc) Observe(ctx context.Context, e Event) { f(ctx, e) }
 // Observers fans one event out to several observers, in order.
 type Observers []Observer
 
-// Observe calls each observer.
+// Observe calls each observer. One that panics does not keep the event
+// from the others: the first panic is passed on once they all ran.
 func (os Observers) Observe(ctx context.Context, e Event) {
+	var first any
 	for _, o := range os {
-		o.Observe(ctx, e)
+		if r := observeOne(ctx, o, e); r != nil && first == nil {
+			first = r
+		}
 	}
+	if first != nil {
+		panic(first)
+	}
+}
+
+// observeOne calls o and returns what it panicked with, or nil.
+func observeOne(ctx context.Context, o Observer, e Event) (panicked any) {
+	defer func() { panicked = recover() }()
+	o.Observe(ctx, e)
+	return nil
 }
 
 type nopObserver struct{}

@@ -94,3 +94,26 @@ func TestAPanickingObserverDoesNotStopTheWorker(t *testing.T) {
 		}
 	}
 }
+
+// Observers fans out to every observer even when one panics (a metrics
+// bug must not silence the logs of the same event); the panic is passed on
+// once they all ran, so the client reports it.
+func TestObserversReachEveryObserverWhenOnePanics(t *testing.T) {
+	var seen []string
+	record := func(name string) hookrelay.Observer {
+		return hookrelay.ObserverFunc(func(context.Context, hookrelay.Event) { seen = append(seen, name) })
+	}
+	boom := hookrelay.ObserverFunc(func(context.Context, hookrelay.Event) { panic("metrics bug") })
+	obs := hookrelay.Observers{record("first"), boom, record("logs"), boom, record("traces")}
+	var got any
+	func() {
+		defer func() { got = recover() }()
+		obs.Observe(context.Background(), hookrelay.Event{Name: hookrelay.EventDelivered})
+	}()
+	if got != "metrics bug" {
+		t.Errorf("recovered %v, want the observer's panic passed on", got)
+	}
+	if fmt.Sprint(seen) != "[first logs traces]" {
+		t.Errorf("observers reached: %v, want all three that do not panic", seen)
+	}
+}
