@@ -67,6 +67,13 @@
 //	metrics, err := hookprom.New(hookprom.Config{Registerer: reg, Stats: store})
 //	...
 //	client, err := hookrelay.New(hookrelay.Config{..., Observer: metrics})
+//
+// New refuses to register a second Metrics on the same registry (the
+// series would collide). For two clients in one process (two ledgers, say),
+// give each its own constant label:
+//
+//	hookprom.New(hookprom.Config{Registerer: prometheus.WrapRegistererWith(prometheus.Labels{"client": "billing"}, reg), Stats: billingStore})
+//	hookprom.New(hookprom.Config{Registerer: prometheus.WrapRegistererWith(prometheus.Labels{"client": "crm"}, reg), Stats: crmStore})
 package hookprom
 
 import (

@@ -338,3 +338,25 @@ hookrelay_pending_deliveries{destination="glo\uFFFDbex"} 2
 		t.Error(err)
 	}
 }
+
+// Two clients share one registry when each Metrics is registered under its
+// own constant label, as the package documentation shows.
+func TestTwoClientsShareARegistryUnderTheirOwnLabel(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	for _, name := range []string{"billing", "crm"} {
+		m, err := hookprom.New(hookprom.Config{Registerer: prometheus.WrapRegistererWith(prometheus.Labels{"client": name}, reg)})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		m.Observe(context.Background(), hookrelay.Event{Name: hookrelay.EventRedriven, Delivery: hookrelay.Delivery{DestinationID: "acme"}})
+	}
+	want := `
+# HELP hookrelay_redriven_total Dead deliveries moved back to pending by an operator.
+# TYPE hookrelay_redriven_total counter
+hookrelay_redriven_total{client="billing",destination="acme"} 1
+hookrelay_redriven_total{client="crm",destination="acme"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "hookrelay_redriven_total"); err != nil {
+		t.Error(err)
+	}
+}
