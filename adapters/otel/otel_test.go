@@ -402,3 +402,23 @@ func TestSpanAttributesThatAreNotUTF8AreRecordedAsUTF8(t *testing.T) {
 		}
 	}
 }
+
+// A Sender's Result.Outcome is one of three words by contract; one that
+// breaks it (free text, a secret, bytes that are not UTF-8, any length)
+// is recorded as "other", as a reason label is, not copied onto the span.
+func TestSpanOutcomeIsBounded(t *testing.T) {
+	exp, wrap := newTracing(t)
+	inner := hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result {
+		res := hookrelay.Retryable(hookrelay.ReasonServerError)
+		res.Outcome = hookrelay.Outcome("failed posting to https://u:OutcomePw1@h.invalid/ \xff" + strings.Repeat("x", 10<<10))
+		return res
+	})
+	wrap(inner).Send(context.Background(), hookrelay.SendParams{Delivery: hookrelay.Delivery{ID: "whd_1", DestinationID: "acme", Attempt: 1}})
+	spans := exp.GetSpans()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans, want 1", len(spans))
+	}
+	if got := attrs(spans[0])[hookotel.AttrAttemptOutcome].AsString(); got != "other" {
+		t.Errorf("outcome %.60q, want other", got)
+	}
+}

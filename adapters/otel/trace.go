@@ -84,7 +84,8 @@ func (s *tracingSender) Send(ctx context.Context, p hookrelay.SendParams) hookre
 
 	span.SetAttributes(
 		AttrAttemptResult.String(res.Kind.String()),
-		AttrAttemptOutcome.String(string(res.Outcome)),
+		// accepted, rejected or unknown by contract; anything else "other"
+		AttrAttemptOutcome.String(measure.Label(string(res.Outcome))),
 	)
 	reason := redact.Text(res.Reason, 64)
 	if reason != "" {

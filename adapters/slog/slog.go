@@ -191,7 +191,7 @@ func (o *Observer) Observe(ctx context.Context, e hookrelay.Event) {
 	}
 	reason := e.Reason
 	if r := e.Result; r != nil {
-		attrs = append(attrs, slog.String("outcome", string(r.Outcome)), slog.String("result", r.Kind.String()))
+		attrs = append(attrs, slog.String("outcome", o.text(string(r.Outcome))), slog.String("result", r.Kind.String()))
 		if reason == "" {
 			reason = r.Reason
 		} else if r.Reason != "" && r.Reason != reason {

@@ -261,3 +261,17 @@ func TestScopeValuesAreMasked(t *testing.T) {
 		t.Errorf("scope %v: want api_key masked whole, the callback's host kept", got)
 	}
 }
+
+// A Result.Outcome outside the contract (free text from a broken Sender)
+// is logged masked and cut, as detail is.
+func TestOutcomeIsMaskedAndCut(t *testing.T) {
+	res := hookrelay.Retryable(hookrelay.ReasonServerError)
+	res.Outcome = hookrelay.Outcome("failed posting to https://u:OutcomePw1@h.invalid/ " + strings.Repeat("x", 10<<10))
+	d := hookrelay.Delivery{ID: "whd_1", EventID: "evt_1", TenantID: "t", DestinationID: "acct", EventType: "e", Attempt: 1}
+	_, raw := logLines(t, slog.LevelDebug, func(o *hookslog.Observer) {
+		o.Observe(context.Background(), hookrelay.Event{Name: hookrelay.EventAttemptFinished, Delivery: d, Result: &res})
+	})
+	if strings.Contains(raw, "OutcomePw1") || len(raw) > 2<<10 {
+		t.Errorf("outcome logged as it was (%d bytes):\n%.300s", len(raw), raw)
+	}
+}
