@@ -310,8 +310,8 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(statsUpDesc, prometheus.GaugeValue, 1)
-	for _, s := range stats {
-		dest := measure.Destination(s.DestinationID)
+	for _, s := range measure.ByLabel(stats) {
+		dest := s.DestinationID
 		gauge := func(d *prometheus.Desc, v float64) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, dest)
 		}
