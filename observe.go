@@ -2,6 +2,8 @@ package hookrelay
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -95,6 +97,12 @@ type Event struct {
 // synchronously on the worker's goroutines, so it must be fast and safe for
 // concurrent use. Adapters (logs, metrics, traces) implement it; the core
 // imports none of them.
+//
+// An Observer is told of a transition after it is recorded, so a panic in
+// Observe cannot undo it: the client recovers it, the worker carries on, and
+// the panic is reported to the Observer as an EventWorkerError whose
+// OpError.Op is "observer.observe". The other observers of an Observers
+// are told of the event all the same.
 type Observer interface {
 	Observe(ctx context.Context, e Event)
 }
@@ -108,20 +116,59 @@ func (f ObserverFunc) Observe(ctx context.Context, e Event) { f(ctx, e) }
 // Observers fans one event out to several observers, in order.
 type Observers []Observer
 
-// Observe calls each observer.
+// Observe calls each observer. One that panics does not keep the event
+// from the others: the first panic is passed on once they all ran.
 func (os Observers) Observe(ctx context.Context, e Event) {
+	var first any
 	for _, o := range os {
-		o.Observe(ctx, e)
+		if r := observeOne(ctx, o, e); r != nil && first == nil {
+			first = r
+		}
 	}
+	if first != nil {
+		panic(first)
+	}
+}
+
+// observeOne calls o and returns what it panicked with, or nil.
+func observeOne(ctx context.Context, o Observer, e Event) (panicked any) {
+	defer func() { panicked = recover() }()
+	o.Observe(ctx, e)
+	return nil
 }
 
 type nopObserver struct{}
 
 func (nopObserver) Observe(context.Context, Event) {}
 
+// opObserve names an Observer that panicked, in the EventWorkerError
+// that reports it.
+const opObserve = "observer.observe"
+
 func (c *Client) observe(ctx context.Context, e Event) {
 	if e.Time.IsZero() {
 		e.Time = c.clock.Now()
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			c.observerPanicked(ctx, e, r)
+		}
+	}()
 	c.observer.Observe(ctx, e)
+}
+
+// observerPanicked reports an Observer's panic on e as an EventWorkerError
+// (op observer.observe) to the observer. The transition e told of is
+// recorded already, so the worker goes on; a panic in the report itself,
+// or in reporting an earlier panic, is dropped rather than reported again.
+func (c *Client) observerPanicked(ctx context.Context, e Event, r any) {
+	var oe *OpError
+	if e.Name == EventWorkerError && errors.As(e.Err, &oe) && oe.Op == opObserve {
+		return
+	}
+	defer func() { _ = recover() }()
+	c.observer.Observe(ctx, Event{
+		Name: EventWorkerError, Delivery: e.Delivery, Time: e.Time,
+		Err: opErr(opObserve, e.Delivery.ID, fmt.Errorf("observer panicked on %s: %v", e.Name, r)),
+	})
 }

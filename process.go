@@ -198,6 +198,10 @@ func (c *Client) resolve(ctx context.Context, claim Claim, run attemptRun) (a at
 // error returned.
 func (c *Client) send(ctx context.Context, a attemptPlan) (Result, time.Time, error) {
 	sendCtx, cancel := c.sendContext(ctx, a)
+	// The latency is the send's own: a.now came before the destination
+	// read and the guard's store write, which a busy store (a guard row
+	// other workers hold locked) can make last longer than the send.
+	started := c.clock.Now()
 	res := c.sender.Send(sendCtx, SendParams{Delivery: a.d, Destination: a.dest, Now: a.now})
 	if cancel != nil {
 		cancel()
@@ -206,7 +210,7 @@ func (c *Client) send(ctx context.Context, a attemptPlan) (Result, time.Time, er
 	if res.Kind < KindDelivered || res.Kind > KindPermanent {
 		res = Unknown(ReasonSenderError).WithDetail(fmt.Sprintf("sender returned invalid kind %d", int(res.Kind)))
 	}
-	c.observe(ctx, Event{Name: EventAttemptFinished, Delivery: a.d, Result: &res, Latency: finished.Sub(a.now)})
+	c.observe(ctx, Event{Name: EventAttemptFinished, Delivery: a.d, Result: &res, Latency: finished.Sub(started)})
 
 	if ctx.Err() != nil && res.Kind != KindDelivered {
 		// Cancelled by our own shutdown: the attempt is not the recipient's

@@ -21,7 +21,9 @@
 // the global propagator is.
 //
 // The span never carries the payload, the destination URL, signing secrets
-// or headers.
+// or headers. Its string attributes are valid UTF-8 (bytes that are not
+// become U+FFFD, as in the metrics), so a record from a Ledger that skipped
+// CheckStorable cannot make an OTLP exporter drop the batch.
 //
 // # Metrics
 //

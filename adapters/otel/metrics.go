@@ -152,8 +152,8 @@ func (m *Metrics) observeStats(meter metric.Meter, cfg MetricsConfig) error {
 			return nil // reported through the up gauge; the other instruments still export
 		}
 		o.ObserveInt64(up, 1)
-		for _, s := range stats {
-			attrs := metric.WithAttributeSet(attribute.NewSet(AttrDestinationID.String(measure.Destination(s.DestinationID))))
+		for _, s := range measure.ByLabel(stats) {
+			attrs := metric.WithAttributeSet(attribute.NewSet(AttrDestinationID.String(s.DestinationID)))
 			o.ObserveInt64(pending, s.Pending, attrs)
 			o.ObserveInt64(eligible, s.EligibleNow, attrs)
 			o.ObserveInt64(dead, s.Dead, attrs)

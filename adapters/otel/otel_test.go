@@ -369,3 +369,56 @@ func TestDestinationIDsThatAreNotUTF8AreRecordedAsUTF8(t *testing.T) {
 	wantPoints(t, rm, "hookrelay.redriven", map[string]any{"ac\uFFFDme": int64(1)})
 	wantPoints(t, rm, "hookrelay.deliveries.pending", map[string]any{"glo\uFFFDbex": int64(2)})
 }
+
+// The attempt span's identifying attributes come from the delivery record
+// as the Ledger returned it: one that is not UTF-8 (a Ledger that skipped
+// CheckStorable) is recorded with U+FFFD for its bad bytes, as the metrics
+// do, so an OTLP exporter does not drop the whole batch of spans.
+func TestSpanAttributesThatAreNotUTF8AreRecordedAsUTF8(t *testing.T) {
+	exp, wrap := newTracing(t)
+	inner := hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result {
+		return hookrelay.Delivered(200)
+	})
+	wrap(inner).Send(context.Background(), hookrelay.SendParams{
+		Delivery: hookrelay.Delivery{
+			ID: "whd_\xff1", EventID: "evt\xfe", TenantID: "ten\xc3", DestinationID: "ac\xffme", EventType: "order.\xffpaid", Attempt: 1,
+		},
+	})
+	spans := exp.GetSpans()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans, want 1", len(spans))
+	}
+	a := attrs(spans[0])
+	want := map[attribute.Key]string{
+		hookotel.AttrDeliveryID:    "whd_\uFFFD1",
+		hookotel.AttrEventID:       "evt\uFFFD",
+		hookotel.AttrTenantID:      "ten\uFFFD",
+		hookotel.AttrDestinationID: "ac\uFFFDme",
+		hookotel.AttrEventType:     "order.\uFFFDpaid",
+	}
+	for k, w := range want {
+		if got := a[k].AsString(); got != w {
+			t.Errorf("%s = %q, want %q", k, got, w)
+		}
+	}
+}
+
+// A Sender's Result.Outcome is one of three words by contract; one that
+// breaks it (free text, a secret, bytes that are not UTF-8, any length)
+// is recorded as "other", as a reason label is, not copied onto the span.
+func TestSpanOutcomeIsBounded(t *testing.T) {
+	exp, wrap := newTracing(t)
+	inner := hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result {
+		res := hookrelay.Retryable(hookrelay.ReasonServerError)
+		res.Outcome = hookrelay.Outcome("failed posting to https://u:OutcomePw1@h.invalid/ \xff" + strings.Repeat("x", 10<<10))
+		return res
+	})
+	wrap(inner).Send(context.Background(), hookrelay.SendParams{Delivery: hookrelay.Delivery{ID: "whd_1", DestinationID: "acme", Attempt: 1}})
+	spans := exp.GetSpans()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans, want 1", len(spans))
+	}
+	if got := attrs(spans[0])[hookotel.AttrAttemptOutcome].AsString(); got != "other" {
+		t.Errorf("outcome %.60q, want other", got)
+	}
+}

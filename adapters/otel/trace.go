@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/adapters/internal/measure"
 	"github.com/hookrelay/hookrelay/adapters/internal/redact"
 )
 
@@ -70,11 +71,11 @@ func (s *tracingSender) Send(ctx context.Context, p hookrelay.SendParams) hookre
 	ctx, span := s.tracer.Start(ctx, "hookrelay.attempt",
 		trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(
-			AttrDeliveryID.String(d.ID),
-			AttrEventID.String(d.EventID),
-			AttrTenantID.String(d.TenantID),
-			AttrDestinationID.String(d.DestinationID),
-			AttrEventType.String(d.EventType),
+			AttrDeliveryID.String(recordText(d.ID)),
+			AttrEventID.String(recordText(d.EventID)),
+			AttrTenantID.String(recordText(d.TenantID)),
+			AttrDestinationID.String(measure.Destination(d.DestinationID)),
+			AttrEventType.String(recordText(d.EventType)),
 			AttrAttempt.Int(d.Attempt),
 		))
 	defer span.End()
@@ -83,7 +84,8 @@ func (s *tracingSender) Send(ctx context.Context, p hookrelay.SendParams) hookre
 
 	span.SetAttributes(
 		AttrAttemptResult.String(res.Kind.String()),
-		AttrAttemptOutcome.String(string(res.Outcome)),
+		// accepted, rejected or unknown by contract; anything else "other"
+		AttrAttemptOutcome.String(measure.Label(string(res.Outcome))),
 	)
 	reason := redact.Text(res.Reason, 64)
 	if reason != "" {
@@ -100,6 +102,13 @@ func (s *tracingSender) Send(ctx context.Context, p hookrelay.SendParams) hookre
 	}
 	return res
 }
+
+// recordText returns a string of the delivery record as an attribute value:
+// valid UTF-8 (each run of bytes that is not becomes U+FFFD) of at most
+// hookrelay.MaxStoredStringBytes, as every Ledger keeps it. A Ledger that
+// skipped CheckStorable must not make an OTLP exporter, which cannot encode
+// such a value, drop the whole batch of spans.
+func recordText(s string) string { return redact.Cut(s, hookrelay.MaxStoredStringBytes) }
 
 // InjectTraceContext writes the W3C traceparent and tracestate headers of
 // the span in ctx into req, so the recipient can join the attempt's trace.

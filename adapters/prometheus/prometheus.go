@@ -67,6 +67,13 @@
 //	metrics, err := hookprom.New(hookprom.Config{Registerer: reg, Stats: store})
 //	...
 //	client, err := hookrelay.New(hookrelay.Config{..., Observer: metrics})
+//
+// New refuses to register a second Metrics on the same registry (the
+// series would collide). For two clients in one process (two ledgers, say),
+// give each its own constant label:
+//
+//	hookprom.New(hookprom.Config{Registerer: prometheus.WrapRegistererWith(prometheus.Labels{"client": "billing"}, reg), Stats: billingStore})
+//	hookprom.New(hookprom.Config{Registerer: prometheus.WrapRegistererWith(prometheus.Labels{"client": "crm"}, reg), Stats: crmStore})
 package hookprom
 
 import (
@@ -303,8 +310,8 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(statsUpDesc, prometheus.GaugeValue, 1)
-	for _, s := range stats {
-		dest := measure.Destination(s.DestinationID)
+	for _, s := range measure.ByLabel(stats) {
+		dest := s.DestinationID
 		gauge := func(d *prometheus.Desc, v float64) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, dest)
 		}

@@ -338,3 +338,50 @@ hookrelay_pending_deliveries{destination="glo\uFFFDbex"} 2
 		t.Error(err)
 	}
 }
+
+// Two clients share one registry when each Metrics is registered under its
+// own constant label, as the package documentation shows.
+func TestTwoClientsShareARegistryUnderTheirOwnLabel(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	for _, name := range []string{"billing", "crm"} {
+		m, err := hookprom.New(hookprom.Config{Registerer: prometheus.WrapRegistererWith(prometheus.Labels{"client": name}, reg)})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		m.Observe(context.Background(), hookrelay.Event{Name: hookrelay.EventRedriven, Delivery: hookrelay.Delivery{DestinationID: "acme"}})
+	}
+	want := `
+# HELP hookrelay_redriven_total Dead deliveries moved back to pending by an operator.
+# TYPE hookrelay_redriven_total counter
+hookrelay_redriven_total{client="billing",destination="acme"} 1
+hookrelay_redriven_total{client="crm",destination="acme"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "hookrelay_redriven_total"); err != nil {
+		t.Error(err)
+	}
+}
+
+// Two destination IDs that differ only in bytes that are not UTF-8 have
+// one label value: their gauges are one series (counts summed, the oldest
+// age), not two with the same labels, which fails the whole scrape.
+func TestDestinationIDsWithOneLabelValueAreOneSeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if _, err := hookprom.New(hookprom.Config{Registerer: reg, Stats: statsOf{
+		{DestinationID: "ac\xffme", Pending: 2, Dead: 1, OldestDeadAge: time.Minute},
+		{DestinationID: "ac\xfeme", Pending: 3, OldestDeadAge: time.Hour},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP hookrelay_pending_deliveries Pending deliveries per destination, due or not, leased or not.
+# TYPE hookrelay_pending_deliveries gauge
+hookrelay_pending_deliveries{destination="ac\uFFFDme"} 5
+# HELP hookrelay_oldest_dead_age_seconds How long ago the oldest dead-letter entry of the destination was dead-lettered; 0 when none is dead.
+# TYPE hookrelay_oldest_dead_age_seconds gauge
+hookrelay_oldest_dead_age_seconds{destination="ac\uFFFDme"} 3600
+`
+	want = strings.ReplaceAll(want, `\uFFFD`, "\uFFFD")
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "hookrelay_pending_deliveries", "hookrelay_oldest_dead_age_seconds"); err != nil {
+		t.Error(err)
+	}
+}

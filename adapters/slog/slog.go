@@ -11,7 +11,9 @@
 //	                attempt that failed; next_attempt is the one scheduled)
 //	scope           the delivery's scope labels, as a group: at most
 //	                MaxScopeLabels of them in key order, each key and value
-//	                cut to MaxScopeBytes; scope_omitted counts the rest
+//	                cut to MaxScopeBytes; scope_omitted counts the rest;
+//	                values masked as detail is, and the value of a label
+//	                named like a credential (api_key, X-Auth-Token) whole
 //	outcome         accepted, rejected or unknown (what the sender saw)
 //	result          delivered, retryable or permanent
 //	reason          why: the dead-letter, release or attempt reason
@@ -31,7 +33,7 @@
 // and headers (the Observer never sees them), and — as a second line of
 // defence for a Sender or port that breaks its contract — URL credentials
 // (user information and query tokens), Authorization values and whsec_
-// secrets inside detail and error text.
+// secrets inside detail, error text and scope label values.
 //
 // # Levels
 //
@@ -179,7 +181,7 @@ func (o *Observer) Observe(ctx context.Context, e hookrelay.Event) {
 			shown := keys[:min(len(keys), o.maxLabels)]
 			scope := make([]any, 0, len(shown))
 			for _, k := range shown {
-				scope = append(scope, slog.String(redact.Cut(k, o.maxScopeSz), redact.Cut(d.Scope[k], o.maxScopeSz)))
+				scope = append(scope, slog.String(redact.Cut(k, o.maxScopeSz), redact.Field(k, d.Scope[k], o.maxScopeSz)))
 			}
 			attrs = append(attrs, slog.Group("scope", scope...))
 			if omitted := len(keys) - len(shown); omitted > 0 {
@@ -189,7 +191,7 @@ func (o *Observer) Observe(ctx context.Context, e hookrelay.Event) {
 	}
 	reason := e.Reason
 	if r := e.Result; r != nil {
-		attrs = append(attrs, slog.String("outcome", string(r.Outcome)), slog.String("result", r.Kind.String()))
+		attrs = append(attrs, slog.String("outcome", o.text(string(r.Outcome))), slog.String("result", r.Kind.String()))
 		if reason == "" {
 			reason = r.Reason
 		} else if r.Reason != "" && r.Reason != reason {

@@ -230,3 +230,48 @@ func TestGuardEventsAreLoggedAtTheirLevels(t *testing.T) {
 		"reason": "destination_failing", "attempt_reason": "server_error", "failing_for": float64(time.Second),
 	})
 }
+
+// Scope labels are the publisher's free text, logged with every record:
+// the same masks as detail apply to their values (URL credentials, query
+// tokens, whsec_ keys), and a label named like a credential (api_key,
+// X-Auth-Token, password) has its value masked whole. Other labels are
+// logged as they are.
+func TestScopeValuesAreMasked(t *testing.T) {
+	scope := map[string]string{
+		"callback":     "https://hookuser:ScopePass77@hooks.example.invalid/in?token=ScopeTok88",
+		"api_key":      "ScopeKey99",
+		"X-Auth-Token": "ScopeHdr66",
+		"signing":      "whsec_U2NvcGVTZWNyZXQ1NQ==",
+		"property":     "prop-12",
+	}
+	d := hookrelay.Delivery{ID: "whd_1", EventID: "evt_1", TenantID: "t", DestinationID: "acct", EventType: "e", Attempt: 1, Scope: scope}
+	lines, raw := logLines(t, slog.LevelDebug, func(o *hookslog.Observer) {
+		o.Observe(context.Background(), hookrelay.Event{Name: hookrelay.EventDeadLettered, Delivery: d, Reason: "attempts_exhausted"})
+	})
+	for _, s := range []string{"ScopePass77", "ScopeTok88", "ScopeKey99", "ScopeHdr66", "U2NvcGVTZWNyZXQ1NQ"} {
+		if strings.Contains(raw, s) {
+			t.Errorf("log output contains %q:\n%s", s, raw)
+		}
+	}
+	got, _ := lines[0]["scope"].(map[string]any)
+	if got["property"] != "prop-12" {
+		t.Errorf("an ordinary label is changed: %v", got)
+	}
+	if got["api_key"] != "[REDACTED]" || !strings.Contains(fmt.Sprint(got["callback"]), "hooks.example.invalid") {
+		t.Errorf("scope %v: want api_key masked whole, the callback's host kept", got)
+	}
+}
+
+// A Result.Outcome outside the contract (free text from a broken Sender)
+// is logged masked and cut, as detail is.
+func TestOutcomeIsMaskedAndCut(t *testing.T) {
+	res := hookrelay.Retryable(hookrelay.ReasonServerError)
+	res.Outcome = hookrelay.Outcome("failed posting to https://u:OutcomePw1@h.invalid/ " + strings.Repeat("x", 10<<10))
+	d := hookrelay.Delivery{ID: "whd_1", EventID: "evt_1", TenantID: "t", DestinationID: "acct", EventType: "e", Attempt: 1}
+	_, raw := logLines(t, slog.LevelDebug, func(o *hookslog.Observer) {
+		o.Observe(context.Background(), hookrelay.Event{Name: hookrelay.EventAttemptFinished, Delivery: d, Result: &res})
+	})
+	if strings.Contains(raw, "OutcomePw1") || len(raw) > 2<<10 {
+		t.Errorf("outcome logged as it was (%d bytes):\n%.300s", len(raw), raw)
+	}
+}

@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/benbjohnson/clock"
 )
@@ -104,6 +106,11 @@ type AbandonParams struct {
 	Token string
 }
 
+// MaxWebhookIDBytes is the longest webhook-id the Idempotency middleware
+// keys a record by: the SQL store's key limit, and the longest delivery ID
+// a hookrelay sender sends.
+const MaxWebhookIDBytes = 255
+
 // HeaderReplayed is set on a response replayed from the store.
 const HeaderReplayed = "Idempotent-Replayed"
 
@@ -173,7 +180,10 @@ func retryable(status int) bool {
 
 // Middleware runs next at most once per webhook-id:
 //
-//   - no webhook-id, or a body that cannot be read: 400.
+//   - no webhook-id (looked for, as by the Verifier, under a header key
+//     in any spelling), one no store can key a record by (over
+//     MaxWebhookIDBytes, not UTF-8, with a NUL byte), or a body that
+//     cannot be read: 400; nothing is stored.
 //   - a body over MaxBodyBytes, or over an outer http.MaxBytesReader the
 //     server put around r.Body: 413 Content Too Large; next does not run
 //     and nothing is stored.
@@ -199,9 +209,16 @@ func retryable(status int) bool {
 // status is the one answered and stored).
 func (m *Idempotency) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key := r.Header.Get(HeaderWebhookID)
+		// Found as the Verifier finds it, under a key in any spelling.
+		key := headerValue(r.Header, HeaderWebhookID)
 		if key == "" {
 			http.Error(w, "recipient: missing webhook-id header", http.StatusBadRequest)
+			return
+		}
+		if problem := webhookIDProblem(key); problem != "" {
+			// No store can key a record by it: refused for good, before
+			// the store (which would fail, answered as "retry later").
+			http.Error(w, "recipient: webhook-id "+problem, http.StatusBadRequest)
 			return
 		}
 		ctx := r.Context()
@@ -260,6 +277,19 @@ func (m *Idempotency) Middleware(next http.Handler) http.Handler {
 		}
 		writeStored(w, resp, false)
 	})
+}
+
+// webhookIDProblem says why no record can be keyed by id, or "".
+func webhookIDProblem(id string) string {
+	switch {
+	case len(id) > MaxWebhookIDBytes:
+		return fmt.Sprintf("is %d bytes, over the %d-byte limit", len(id), MaxWebhookIDBytes)
+	case !utf8.ValidString(id):
+		return "is not valid UTF-8"
+	case strings.IndexByte(id, 0) >= 0:
+		return "contains a NUL byte"
+	}
+	return ""
 }
 
 func (m *Idempotency) retryLater(w http.ResponseWriter, status int, msg string) {

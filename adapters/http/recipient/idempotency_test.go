@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/benbjohnson/clock"
 	"github.com/stretchr/testify/assert"
@@ -339,4 +340,74 @@ func TestIdempotencyRefusesAnOversizedBody(t *testing.T) {
 
 	_, err := NewIdempotency(IdempotencyConfig{Store: NewMemoryStore(), MaxBodyBytes: -1})
 	assert.ErrorContains(t, err, "MaxBodyBytes")
+}
+
+// A header map without canonical keys (http.Header(event.MultiValueHeaders)
+// from a serverless event) passes the Verifier, which finds webhook-id
+// under any spelling; the Idempotency middleware behind it must find the
+// same ID, not answer 400 (which the sender takes as permanent) to a
+// request the Verifier accepted.
+func TestIdempotencyFindsTheWebhookIDWhateverItsKeySpelling(t *testing.T) {
+	body := []byte(`{"payment_id":"pay_7319"}`)
+	signed := signedHeader(t, secretNew, "whd_1", now, body)
+	mock := clock.NewMock()
+	mock.Set(now)
+	v, err := NewVerifier(VerifierConfig{Secrets: []string{secretNew}, Clock: mock})
+	require.NoError(t, err)
+	var runs atomic.Int32
+	h := v.Middleware(newIdem(t, IdempotencyConfig{Clock: mock}).Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		w.WriteHeader(http.StatusAccepted)
+	})))
+	for i, spell := range []func(string) string{strings.ToLower, strings.ToUpper, strings.ToLower} {
+		req := httptest.NewRequest(http.MethodPost, "/hooks", strings.NewReader(string(body)))
+		req.Header = http.Header{}
+		for k, vs := range signed {
+			req.Header[spell(k)] = vs
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		require.Equal(t, http.StatusAccepted, rec.Code, "request %d: %s", i, rec.Body.String())
+		assert.Equal(t, i > 0, rec.Header().Get(HeaderReplayed) == "true", "request %d replayed", i)
+	}
+	assert.Equal(t, int32(1), runs.Load(), "the handler runs once for the one webhook-id")
+}
+
+// keyCheckingStore refuses the keys the SQL store refuses (over 255 bytes,
+// not UTF-8, with a NUL), as an error like a database's, and counts Begin.
+type keyCheckingStore struct {
+	IdempotencyStore
+	begins *atomic.Int32
+}
+
+func (s keyCheckingStore) Begin(ctx context.Context, p BeginParams) (BeginResult, error) {
+	s.begins.Add(1)
+	if len(p.Key) > 255 || !utf8.ValidString(p.Key) || strings.IndexByte(p.Key, 0) >= 0 {
+		return BeginResult{}, errors.New("hooksql: idempotency key: unusable")
+	}
+	return s.IdempotencyStore.Begin(ctx, p)
+}
+
+// A webhook-id no store can key a record by (over MaxWebhookIDBytes, not
+// UTF-8, with a NUL) is refused with 400, before the store: passed on, the
+// SQL store refused it and the answer was 503 with Retry-After, so the
+// sender retried a request that can never succeed, and the whole ID (as
+// long as the server's header limit) went into the error log.
+func TestIdempotencyRefusesAnUnusableWebhookID(t *testing.T) {
+	var runs, begins atomic.Int32
+	h := newIdem(t, IdempotencyConfig{Store: keyCheckingStore{NewMemoryStore(), &begins}}).Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	for _, id := range []string{strings.Repeat("a", MaxWebhookIDBytes+1), strings.Repeat("x", 1<<20), "whd_\xff", "whd_\x00a"} {
+		rec := serveID(h, id)
+		assert.Equal(t, http.StatusBadRequest, rec.Code, "%.40q: %s", id, rec.Body.String())
+		assert.Empty(t, rec.Header().Get("Retry-After"), "%.40q: not worth retrying", id)
+		assert.Less(t, rec.Body.Len(), 200, "%.40q: the answer does not echo the ID", id)
+	}
+	assert.Zero(t, begins.Load(), "the store is not asked")
+	assert.Zero(t, runs.Load())
+	longest := strings.Repeat("a", MaxWebhookIDBytes)
+	assert.Equal(t, http.StatusAccepted, serveID(h, longest).Code)
+	assert.Equal(t, int32(1), runs.Load())
 }

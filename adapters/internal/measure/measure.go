@@ -172,6 +172,47 @@ func Label(v string) string {
 // skipped the check must not be able to crash the worker or lose metrics.
 func Destination(id string) string { return redact.Cut(id, hookrelay.MaxStoredStringBytes) }
 
+// ByLabel returns stats with each DestinationID as Destination returns it,
+// rows that share one label value merged into one: counts summed, the
+// oldest ages, and the worst guard (open or half-open over closed, the most
+// failures, the latest hold, the earliest failing start). Two IDs that
+// differ only in bytes that are not UTF-8 (from a Ledger that skipped
+// CheckStorable) would otherwise be two series with the same labels, which
+// fails a whole Prometheus scrape. Rows keep their first order.
+func ByLabel(stats []hookrelay.DestinationStats) []hookrelay.DestinationStats {
+	out := make([]hookrelay.DestinationStats, 0, len(stats))
+	at := make(map[string]int, len(stats))
+	for _, s := range stats {
+		s.DestinationID = Destination(s.DestinationID)
+		i, ok := at[s.DestinationID]
+		if !ok {
+			at[s.DestinationID] = len(out)
+			out = append(out, s)
+			continue
+		}
+		m := &out[i]
+		m.Pending += s.Pending
+		m.EligibleNow += s.EligibleNow
+		m.Dead += s.Dead
+		m.OldestEligibleAge = max(m.OldestEligibleAge, s.OldestEligibleAge)
+		m.OldestDeadAge = max(m.OldestDeadAge, s.OldestDeadAge)
+		if m.Circuit == "" || m.Circuit == hookrelay.CircuitClosed && s.Circuit != "" {
+			m.Circuit = s.Circuit
+		}
+		m.ConsecutiveFailures = max(m.ConsecutiveFailures, s.ConsecutiveFailures)
+		if s.HeldUntil.After(m.HeldUntil) {
+			m.HeldUntil = s.HeldUntil
+		}
+		if s.RateLimitedUntil.After(m.RateLimitedUntil) {
+			m.RateLimitedUntil = s.RateLimitedUntil
+		}
+		if !s.FailingSince.IsZero() && (m.FailingSince.IsZero() || s.FailingSince.Before(m.FailingSince)) {
+			m.FailingSince = s.FailingSince
+		}
+	}
+	return out
+}
+
 // Op names the core operation of a worker error ("queue.claim",
 // "ledger.record_retry"…), or "unknown".
 func Op(err error) string {

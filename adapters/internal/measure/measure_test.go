@@ -149,3 +149,21 @@ func TestDestinationIsValidUTF8AndBounded(t *testing.T) {
 		}
 	}
 }
+
+func TestByLabelMergesRowsThatShareALabel(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	got := ByLabel([]hookrelay.DestinationStats{
+		{DestinationID: "a\xffb", Pending: 1, OldestEligibleAge: time.Second, Circuit: hookrelay.CircuitClosed},
+		{DestinationID: "other", Pending: 7},
+		{DestinationID: "a\xfeb", Pending: 2, Dead: 3, OldestEligibleAge: time.Minute, Circuit: hookrelay.CircuitOpen,
+			ConsecutiveFailures: 4, HeldUntil: t0, FailingSince: t0},
+	})
+	if len(got) != 2 || got[0].DestinationID != "a\uFFFDb" || got[1].DestinationID != "other" {
+		t.Fatalf("rows %+v, want a\uFFFDb merged, then other", got)
+	}
+	m := got[0]
+	if m.Pending != 3 || m.Dead != 3 || m.OldestEligibleAge != time.Minute || m.Circuit != hookrelay.CircuitOpen ||
+		m.ConsecutiveFailures != 4 || !m.HeldUntil.Equal(t0) || !m.FailingSince.Equal(t0) {
+		t.Errorf("merged row %+v", m)
+	}
+}

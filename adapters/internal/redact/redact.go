@@ -252,6 +252,21 @@ func fold(s string) string {
 	return b.String()
 }
 
+// credentialField matches a whole field name that names a credential, by
+// the rule of name=value pairs and JSON members (credentialName).
+var credentialField = regexp.MustCompile(`(?i)^` + credentialName + `$`)
+
+// Field returns the value of a named field of free text (a scope label, a
+// map entry) safe to log: Mask when the name is a credential's (api_key,
+// X-Auth-Token, password: as in name=value pairs and JSON members),
+// otherwise value as Text masks and cuts it.
+func Field(name, value string, max int) string {
+	if value != "" && credentialField.MatchString(fold(name)) {
+		return Mask
+	}
+	return Text(value, max)
+}
+
 // Cut returns s as valid UTF-8 cut to at most max bytes (DefaultMax when
 // max ≤ 0) on a rune boundary, with "…" marking a cut. It masks nothing:
 // it is for text that is not free-form diagnostics, such as labels.

@@ -345,3 +345,20 @@ func holdsAny(s string, subs []string) bool {
 	}
 	return false
 }
+
+func TestFieldMasksACredentialNameWholeAndOtherValuesAsText(t *testing.T) {
+	for name, want := range map[string]string{
+		"api_key": Mask, "X-Auth-Token": Mask, "PASSWORD": Mask, "db_pass": Mask, "client_secret": Mask,
+		"compass": "north", "property": "north", "passport": "north",
+	} {
+		if got := Field(name, "north", 0); got != want {
+			t.Errorf("Field(%q) = %q, want %q", name, got, want)
+		}
+	}
+	if got := Field("api_key", "", 0); got != "" {
+		t.Errorf("an empty value is %q, want it empty", got)
+	}
+	if got := Field("callback", "https://u:secret99@h.invalid/", 0); strings.Contains(got, "secret99") {
+		t.Errorf("a value's URL credentials are kept: %q", got)
+	}
+}
