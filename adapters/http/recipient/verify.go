@@ -147,13 +147,29 @@ func resolveTolerance(field string, d time.Duration) (time.Duration, error) {
 
 // verify checks at now with a resolved (positive) tolerance.
 func verify(keys [][]byte, h http.Header, body []byte, now time.Time, tolerance time.Duration) error {
+	signed, err := checkHeaders(h, now, tolerance)
+	if err != nil {
+		return err
+	}
+	return signed.match(keys, body)
+}
+
+// signedHeaders are a request's webhook headers that passed checkHeaders.
+type signedHeaders struct {
+	id, sig string
+	unix    int64
+}
+
+// checkHeaders checks what can be checked without the body: the three
+// headers are present and the timestamp is within the tolerance at now.
+func checkHeaders(h http.Header, now time.Time, tolerance time.Duration) (signedHeaders, error) {
 	id, ts, sig := headerValue(h, HeaderWebhookID), headerValue(h, HeaderWebhookTimestamp), headerValue(h, HeaderWebhookSignature)
 	if id == "" || ts == "" || sig == "" {
-		return ErrMissingHeaders
+		return signedHeaders{}, ErrMissingHeaders
 	}
 	unix, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
-		return ErrInvalidTimestamp
+		return signedHeaders{}, ErrInvalidTimestamp
 	}
 	// Timestamps more than a second beyond the tolerance are settled in
 	// whole seconds, so that extreme values cannot overflow; the others by
@@ -162,17 +178,22 @@ func verify(keys [][]byte, h http.Header, body []byte, now time.Time, tolerance 
 	nowUnix, tol := now.Unix(), int64(tolerance/time.Second)
 	switch {
 	case unix < nowUnix-tol-1:
-		return ErrTimestampTooOld
+		return signedHeaders{}, ErrTimestampTooOld
 	case unix > nowUnix+tol+1:
-		return ErrTimestampTooNew
+		return signedHeaders{}, ErrTimestampTooNew
 	}
 	switch age := now.Sub(time.Unix(unix, 0)); {
 	case age > tolerance:
-		return ErrTimestampTooOld
+		return signedHeaders{}, ErrTimestampTooOld
 	case age < -tolerance:
-		return ErrTimestampTooNew
+		return signedHeaders{}, ErrTimestampTooNew
 	}
-	if !signature.Match(keys, id, unix, body, signature.Parse(sig)) {
+	return signedHeaders{id: id, sig: sig, unix: unix}, nil
+}
+
+// match checks the signatures against body.
+func (s signedHeaders) match(keys [][]byte, body []byte) error {
+	if !signature.Match(keys, s.id, s.unix, body, signature.Parse(s.sig)) {
 		return ErrNoMatchingSignature
 	}
 	return nil
@@ -270,8 +291,10 @@ func (v *Verifier) Verify(h http.Header, body []byte) error {
 	return verify(v.keys, h, body, v.clock.Now(), v.tolerance)
 }
 
-// Middleware reads the body (up to MaxBodyBytes), verifies it and calls
-// next with the body restored, or answers without calling next:
+// Middleware checks the headers and the timestamp, then reads the body (up
+// to MaxBodyBytes) and checks the signatures, and calls next with the body
+// restored, or answers without calling next (a request refused on its
+// headers before its body is read):
 //
 //	400 Bad Request            missing headers, a malformed timestamp or an unreadable body
 //	401 Unauthorized           timestamp outside the tolerance, or no matching signature
@@ -283,19 +306,34 @@ func (v *Verifier) Verify(h http.Header, body []byte) error {
 // spending them.
 func (v *Verifier) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The headers first: a request they refuse is answered without
+		// reading its body (up to MaxBodyBytes of an unsigned or stale
+		// request), and told what is wrong with it rather than that its
+		// body is too large.
+		signed, err := checkHeaders(r.Header, v.clock.Now(), v.tolerance)
+		if err != nil {
+			refuse(w, err)
+			return
+		}
 		body, ok := readBody(w, r, v.maxBody)
 		if !ok {
 			return
 		}
-		if err := v.Verify(r.Header, body); err != nil {
-			code := http.StatusUnauthorized
-			if errors.Is(err, ErrMissingHeaders) || errors.Is(err, ErrInvalidTimestamp) {
-				code = http.StatusBadRequest
-			}
-			http.Error(w, err.Error(), code)
+		if err := signed.match(v.keys, body); err != nil {
+			refuse(w, err)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, r)
 	})
+}
+
+// refuse answers a request Verify refused: 400 for missing headers or a
+// malformed timestamp, 401 otherwise.
+func refuse(w http.ResponseWriter, err error) {
+	code := http.StatusUnauthorized
+	if errors.Is(err, ErrMissingHeaders) || errors.Is(err, ErrInvalidTimestamp) {
+		code = http.StatusBadRequest
+	}
+	http.Error(w, err.Error(), code)
 }

@@ -313,3 +313,47 @@ func TestVerifyFindsHeadersWhateverTheirKeySpelling(t *testing.T) {
 		assert.ErrorIs(t, v.Verify(h, body), ErrNoMatchingSignature, "a wrong signature under such a key is still checked")
 	}
 }
+
+// countingBody counts the bytes read from it.
+type countingBody struct {
+	r    io.Reader
+	read int
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.read += n
+	return n, err
+}
+
+func TestVerifierMiddlewareJudgesHeadersBeforeReadingTheBody(t *testing.T) {
+	mock := clock.NewMock()
+	mock.Set(now)
+	h, gotBody := echoMiddleware(t, VerifierConfig{Secrets: []string{secretOld}, Clock: mock, MaxBodyBytes: 1 << 20})
+	big := strings.Repeat("x", 2<<20) // over the limit
+	stale := signedHeader(t, secretOld, "whd_1", now.Add(-time.Hour), []byte(big))
+	malformed := signedHeader(t, secretOld, "whd_1", now, []byte(big))
+	malformed.Set(HeaderWebhookTimestamp, "soon")
+	for _, tc := range []struct {
+		name   string
+		header http.Header
+		want   int
+	}{
+		{"unsigned", http.Header{}, http.StatusBadRequest},
+		{"malformed timestamp", malformed, http.StatusBadRequest},
+		{"stale timestamp", stale, http.StatusUnauthorized},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := &countingBody{r: strings.NewReader(big)}
+			req := httptest.NewRequest(http.MethodPost, "/hooks", body)
+			for k, v := range tc.header {
+				req.Header[k] = v
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			assert.Equal(t, tc.want, rec.Code, "the headers' problem is named, not the body's size")
+			assert.Zero(t, body.read, "a request refused on its headers is refused before its body is read")
+		})
+	}
+	assert.Empty(t, *gotBody, "the handler never ran")
+}
