@@ -167,6 +167,18 @@ type RedriveParams struct {
 	// Progress, if set, is called with the audit entry once the entry is
 	// written (so its ID is known) and after each batch.
 	Progress func(RedriveAudit)
+	// Authorizer, if set, is the caller's own rule, asked with the same
+	// RedriveAuthorization as Config.Authorizer and before it: the plan
+	// counted at the start, whose tenants are the only ones the redrive
+	// moves. A caller that decides on tenants itself (the console's
+	// Authorize hook) should decide here rather than on a plan of its own
+	// counted beforehand: a dead letter of another tenant committed in
+	// between would be in the redrive's plan without the caller ever
+	// having been asked about its tenant. A refusal is a
+	// *RedriveRefusedError wrapping the error, and nothing is written. It
+	// is not recorded: ResumeRedrive asks Config.Authorizer only (and moves
+	// no tenant but the audit's Tenants).
+	Authorizer Authorizer
 }
 
 // Redrive moves the dead-lettered deliveries matching params.Filter back to
@@ -174,9 +186,11 @@ type RedriveParams struct {
 // returns the audit entry as it ended.
 //
 // Before anything moves, it counts the selection (as PlanRedrive does), asks
-// the authorization rule (see Authorizer; a refusal is a
-// *RedriveRefusedError naming the tenants and nothing is written), and
-// writes the audit entry. Each delivery keeps its delivery ID, payload and
+// params.Authorizer if set and the authorization rule (see Authorizer; a
+// refusal is a *RedriveRefusedError naming the tenants and nothing is
+// written), and writes the audit entry. Only the tenants of that count
+// are moved: a dead letter of another tenant committed afterwards stays
+// dead. Each delivery keeps its delivery ID, payload and
 // attempt history and gets a fresh attempt budget; a delivered delivery is
 // never redriven, and two redrives racing over the same deliveries move
 // each once (see DeadLetterLedger.RedriveDelivery). Each move is written
@@ -216,9 +230,15 @@ func (c *Client) Redrive(ctx context.Context, params RedriveParams) (RedriveAudi
 	if err != nil {
 		return RedriveAudit{}, err
 	}
-	if err := c.authorize(ctx, RedriveAuthorization{
+	req := RedriveAuthorization{
 		Actor: params.Actor, Reason: params.Reason, Filter: params.Filter, Tenants: plan.Tenants, Plan: plan,
-	}); err != nil {
+	}
+	if params.Authorizer != nil {
+		if err := params.Authorizer.AuthorizeRedrive(ctx, req); err != nil {
+			return RedriveAudit{}, &RedriveRefusedError{Actor: req.Actor, Tenants: req.Tenants, Err: err}
+		}
+	}
+	if err := c.authorize(ctx, req); err != nil {
 		return RedriveAudit{}, err
 	}
 	audit := RedriveAudit{

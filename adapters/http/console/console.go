@@ -96,9 +96,12 @@ type ActionRequest struct {
 	// (its audit's Tenants): the only ones whose deliveries it moves. For
 	// the delivery page, the delivery's tenant. For the dead page, the
 	// tenants of the dead letters it shows (none shown: those Filter
-	// names). For ActionRedrive and the redrive page, the tenants the
-	// selection spans (its plan's), also when Filter names none (spanning
-	// none, the redrive page is asked with those Filter names). For the destination
+	// names). For the redrive page, the tenants the selection spans (its
+	// plan's), also when Filter names none (spanning none, those Filter
+	// names). For ActionRedrive, the same counted by the redrive as it
+	// starts (hookrelay.RedriveParams.Authorizer), before the client's
+	// hookrelay.Authorizer: the only tenants it moves, so a dead letter of
+	// another tenant committed after the operator's plan is not moved. For the destination
 	// actions, the destination's tenant. For the overview,
 	// destinations and redrives pages, the tenants asked about (see Page;
 	// none means every tenant).

@@ -636,19 +636,29 @@ func (h *Handler) redriveStart(r *http.Request, actor string) (string, int, erro
 	if err != nil || !(rate > 0) {
 		return "", http.StatusBadRequest, badForm("rate", "must be a positive number of deliveries per second per destination")
 	}
-	// The hook is told the tenants the selection spans now, also when it
-	// names none; tenants it comes to span by the time the redrive starts
-	// are decided by the client's Authorizer.
-	plan, err := h.cfg.Client.PlanRedrive(r.Context(), sel)
-	if err != nil {
-		return "", 0, err
-	}
-	if err := h.authorize(r, ActionRequest{Action: ActionRedrive, Actor: actor, Filter: sel, Tenants: plan.Tenants}); err != nil {
-		return "", http.StatusForbidden, err
-	}
-	id, err := h.startRedrive(func(ctx context.Context, progress func(hookrelay.RedriveAudit)) (hookrelay.RedriveAudit, error) {
-		return h.cfg.Client.Redrive(ctx, hookrelay.RedriveParams{Filter: sel, Actor: actor, Reason: reason, RatePerSecond: rate, Progress: progress})
+	// The hook is asked by the redrive itself (RedriveParams.Authorizer),
+	// with the plan it counts at its start: the tenants the selection
+	// spans then (those it names when it spans none), the only ones it
+	// moves. A plan counted here, before the start, would let a dead
+	// letter of a tenant the hook was never asked about, committed in
+	// between, be moved. The hook is asked before the client's
+	// Authorizer, and its refusal is shown as it is: the
+	// RedriveRefusedError would name the tenants of the selection.
+	var refused error
+	ask := hookrelay.AuthorizerFunc(func(_ context.Context, req hookrelay.RedriveAuthorization) error {
+		tenants := req.Tenants
+		if len(tenants) == 0 {
+			tenants = slices.Compact(slices.Sorted(slices.Values(sel.TenantIDs)))
+		}
+		refused = h.authorize(r, ActionRequest{Action: ActionRedrive, Actor: actor, Filter: sel, Tenants: tenants})
+		return refused
 	})
+	id, err := h.startRedrive(func(ctx context.Context, progress func(hookrelay.RedriveAudit)) (hookrelay.RedriveAudit, error) {
+		return h.cfg.Client.Redrive(ctx, hookrelay.RedriveParams{Filter: sel, Actor: actor, Reason: reason, RatePerSecond: rate, Progress: progress, Authorizer: ask})
+	})
+	if refused != nil {
+		return "", http.StatusForbidden, refused
+	}
 	if err != nil {
 		return "", 0, err
 	}
