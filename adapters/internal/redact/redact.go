@@ -43,11 +43,12 @@ const DefaultMax = 256
 // (key, api_key, private-key, signing.key), or ends in a camelCase "Key"
 // (accessKey, s3Key: a lower-case letter or digit, then an upper-case K,
 // matched case-sensitively), or whose last part is "key" run together
-// after one of keyPrefixes (apikey, SECRETKEY, db_privatekey). Words that
-// merely end in "key" (monkey, turkey, whiskey, hockey) are not.
+// after one of keyPrefixes (apikey, SECRETKEY, db_privatekey), or that
+// ends in apikey or accesskey (myapikey, awsaccesskey). Words that merely
+// end in "key" (monkey, turkey, whiskey, hockey) are not.
 // (The prefixes follow a separator, not any run of letters: after any,
 // the alternation of prefixes made masking several times slower.)
-const credentialName = `(?:[a-z0-9_.-]*(?:token|secret|password|passwd|passphrase|pwd|sig|signature|auth|credentials?|(?-i:[a-z0-9]K)ey)|(?:[a-z0-9_.-]*[_.-])?(?:pass|` + keyPrefixes + `?key))`
+const credentialName = `(?:[a-z0-9_.-]*(?:token|secret|password|passwd|passphrase|pwd|sig|signature|auth|credentials?|apikey|accesskey|(?-i:[a-z0-9]K)ey)|(?:[a-z0-9_.-]*[_.-])?(?:pass|` + keyPrefixes + `?key))`
 
 // keyPrefixes are the words that make a credential name when "key"
 // follows them with no separator, in any case.

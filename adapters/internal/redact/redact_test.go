@@ -89,6 +89,10 @@ func TestTextMasksSecrets(t *testing.T) {
 			"key=[REDACTED]\napi_key=[REDACTED]\napikey=[REDACTED]\nsecret_key=[REDACTED]\nprivate-key=[REDACTED]\nsigning.key=[REDACTED]\ndb_privatekey=[REDACTED]"},
 		{"key pairs, case and camelCase", "KEY=k1a\nAPI_KEY=k2b\nApiKey=k3c\naccessKey=k4d\nSecretKey=k5e\nACCESSKEY=k6f\nprivatekey=k7g\nawsAccessKey=k8h\ns3Key=k9i",
 			"KEY=[REDACTED]\nAPI_KEY=[REDACTED]\nApiKey=[REDACTED]\naccessKey=[REDACTED]\nSecretKey=[REDACTED]\nACCESSKEY=[REDACTED]\nprivatekey=[REDACTED]\nawsAccessKey=[REDACTED]\ns3Key=[REDACTED]"},
+		// apikey and accesskey run together after any prefix, as in
+		// "name: value" text (myapikey:), not only after a separator.
+		{"apikey after any prefix", "myapikey=k1a\nawsaccesskey=k2b\n{\"stripeapikey\":\"k3c\"}",
+			"myapikey=[REDACTED]\nawsaccesskey=[REDACTED]\n{\"stripeapikey\":\"[REDACTED]\"}"},
 		{"key names in other forms", "{\"accessKey\":\"k1a\",\"x-api-key\":\"k2b\"} <privateKey>k3c</privateKey>\nX-Api-Key: k4d\nx-webhook-key: k5e\napiKey%3Dk6f",
 			"{\"accessKey\":\"[REDACTED]\",\"x-api-key\":\"[REDACTED]\"} <privateKey>[REDACTED]</privateKey>\nX-Api-Key: [REDACTED]\nx-webhook-key: [REDACTED]\napiKey%3D[REDACTED]"},
 		// A credential name with a ':' is a credential when the name is
