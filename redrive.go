@@ -257,7 +257,9 @@ func (c *Client) Redrive(ctx context.Context, params RedriveParams) (RedriveAudi
 // whose stop was requested but whose process died) with its recorded
 // selection, rate and batch size, after asking the authorization rule
 // again, for actor: the one resuming it, who need not be the one who
-// started it. The audit entry records actor as ResumedBy. It runs like
+// started it. The rule is asked about what is left to move, in the
+// tenants the redrive was authorized for (its audit's Tenants): the only
+// ones it moves. The audit entry records actor as ResumedBy. It runs like
 // Redrive and returns the entry as it ended.
 func (c *Client) ResumeRedrive(ctx context.Context, id, actor string, progress func(RedriveAudit)) (RedriveAudit, error) {
 	dl, log, err := c.redriveStores()
@@ -277,11 +279,18 @@ func (c *Client) ResumeRedrive(ctx context.Context, id, actor string, progress f
 	default:
 		return a, fmt.Errorf("resume redrive %s: %w: it is %s", id, ErrInvalidState, a.State)
 	}
+	// The rule is asked about what the resume moves: what is left of the
+	// selection in the tenants the redrive was authorized for (a dead
+	// letter of another tenant committed since is not moved, so it is not
+	// asked about either).
 	filter := a.Filter
 	filter.DeadBefore = snapshotBound(filter.DeadBefore, a.Snapshot)
-	plan, err := c.PlanRedrive(ctx, filter)
-	if err != nil {
-		return RedriveAudit{}, err
+	filter.TenantIDs = a.Tenants
+	plan := RedrivePlan{Filter: filter} // no tenant: it moves nothing
+	if len(a.Tenants) > 0 {
+		if plan, err = c.PlanRedrive(ctx, filter); err != nil {
+			return RedriveAudit{}, err
+		}
 	}
 	if err := c.authorize(ctx, RedriveAuthorization{
 		Actor: actor, Reason: a.Reason, Filter: a.Filter, Tenants: plan.Tenants, Plan: plan,
