@@ -167,6 +167,18 @@ type RedriveParams struct {
 	// Progress, if set, is called with the audit entry once the entry is
 	// written (so its ID is known) and after each batch.
 	Progress func(RedriveAudit)
+	// Authorizer, if set, is the caller's own rule, asked with the same
+	// RedriveAuthorization as Config.Authorizer and before it: the plan
+	// counted at the start, whose tenants are the only ones the redrive
+	// moves. A caller that decides on tenants itself (the console's
+	// Authorize hook) should decide here rather than on a plan of its own
+	// counted beforehand: a dead letter of another tenant committed in
+	// between would be in the redrive's plan without the caller ever
+	// having been asked about its tenant. A refusal is a
+	// *RedriveRefusedError wrapping the error, and nothing is written. It
+	// is not recorded: ResumeRedrive asks Config.Authorizer only (and moves
+	// no tenant but the audit's Tenants).
+	Authorizer Authorizer
 }
 
 // Redrive moves the dead-lettered deliveries matching params.Filter back to
@@ -174,9 +186,11 @@ type RedriveParams struct {
 // returns the audit entry as it ended.
 //
 // Before anything moves, it counts the selection (as PlanRedrive does), asks
-// the authorization rule (see Authorizer; a refusal is a
-// *RedriveRefusedError naming the tenants and nothing is written), and
-// writes the audit entry. Each delivery keeps its delivery ID, payload and
+// params.Authorizer if set and the authorization rule (see Authorizer; a
+// refusal is a *RedriveRefusedError naming the tenants and nothing is
+// written), and writes the audit entry. Only the tenants of that count
+// are moved: a dead letter of another tenant committed afterwards stays
+// dead. Each delivery keeps its delivery ID, payload and
 // attempt history and gets a fresh attempt budget; a delivered delivery is
 // never redriven, and two redrives racing over the same deliveries move
 // each once (see DeadLetterLedger.RedriveDelivery). Each move is written
@@ -216,9 +230,15 @@ func (c *Client) Redrive(ctx context.Context, params RedriveParams) (RedriveAudi
 	if err != nil {
 		return RedriveAudit{}, err
 	}
-	if err := c.authorize(ctx, RedriveAuthorization{
+	req := RedriveAuthorization{
 		Actor: params.Actor, Reason: params.Reason, Filter: params.Filter, Tenants: plan.Tenants, Plan: plan,
-	}); err != nil {
+	}
+	if params.Authorizer != nil {
+		if err := params.Authorizer.AuthorizeRedrive(ctx, req); err != nil {
+			return RedriveAudit{}, &RedriveRefusedError{Actor: req.Actor, Tenants: req.Tenants, Err: err}
+		}
+	}
+	if err := c.authorize(ctx, req); err != nil {
 		return RedriveAudit{}, err
 	}
 	audit := RedriveAudit{
@@ -237,7 +257,9 @@ func (c *Client) Redrive(ctx context.Context, params RedriveParams) (RedriveAudi
 // whose stop was requested but whose process died) with its recorded
 // selection, rate and batch size, after asking the authorization rule
 // again, for actor: the one resuming it, who need not be the one who
-// started it. The audit entry records actor as ResumedBy. It runs like
+// started it. The rule is asked about what is left to move, in the
+// tenants the redrive was authorized for (its audit's Tenants): the only
+// ones it moves. The audit entry records actor as ResumedBy. It runs like
 // Redrive and returns the entry as it ended.
 func (c *Client) ResumeRedrive(ctx context.Context, id, actor string, progress func(RedriveAudit)) (RedriveAudit, error) {
 	dl, log, err := c.redriveStores()
@@ -257,11 +279,18 @@ func (c *Client) ResumeRedrive(ctx context.Context, id, actor string, progress f
 	default:
 		return a, fmt.Errorf("resume redrive %s: %w: it is %s", id, ErrInvalidState, a.State)
 	}
+	// The rule is asked about what the resume moves: what is left of the
+	// selection in the tenants the redrive was authorized for (a dead
+	// letter of another tenant committed since is not moved, so it is not
+	// asked about either).
 	filter := a.Filter
 	filter.DeadBefore = snapshotBound(filter.DeadBefore, a.Snapshot)
-	plan, err := c.PlanRedrive(ctx, filter)
-	if err != nil {
-		return RedriveAudit{}, err
+	filter.TenantIDs = a.Tenants
+	plan := RedrivePlan{Filter: filter} // no tenant: it moves nothing
+	if len(a.Tenants) > 0 {
+		if plan, err = c.PlanRedrive(ctx, filter); err != nil {
+			return RedriveAudit{}, err
+		}
 	}
 	if err := c.authorize(ctx, RedriveAuthorization{
 		Actor: actor, Reason: a.Reason, Filter: a.Filter, Tenants: plan.Tenants, Plan: plan,

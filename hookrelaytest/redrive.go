@@ -560,6 +560,108 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 		assert.Equal(t, hookrelay.StateDead, e.get(b).State, "tenant b was never authorized")
 	})
 
+	t.Run("TheCallersAuthorizerDecidesOnTheTenantsThatMove", func(t *testing.T) {
+		// The client permits cross-tenant redrives; the caller's own rule
+		// (RedriveParams.Authorizer, the console's hook) allows tenant a.
+		e := redriveEngine(t, newHarness(t), nil, func(c *hookrelay.Config) {
+			c.Authorizer = hookrelay.AuthorizerFunc(func(context.Context, hookrelay.RedriveAuthorization) error { return nil })
+		})
+		require.NoError(t, e.h.Destinations.Put(ctx, hookrelay.Destination{ID: "dest_b", TenantID: "tenant_b", URL: "https://b.example/"}))
+		e.rec.Script = failTimes(100, hookrelay.Permanent(hookrelay.ReasonBadRequest))
+		a := e.enqueueFor("evt_a", "tenant_a", "dest_1", "t")
+		e.step()
+		b := e.enqueueFor("evt_b", "tenant_b", "dest_b", "t")
+		e.clock.Add(time.Minute)
+		var asked []hookrelay.RedriveAuthorization
+		onlyA := hookrelay.AuthorizerFunc(func(_ context.Context, req hookrelay.RedriveAuthorization) error {
+			asked = append(asked, req)
+			for _, tn := range req.Tenants {
+				if tn != "tenant_a" {
+					return errors.New("not your tenant")
+				}
+			}
+			if len(asked) == 1 {
+				// Tenant b's dead-letter commits right after the caller's
+				// rule allowed tenant a, stamped before the snapshot.
+				cs, err := e.h.Queue.Claim(ctx, hookrelay.ClaimParams{Now: e.clock.Now(), Limit: 1, LeaseFor: leaseFor})
+				require.NoError(t, err)
+				require.Len(t, cs, 1)
+				require.NoError(t, e.h.Ledger.RecordDeadLetter(ctx, hookrelay.RecordDeadLetterParams{
+					ID: b, Lease: cs[0].Lease, Reason: hookrelay.ReasonBadRequest, Now: base.Add(time.Second),
+				}))
+			}
+			return nil
+		})
+		audit, err := e.redriveDriven(hookrelay.RedriveParams{Filter: hookrelay.DeadLetterFilter{EventTypes: []string{"t"}}, Actor: "alice", Reason: "tenant a", RatePerSecond: 5, Authorizer: onlyA})
+		require.NoError(t, err)
+		require.Len(t, asked, 1)
+		assert.Equal(t, []string{"tenant_a"}, asked[0].Tenants)
+		assert.Equal(t, []string{"tenant_a"}, audit.Tenants)
+		assert.EqualValues(t, 1, audit.Matched)
+		assert.EqualValues(t, 1, audit.Redriven)
+		assert.Equal(t, hookrelay.StatePending, e.get(a).State)
+		assert.Equal(t, hookrelay.StateDead, e.get(b).State, "the caller's rule was never asked about tenant b")
+
+		// Now spanning tenant b, the same rule refuses: nothing is written.
+		e.run(a) // dies again
+		before, err := e.client.RedriveAudits(ctx, 0)
+		require.NoError(t, err)
+		_, err = e.client.Redrive(ctx, hookrelay.RedriveParams{Filter: hookrelay.DeadLetterFilter{EventTypes: []string{"t"}}, Actor: "alice", Reason: "both", RatePerSecond: 5, Authorizer: onlyA})
+		require.ErrorIs(t, err, hookrelay.ErrRedriveRefused)
+		var refused *hookrelay.RedriveRefusedError
+		require.ErrorAs(t, err, &refused)
+		assert.Equal(t, []string{"tenant_a", "tenant_b"}, refused.Tenants)
+		assert.EqualError(t, refused.Err, "not your tenant")
+		after, err := e.client.RedriveAudits(ctx, 0)
+		require.NoError(t, err)
+		assert.Len(t, after, len(before), "a refused redrive writes no audit")
+		assert.Equal(t, hookrelay.StateDead, e.get(a).State)
+		assert.Equal(t, hookrelay.StateDead, e.get(b).State)
+	})
+
+	t.Run("ResumeIsAskedAboutTheTenantsItMoves", func(t *testing.T) {
+		e := redriveEngine(t, newHarness(t), nil)
+		require.NoError(t, e.h.Destinations.Put(ctx, hookrelay.Destination{ID: "dest_b", TenantID: "tenant_b", URL: "https://b.example/"}))
+		e.rec.Script = failTimes(100, hookrelay.Permanent(hookrelay.ReasonBadRequest))
+		a := e.enqueueFor("evt_a", "tenant_a", "dest_1", "t")
+		e.step()
+		b := e.enqueueFor("evt_b", "tenant_b", "dest_b", "t")
+		e.clock.Add(time.Minute)
+		calls := 0
+		stopped, err := e.redriveDriven(hookrelay.RedriveParams{
+			Actor: "ops", Reason: "tenant a's only dead delivery", RatePerSecond: 5,
+			Progress: func(au hookrelay.RedriveAudit) {
+				calls++
+				if calls > 1 {
+					return
+				}
+				// Stopped before it moves anything; then tenant b's
+				// dead-letter commits, stamped before the snapshot: the
+				// redrive was authorized for tenant a alone.
+				_, err := e.client.StopRedrive(ctx, au.ID, "ops")
+				require.NoError(t, err)
+				cs, err := e.h.Queue.Claim(ctx, hookrelay.ClaimParams{Now: e.clock.Now(), Limit: 1, LeaseFor: leaseFor})
+				require.NoError(t, err)
+				require.Len(t, cs, 1)
+				require.NoError(t, e.h.Ledger.RecordDeadLetter(ctx, hookrelay.RecordDeadLetterParams{
+					ID: b, Lease: cs[0].Lease, Reason: hookrelay.ReasonBadRequest, Now: base.Add(time.Second),
+				}))
+			},
+		})
+		require.NoError(t, err)
+		require.Equal(t, hookrelay.RedriveStopped, stopped.State)
+		require.Equal(t, []string{"tenant_a"}, stopped.Tenants)
+		require.EqualValues(t, 0, stopped.Redriven)
+		// The resume moves tenant a only, so the default rule (one tenant)
+		// allows it: it is asked about what it moves, not about tenant b.
+		resumed, err := e.resumeDriven(stopped.ID, "ops")
+		require.NoError(t, err)
+		assert.Equal(t, hookrelay.RedriveFinished, resumed.State)
+		assert.EqualValues(t, 1, resumed.Redriven)
+		assert.Equal(t, hookrelay.StatePending, e.get(a).State)
+		assert.Equal(t, hookrelay.StateDead, e.get(b).State, "tenant b was never authorized")
+	})
+
 	t.Run("StopBetweenBatchesFromAnotherClientThenResume", func(t *testing.T) {
 		h := newHarness(t)
 		e := redriveEngine(t, h, nil)

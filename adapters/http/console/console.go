@@ -66,9 +66,16 @@ type ActionRequest struct {
 	// tenant. Refused for every tenant, the page is refused with the first
 	// answer. No Tenants means every tenant: a page with a row of unknown
 	// tenant (a destination the Destinations port does not know, a
-	// redrive of every tenant that matched nothing), or with no row at
-	// all, is asked so; such a row is shown only to an operator allowed
-	// every tenant.
+	// redrive of every tenant that matched nothing) is asked so; such a
+	// row is shown only to an operator allowed every tenant.
+	//
+	// A page with nothing to show (a list with no row; a "dead" or
+	// "redrive" page whose selection names no tenant and matches nothing)
+	// is asked with no Tenants as well, but shown, empty, whatever the
+	// answer: it shows nothing of any tenant, and a tenant-scoped hook
+	// refuses a request naming none. A "dead" or "redrive" page whose
+	// selection names tenants and matches nothing is asked with those as
+	// Tenants, and refused as usual.
 	Page string
 	// DestinationID is set for the destination actions and the delivery
 	// page.
@@ -88,9 +95,13 @@ type ActionRequest struct {
 	// redrive_status page, are the tenants the redrive was authorized for
 	// (its audit's Tenants): the only ones whose deliveries it moves. For
 	// the delivery page, the delivery's tenant. For the dead page, the
-	// tenants of the dead letters it shows. For ActionRedrive and the
-	// redrive page, the tenants the selection spans (its plan's), also
-	// when Filter names none. For the destination
+	// tenants of the dead letters it shows (none shown: those Filter
+	// names). For the redrive page, the tenants the selection spans (its
+	// plan's), also when Filter names none (spanning none, those Filter
+	// names). For ActionRedrive, the same counted by the redrive as it
+	// starts (hookrelay.RedriveParams.Authorizer), before the client's
+	// hookrelay.Authorizer: the only tenants it moves, so a dead letter of
+	// another tenant committed after the operator's plan is not moved. For the destination
 	// actions, the destination's tenant. For the overview,
 	// destinations and redrives pages, the tenants asked about (see Page;
 	// none means every tenant).

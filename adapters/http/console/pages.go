@@ -53,17 +53,29 @@ type page struct {
 	// Config.Authorize about what the page is about to show; the page
 	// shows nothing before it answers nil.
 	ask func(ActionRequest) error
+	// nothing, on every page, asks Config.Authorize about a page that has
+	// nothing to show (no row, no dead letter, a selection naming no
+	// tenant that matches nothing): the page is shown, empty, whatever
+	// the answer, for it shows nothing of any tenant.
+	nothing func(ActionRequest)
 }
 
 // askRows asks Config.Authorize about a page listing rows of several
 // tenants; tenantsOf[i] are row i's tenants (none: not known). It asks
 // first with every tenant the page shows (Tenants: their union, sorted; no
-// Tenants, meaning every tenant, when a row's tenant is not known or there
-// is no row). If that is refused it asks once per tenant, and show(i) says
-// whether row i is shown: only when all its tenants are allowed, so no row
-// of a refused or unknown tenant is. When no tenant is allowed, the page
-// is refused with the first answer.
+// Tenants, meaning every tenant, when a row's tenant is not known). If
+// that is refused it asks once per tenant, and show(i) says whether row i
+// is shown: only when all its tenants are allowed, so no row of a refused
+// or unknown tenant is. When no tenant is allowed, the page is refused
+// with the first answer. A page with no row is asked with no Tenants
+// (page.nothing) and shown empty whatever the answer: a tenant-scoped
+// hook refuses a request naming no tenant, and an empty list shows
+// nothing of any tenant.
 func askRows(p *page, tenantsOf [][]string) (show func(i int) bool, err error) {
+	if len(tenantsOf) == 0 {
+		p.nothing(ActionRequest{})
+		return func(int) bool { return false }, nil
+	}
 	var all []string
 	known := true
 	for _, ts := range tenantsOf {
@@ -97,6 +109,26 @@ func askRows(p *page, tenantsOf [][]string) (show func(i int) bool, err error) {
 		}
 		return len(tenantsOf[i]) > 0
 	}, nil
+}
+
+// askSelection asks Config.Authorize about a page of a selection that
+// shows the dead letters (or plans the redrive) of found, the tenants of
+// what it matched. Matching nothing, the page is asked with the tenants
+// the selection names, so a page filtered by a tenant the operator may not
+// see is refused, empty or not; naming none either, it shows nothing of
+// any tenant (page.nothing).
+func askSelection(p *page, sel hookrelay.DeadLetterFilter, found []string) error {
+	tenants := slices.Clone(found)
+	if len(tenants) == 0 {
+		tenants = slices.Clone(sel.TenantIDs)
+	}
+	slices.Sort(tenants)
+	tenants = slices.Compact(tenants)
+	if len(tenants) == 0 {
+		p.nothing(ActionRequest{Filter: sel})
+		return nil
+	}
+	return p.ask(ActionRequest{Filter: sel, Tenants: tenants})
 }
 
 // rowTenants are the tenants of a destination row: its destination's
@@ -156,6 +188,11 @@ func (h *Handler) scopedView(name string, f viewFunc) http.HandlerFunc {
 			}
 			allowed = true
 			return nil
+		}
+		p.nothing = func(req ActionRequest) {
+			req.Action, req.Actor, req.Page = ActionView, actor, name
+			_ = h.authorize(r, req) // a refusal has nothing to hide
+			allowed = true
 		}
 		status, err := f(r, p)
 		switch {
@@ -466,7 +503,8 @@ func (h *Handler) deadLetters(r *http.Request, p *page) (int, error) {
 	}
 	// The page is read before the hook is asked, but shown only after:
 	// the hook is told the tenants of the dead letters it shows (Tenants),
-	// also when the selection names none.
+	// also when the selection names none, and those the selection names
+	// when it shows none.
 	res, err := h.cfg.Client.DeadLetters(r.Context(), hookrelay.DeadLettersParams{Filter: sel, Limit: h.cfg.PageSize, Cursor: q.Get("cursor")})
 	if err != nil {
 		return 0, err
@@ -475,8 +513,7 @@ func (h *Handler) deadLetters(r *http.Request, p *page) (int, error) {
 	for _, d := range res.Deliveries {
 		tenants = append(tenants, d.TenantID)
 	}
-	slices.Sort(tenants)
-	if err := p.ask(ActionRequest{Filter: sel, Tenants: slices.Compact(tenants)}); err != nil {
+	if err := askSelection(p, sel, tenants); err != nil {
 		return http.StatusForbidden, err
 	}
 	var next template.URL
@@ -560,12 +597,12 @@ func (h *Handler) redrivePlan(r *http.Request, p *page) (int, error) {
 	}
 	// The plan is read before the hook is asked, but shown only after: the
 	// hook is told the tenants the selection spans (Tenants), also when it
-	// names none.
+	// names none, and those it names when it spans none.
 	plan, err := h.cfg.Client.PlanRedrive(r.Context(), sel)
 	if err != nil {
 		return 0, err
 	}
-	if err := p.ask(ActionRequest{Filter: sel, Tenants: plan.Tenants}); err != nil {
+	if err := askSelection(p, sel, plan.Tenants); err != nil {
 		return http.StatusForbidden, err
 	}
 	p.Title = "Redrive"
@@ -599,19 +636,29 @@ func (h *Handler) redriveStart(r *http.Request, actor string) (string, int, erro
 	if err != nil || !(rate > 0) {
 		return "", http.StatusBadRequest, badForm("rate", "must be a positive number of deliveries per second per destination")
 	}
-	// The hook is told the tenants the selection spans now, also when it
-	// names none; tenants it comes to span by the time the redrive starts
-	// are decided by the client's Authorizer.
-	plan, err := h.cfg.Client.PlanRedrive(r.Context(), sel)
-	if err != nil {
-		return "", 0, err
-	}
-	if err := h.authorize(r, ActionRequest{Action: ActionRedrive, Actor: actor, Filter: sel, Tenants: plan.Tenants}); err != nil {
-		return "", http.StatusForbidden, err
-	}
-	id, err := h.startRedrive(func(ctx context.Context, progress func(hookrelay.RedriveAudit)) (hookrelay.RedriveAudit, error) {
-		return h.cfg.Client.Redrive(ctx, hookrelay.RedriveParams{Filter: sel, Actor: actor, Reason: reason, RatePerSecond: rate, Progress: progress})
+	// The hook is asked by the redrive itself (RedriveParams.Authorizer),
+	// with the plan it counts at its start: the tenants the selection
+	// spans then (those it names when it spans none), the only ones it
+	// moves. A plan counted here, before the start, would let a dead
+	// letter of a tenant the hook was never asked about, committed in
+	// between, be moved. The hook is asked before the client's
+	// Authorizer, and its refusal is shown as it is: the
+	// RedriveRefusedError would name the tenants of the selection.
+	var refused error
+	ask := hookrelay.AuthorizerFunc(func(_ context.Context, req hookrelay.RedriveAuthorization) error {
+		tenants := req.Tenants
+		if len(tenants) == 0 {
+			tenants = slices.Compact(slices.Sorted(slices.Values(sel.TenantIDs)))
+		}
+		refused = h.authorize(r, ActionRequest{Action: ActionRedrive, Actor: actor, Filter: sel, Tenants: tenants})
+		return refused
 	})
+	id, err := h.startRedrive(func(ctx context.Context, progress func(hookrelay.RedriveAudit)) (hookrelay.RedriveAudit, error) {
+		return h.cfg.Client.Redrive(ctx, hookrelay.RedriveParams{Filter: sel, Actor: actor, Reason: reason, RatePerSecond: rate, Progress: progress, Authorizer: ask})
+	})
+	if refused != nil {
+		return "", http.StatusForbidden, refused
+	}
 	if err != nil {
 		return "", 0, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/adapters/http/console"
+	"github.com/hookrelay/hookrelay/adapters/memory"
 )
 
 // An operator scoped to one tenant cannot stop or resume another tenant's
@@ -338,5 +339,67 @@ func onlyTenant(tenant string, asked *[]console.ActionRequest) func(*http.Reques
 			}
 		}
 		return nil
+	}
+}
+
+// A page with nothing to show (no destination, dead letter or redrive)
+// shows nothing of any tenant: an operator whose hook is tenant-scoped,
+// and so refuses a request naming no tenant (every tenant's data), gets
+// the empty page, not a refusal. A page whose selection names a tenant the
+// operator may not see is still refused, also when nothing matches.
+func TestEmptyPagesShowToATenantScopedOperator(t *testing.T) {
+	var asked []console.ActionRequest
+	f := newFixture(t, func(cc *hookrelay.Config, c *console.Config) {
+		cc.Destinations = memory.NewDestinations()
+		c.Authorize = func(_ *http.Request, req console.ActionRequest) error {
+			asked = append(asked, req)
+			tenants := append(slices.Clone(req.Filter.TenantIDs), req.Tenants...)
+			if len(tenants) == 0 {
+				return errors.New("every tenant's data")
+			}
+			for _, tn := range tenants {
+				if tn != "prop_mgmt_co" {
+					return errors.New("another tenant's data")
+				}
+			}
+			return nil
+		}
+	})
+	for _, c := range []struct {
+		target string
+		want   int
+	}{
+		{"/", http.StatusOK},
+		{"/destinations", http.StatusOK},
+		{"/redrives", http.StatusOK},
+		{"/dead", http.StatusOK},
+		{"/dead?destination=accounting", http.StatusOK},
+		{"/dead?tenant=prop_mgmt_co", http.StatusOK},
+		{"/dead?tenant=other_co", http.StatusForbidden},
+		{"/dead?tenant=prop_mgmt_co,other_co", http.StatusForbidden},
+		{"/redrive?tenant=prop_mgmt_co", http.StatusOK},
+		{"/redrive?tenant=other_co", http.StatusForbidden},
+	} {
+		asked = nil
+		w := f.do("GET", c.target, "alice", nil)
+		assert.Equal(t, c.want, w.Code, "%s as alice: %s", c.target, w.Body.String())
+		assert.NotEmpty(t, asked, "%s: the hook was asked", c.target)
+		if c.want == http.StatusForbidden {
+			assert.NotContains(t, w.Body.String(), "other_co", c.target)
+		}
+	}
+	// A selection naming the tenant is told to the hook as Tenants too,
+	// though none of its dead letters is shown.
+	asked = nil
+	f.do("GET", "/dead?tenant=prop_mgmt_co", "alice", nil)
+	require.Len(t, asked, 1)
+	assert.Equal(t, []string{"prop_mgmt_co"}, asked[0].Tenants)
+
+	// Once there are rows, a tenant-scoped operator still sees only hers,
+	// and one allowed no tenant is still refused.
+	f2 := newFixture(t, func(_ *hookrelay.Config, c *console.Config) { c.Authorize = onlyTenant("nobody_co", nil) })
+	f2.seed()
+	for _, page := range []string{"/", "/destinations", "/dead"} {
+		assert.Equal(t, http.StatusForbidden, f2.do("GET", page, "alice", nil).Code, page)
 	}
 }

@@ -11,9 +11,11 @@
 //
 // Which names are credentials: in name=value pairs, query pairs and JSON
 // members, a name that ends in token, secret, password, passwd,
-// passphrase, pwd, sig, signature, key, auth or credential(s) (access_token,
-// secret_key, apikey, X-Amz-Signature), or whose last part is "pass" (pass,
-// db_pass, DB.PASS: not compass or bypass). In "name: value" text, where a
+// passphrase, pwd, sig, signature, auth or credential(s) (access_token,
+// client_secret, X-Amz-Signature), whose last part is "pass" (pass,
+// db_pass, DB.PASS: not compass or bypass), or whose last word is "key"
+// (key, api_key, x-api-key, signing.key, accessKey, apikey, SECRETKEY:
+// not monkey or turkey). In "name: value" text, where a
 // bare word is often prose ("cannot fetch token: EOF", "duplicate key: 42"),
 // only a password word with any prefix (PASS:, passwd:, pwd:,
 // DB_PASSWORD:, apikey:) or a compound name (client_secret:,
@@ -36,10 +38,21 @@ const Mask = "[REDACTED]"
 const DefaultMax = 256
 
 // credentialName is the key of a credential pair: one that ends like
-// access_token, client_secret, password, X-Amz-Signature, api_key…, or
-// whose last part is "pass" (pass, db_pass, DB.PASS, not compass or
-// bypass).
-const credentialName = `(?:[a-z0-9_.-]*(?:token|secret|password|passwd|passphrase|pwd|sig|signature|key|auth|credentials?)|(?:[a-z0-9_.-]*[_.-])?pass)`
+// access_token, client_secret, password, X-Amz-Signature…, or whose last
+// part is "pass" (pass, db_pass, DB.PASS, not compass or bypass) or "key"
+// (key, api_key, private-key, signing.key), or ends in a camelCase "Key"
+// (accessKey, s3Key: a lower-case letter or digit, then an upper-case K,
+// matched case-sensitively), or whose last part is "key" run together
+// after one of keyPrefixes (apikey, SECRETKEY, db_privatekey), or that
+// ends in apikey or accesskey (myapikey, awsaccesskey). Words that merely
+// end in "key" (monkey, turkey, whiskey, hockey) are not.
+// (The prefixes follow a separator, not any run of letters: after any,
+// the alternation of prefixes made masking several times slower.)
+const credentialName = `(?:[a-z0-9_.-]*(?:token|secret|password|passwd|passphrase|pwd|sig|signature|auth|credentials?|apikey|accesskey|(?-i:[a-z0-9]K)ey)|(?:[a-z0-9_.-]*[_.-])?(?:pass|` + keyPrefixes + `?key))`
+
+// keyPrefixes are the words that make a credential name when "key"
+// follows them with no separator, in any case.
+const keyPrefixes = `(?:api|access|secret|private|signing|sign|hmac|master|client|auth|session|encryption|license|licence|app|shared|consumer|subscription|account|storage|webhook|ssh|pass)`
 
 // colonCredentialName is the name of a "name: value" credential, where
 // bare words are prose ("cannot fetch token: EOF", "duplicate key: 42"):

@@ -75,6 +75,26 @@ func TestTextMasksSecrets(t *testing.T) {
 		{"passphrase pair", "ssh passphrase=hunter22", "ssh passphrase=[REDACTED]"},
 		{"words ending in pass untouched", "compass=north bypass=1 passport=X1, passed 3 tests",
 			"compass=north bypass=1 passport=X1, passed 3 tests"},
+		// A name ending in "key" is a credential when "key" is a word of
+		// it: the whole name, its last part after a '_', '-' or '.', a
+		// camelCase part (accessKey), or after a credential word run
+		// together (apikey, SECRETKEY); monkey, turkey and whiskey are
+		// words.
+		{"words ending in key untouched", "monkey=x turkey=3 whiskey=rye hockey=1 donkey=2 JOCKEY=3 turnkey=4",
+			"monkey=x turkey=3 whiskey=rye hockey=1 donkey=2 JOCKEY=3 turnkey=4"},
+		{"words ending in key untouched, other spellings", `{"monkey":"x","turkey":3} <monkey>v</monkey> X-Turkey: 3 monkey%3Dx Monkey = "a b"`,
+			`{"monkey":"x","turkey":3} <monkey>v</monkey> X-Turkey: 3 monkey%3Dx Monkey = "a b"`},
+		// (one pair a line: an api key's value runs to the line's end)
+		{"key pairs", "key=k1a\napi_key=k2b\napikey=k3c\nsecret_key=k4d\nprivate-key=k5e\nsigning.key=k6f\ndb_privatekey=k7g",
+			"key=[REDACTED]\napi_key=[REDACTED]\napikey=[REDACTED]\nsecret_key=[REDACTED]\nprivate-key=[REDACTED]\nsigning.key=[REDACTED]\ndb_privatekey=[REDACTED]"},
+		{"key pairs, case and camelCase", "KEY=k1a\nAPI_KEY=k2b\nApiKey=k3c\naccessKey=k4d\nSecretKey=k5e\nACCESSKEY=k6f\nprivatekey=k7g\nawsAccessKey=k8h\ns3Key=k9i",
+			"KEY=[REDACTED]\nAPI_KEY=[REDACTED]\nApiKey=[REDACTED]\naccessKey=[REDACTED]\nSecretKey=[REDACTED]\nACCESSKEY=[REDACTED]\nprivatekey=[REDACTED]\nawsAccessKey=[REDACTED]\ns3Key=[REDACTED]"},
+		// apikey and accesskey run together after any prefix, as in
+		// "name: value" text (myapikey:), not only after a separator.
+		{"apikey after any prefix", "myapikey=k1a\nawsaccesskey=k2b\n{\"stripeapikey\":\"k3c\"}",
+			"myapikey=[REDACTED]\nawsaccesskey=[REDACTED]\n{\"stripeapikey\":\"[REDACTED]\"}"},
+		{"key names in other forms", "{\"accessKey\":\"k1a\",\"x-api-key\":\"k2b\"} <privateKey>k3c</privateKey>\nX-Api-Key: k4d\nx-webhook-key: k5e\napiKey%3Dk6f",
+			"{\"accessKey\":\"[REDACTED]\",\"x-api-key\":\"[REDACTED]\"} <privateKey>[REDACTED]</privateKey>\nX-Api-Key: [REDACTED]\nx-webhook-key: [REDACTED]\napiKey%3D[REDACTED]"},
 		// A credential name with a ':' is a credential when the name is
 		// a password word (pass, passwd, pwd, password, passphrase,
 		// apikey, with any prefix) or compound (client_secret,
@@ -275,6 +295,7 @@ var needsCorpus = []string{
 	"credentials=abcd", "passphrase: abcd", "secret_key: abcd",
 	"ApiKey abcdef", "api-\u212Aey abcdef", "<password>abcd</password>", "<PaſſWORD>abcd</PaſſWORD>",
 	`Digest username="u", response="abcd"`, `DIGEST response=abcd`,
+	"accessKey=abcd", `{"s3Key":"abcd"}`, "<signingkey>abcd</signingkey>", "monkey=abcd",
 }
 
 // TestRulesRunWhereverTheyCanMatch: Text skips a rule on text that holds
