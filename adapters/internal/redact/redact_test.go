@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -381,5 +382,51 @@ func TestFieldMasksACredentialNameWholeAndOtherValuesAsText(t *testing.T) {
 	}
 	if got := Field("callback", "https://u:secret99@h.invalid/", 0); strings.Contains(got, "secret99") {
 		t.Errorf("a value's URL credentials are kept: %q", got)
+	}
+}
+
+// TestNamedRulesReplaceWhatTheirExpressionReplaces: a named rule, tried
+// only where its needs are, replaces exactly what its expression replaces
+// over the whole text, on texts strung together from the pieces its
+// matches are made of and the edges between them (name characters on
+// either side of a need, quotes, escaped quotes, '<', word boundaries,
+// folding runes, long runs) — and so does Text, as if every rule ran.
+func TestNamedRulesReplaceWhatTheirExpressionReplaces(t *testing.T) {
+	pieces := []string{
+		"token", "secret", "pass", "password", "pwd", "sig", "key", "Key", "KEY", "auth", "credential", "credentials",
+		"api", "access", "monkey", "myapikey", "s3", "x", "X-", "-", "_", ".", "a", "Z", "9",
+		"=", " = ", ":", ": ", "%3D", "%26", "&", "?", "#", ";", ",", "\"", "'", "\\\"", "\\\\", "\\", "<", ">", "</", "/>",
+		" ", "\t", "\n", "\u00a0", "\u212a", "\u017f", "{", "}", "[", "]", "0123", "abc def", "whsec_", "Bearer ",
+		strings.Repeat("n", 70),
+	}
+	rng := rand.New(rand.NewPCG(7, 11))
+	var namedRules []rule
+	for _, r := range rules {
+		if r.named != nil {
+			namedRules = append(namedRules, r)
+		}
+	}
+	if len(namedRules) == 0 {
+		t.Fatal("no named rule")
+	}
+	for i := range 20000 {
+		var b strings.Builder
+		for range 1 + rng.IntN(14) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		s := b.String()
+		for _, r := range namedRules {
+			want := r.re.ReplaceAllString(s, r.with)
+			if got := r.named.replace(r.re, s, fold(s), r.needs, r.with); got != want {
+				t.Fatalf("text %d %q, rule %s: tried where its needs are %q, over the whole text %q", i, s, r.re, got, want)
+			}
+		}
+		want := s
+		for _, r := range rules {
+			want = r.re.ReplaceAllString(want, r.with)
+		}
+		if got := Text(s, 1<<20); got != Cut(want, 1<<20) {
+			t.Fatalf("Text(%q) = %q, every rule gives %q", s, got, Cut(want, 1<<20))
+		}
 	}
 }
