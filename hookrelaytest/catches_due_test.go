@@ -245,9 +245,14 @@ var brokenNotifiers = []brokenStore{
 	}},
 	{name: "LaterAnnouncedAsNow", mistake: laterAnnouncedAsNow, caughtBy: []string{
 		"DueNotifier/WorkDueLaterIsAnnouncedWithItsDueTime", "DueNotifier/RetryIsAnnouncedWithItsDueTime",
+		"DueNotifier/RetryRecordedOneAtATimeIsAnnounced",
 	}},
-	{name: "RetryNotAnnounced", mistake: retryNotAnnounced, caughtBy: []string{"DueNotifier/RetryIsAnnouncedWithItsDueTime"}},
-	{name: "RetryAnnouncedAtItsWriteTime", mistake: retryAnnouncedAtItsWriteTime, caughtBy: []string{"DueNotifier/RetryIsAnnouncedWithItsDueTime"}},
+	{name: "RetryNotAnnounced", mistake: retryNotAnnounced, caughtBy: []string{
+		"DueNotifier/RetryIsAnnouncedWithItsDueTime", "DueNotifier/RetryRecordedOneAtATimeIsAnnounced",
+	}},
+	{name: "RetryAnnouncedAtItsWriteTime", mistake: retryAnnouncedAtItsWriteTime, caughtBy: []string{
+		"DueNotifier/RetryIsAnnouncedWithItsDueTime", "DueNotifier/RetryRecordedOneAtATimeIsAnnounced",
+	}},
 	{name: "RedriveNotAnnounced", mistake: redriveNotAnnounced, caughtBy: []string{"DueNotifier/RedriveIsAnnounced"}},
 	{name: "ResumeNotAnnounced", mistake: resumeNotAnnounced, caughtBy: []string{"DueNotifier/ResumedDestinationIsAnnounced"}},
 	{name: "LastListenerOnly", mistake: lastListenerOnly, caughtBy: []string{"DueNotifier/EveryListenerHearsEachAnnouncement"}},

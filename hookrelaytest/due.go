@@ -181,8 +181,8 @@ func dueHarness(t *testing.T, newHarness NewHarness) (Harness, hookrelay.DueNoti
 // RunDueNotifier checks the optional hookrelay.DueNotifier ability: a
 // listener hears, once it listens, of work due now; then of every
 // delivery created, retry recorded (through RecordBatch when the Ledger is
-// a BatchLedger, as the worker records them; otherwise RecordRetry and
-// RetryAt), delivery redriven and destination resumed, each announced for
+// a BatchLedger, as the worker records them, and through RecordRetry and
+// RetryAt, as Client.Process does), delivery redriven and destination resumed, each announced for
 // its due time (never "now" for work due later, never later than it is
 // due) and only once a Claim finds it; every listener hears each
 // announcement; ListenDue returns nil when its context ends, calls due no
@@ -256,6 +256,22 @@ func RunDueNotifier(t *testing.T, newHarness NewHarness) {
 			require.NoError(t, retry(t, h, c[0], base, at))
 		}
 		assertAnnounced(t, l, d.ID, at, true, "a retry recorded")
+	})
+
+	t.Run("RetryRecordedOneAtATimeIsAnnounced", func(t *testing.T) {
+		// Client.Process records a retry with RecordRetry (then RetryAt),
+		// not in a batch: a retry it records is announced all the same.
+		h, n := dueHarness(t, newHarness)
+		l := listening(t, h, n)
+		d := newDelivery("evt_retry_alone", "dest_1", base)
+		seed(t, h, d)
+		l.next("a delivery created")
+		c := claim(t, h.Queue, base, 1)
+		require.Len(t, c, 1)
+		at := later()
+		l.arm(at)
+		require.NoError(t, retry(t, h, c[0], base, at))
+		assertAnnounced(t, l, d.ID, at, true, "a retry recorded with RecordRetry")
 	})
 
 	t.Run("RedriveIsAnnounced", func(t *testing.T) {
