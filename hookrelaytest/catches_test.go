@@ -31,6 +31,8 @@ type brokenStore struct {
 	name     string
 	harness  func() hookrelaytest.Harness
 	caughtBy []string
+	// mistake is a broken announcingStore's (catches_due_test.go).
+	mistake dueMistake
 }
 
 func storeHarness[S interface {
@@ -436,12 +438,17 @@ func TestBrokenStore(t *testing.T) {
 		t.Skip("run by TestSuiteCatchesBrokenStores")
 	}
 	newHarness := func() hookrelaytest.Harness { return storeHarness(memory.NewStore()) }
-	if name != "Memory" {
-		i := slices.IndexFunc(brokenStores, func(b brokenStore) bool { return b.name == name })
+	switch name {
+	case "Memory":
+	case announcingControl:
+		newHarness = func() hookrelaytest.Harness { return newAnnouncingStore(dueCorrect).harness() }
+	default:
+		all := slices.Concat(brokenStores, brokenNotifiers)
+		i := slices.IndexFunc(all, func(b brokenStore) bool { return b.name == name })
 		if i < 0 {
 			t.Fatalf("unknown broken store %q", name)
 		}
-		newHarness = brokenStores[i].harness
+		newHarness = all[i].harness
 	}
 	hookrelaytest.Run(t, func(*testing.T) hookrelaytest.Harness { return newHarness() })
 }
@@ -478,6 +485,13 @@ func runSuite(t *testing.T, store string, paths ...string) (bool, string) {
 // rejects a store that breaks its rule: each broken store fails each case
 // listed for it, and the unbroken memory store passes them all.
 func TestSuiteCatchesBrokenStores(t *testing.T) {
+	runCatches(t, brokenStores, "Memory")
+}
+
+// runCatches runs each broken store's listed cases, which must fail, and
+// then every listed case on the unbroken store named control ("Memory", or
+// announcingControl), which must pass them all.
+func runCatches(t *testing.T, brokenStores []brokenStore, control string) {
 	if os.Getenv(brokenStoreEnv) != "" {
 		t.Skip("the child process runs TestBrokenStore only")
 	}
@@ -494,9 +508,9 @@ func TestSuiteCatchesBrokenStores(t *testing.T) {
 		})
 		all = append(all, b.caughtBy...)
 	}
-	t.Run("MemoryPassesEveryCase", func(t *testing.T) {
-		passed, out := runSuite(t, "Memory", all...)
-		assert.True(t, passed, "the unbroken memory store fails a case:\n%s", out)
+	t.Run(control+"PassesEveryCase", func(t *testing.T) {
+		passed, out := runSuite(t, control, all...)
+		assert.True(t, passed, "the unbroken %s store fails a case:\n%s", control, out)
 		for _, p := range all {
 			assert.Contains(t, out, "--- PASS: TestBrokenStore/"+p+" ", "the case %s ran and passed", p)
 		}

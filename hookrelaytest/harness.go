@@ -21,8 +21,9 @@
 // LedgerQueue runs on the worker's fast path — and the optional abilities
 // (stats, lease ledger, batches, rooms, redrive, listing destinations for
 // Publish, retention, recovery of unpublished broker messages, the
-// destination guard's rate limit, hold and circuit breaker), each of
-// which skips when the adapter lacks it.
+// destination guard's rate limit, hold and circuit breaker, wake-up
+// announcements to workers in other processes), each of which skips when
+// the adapter lacks it.
 // docs/adapters.md states the contract the suite checks.
 package hookrelaytest
 
@@ -62,6 +63,17 @@ type Harness struct {
 	// this long instead of claiming once. Tests that expect nothing still
 	// claim once.
 	RedeliveryWithin time.Duration
+	// NoDueAnnouncements, when set, says why the Queue's DueNotifier
+	// never announces (a SQL store on a database without notifications,
+	// whose ListenDue only waits for its context while the worker polls):
+	// the DueNotifier cases skip with it. Leave it empty for a store that
+	// announces; the cases then check that it does.
+	NoDueAnnouncements string
+	// DueAnnouncedWithin bounds the DueNotifier cases' wait for an
+	// announcement that must come; zero means 20 s. It is a hang guard,
+	// not a speed check: shorten it only for a store that announces in
+	// process, so a broken one fails quickly.
+	DueAnnouncedWithin time.Duration
 }
 
 // NewHarness returns a fresh, empty Harness for one test. It registers any
@@ -88,4 +100,5 @@ func Run(t *testing.T, newHarness NewHarness) {
 	t.Run("Retention", func(t *testing.T) { RunRetention(t, newHarness) })
 	t.Run("UnpublishedRecovery", func(t *testing.T) { RunUnpublishedRecovery(t, newHarness) })
 	t.Run("DestinationGuard", func(t *testing.T) { RunDestinationGuard(t, newHarness) })
+	t.Run("DueNotifier", func(t *testing.T) { RunDueNotifier(t, newHarness) })
 }

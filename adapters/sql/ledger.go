@@ -709,13 +709,23 @@ func attemptOp(op string, f fence, attempt *hookrelay.Attempt, set string, args 
 // RecordDeadLetter it also ends the writer's lease in the same write: the row
 // is the queue entry, so the retry is claimable at its time even if the
 // process dies before RetryAt, and the queue transition that follows is a
-// read rather than a second commit.
+// read rather than a second commit. On PostgreSQL the retry is then
+// announced to listening workers (ListenDue), as RecordBatch announces the
+// retries of a batch: the worker records through RecordBatch, Client.Process
+// through this.
 func (s *Store) RecordRetry(ctx context.Context, p hookrelay.RecordRetryParams) error {
 	o, err := recordRetryOp(p)
 	if err != nil {
 		return err
 	}
-	return s.fencedWrite(ctx, o)
+	if err := s.fencedWrite(ctx, o); err != nil {
+		return err
+	}
+	// After the commit, in a statement of its own: the retry is recorded
+	// whether or not the announcement goes out, and a lost announcement
+	// costs a listening worker latency (it polls), never the delivery.
+	_ = s.notifyDue(ctx, s.db, p.NextAttemptAt)
+	return nil
 }
 
 func recordRetryOp(p hookrelay.RecordRetryParams) (fencedOp, error) {

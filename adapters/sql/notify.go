@@ -62,7 +62,7 @@ func (s *Store) listenSlot() bool {
 // ListenDue implements hookrelay.DueNotifier. On PostgreSQL it holds one
 // pooled connection LISTENing on the tables' channel (prefix + "due") and
 // calls due for every announcement: deliveries created (Create, EnqueueTx),
-// retries recorded in a batch, redriven deliveries, a resumed destination —
+// retries recorded (in a batch, or alone by RecordRetry), redriven deliveries, a resumed destination —
 // from any process sharing the tables — and once each time it starts
 // listening, with a zero time (look now), for whatever was announced while
 // no one listened. When the pool is too small for one more listener
