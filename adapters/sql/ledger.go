@@ -79,12 +79,19 @@ func (s *Store) announceCreated(ctx context.Context, q querier, deliveries []hoo
 // ErrTxConflict (a deadlock, a serialization failure) means tx is lost:
 // roll it back and run the whole transaction again.
 func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, deliveries []hookrelay.Delivery) ([]bool, error) {
+	return s.enqueueCallerTx(ctx, "EnqueueTx", tx, deliveries)
+}
+
+// enqueueCallerTx is EnqueueTx for the entry point named entry (EnqueueTx,
+// PublishTx): the caller's mistakes with tx are reported under the name
+// the caller called.
+func (s *Store) enqueueCallerTx(ctx context.Context, entry string, tx *sql.Tx, deliveries []hookrelay.Delivery) ([]bool, error) {
 	if tx == nil {
-		return nil, errors.New("hooksql: EnqueueTx: tx is nil")
+		return nil, fmt.Errorf("hooksql: %s: tx is nil", entry)
 	}
 	created, err := s.enqueueTx(ctx, tx, deliveries)
 	if errors.Is(err, sql.ErrTxDone) {
-		return nil, fmt.Errorf("hooksql: EnqueueTx: tx is already committed or rolled back: %w", sql.ErrTxDone)
+		return nil, fmt.Errorf("hooksql: %s: tx is already committed or rolled back: %w", entry, sql.ErrTxDone)
 	}
 	return created, err
 }
