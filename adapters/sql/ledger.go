@@ -76,8 +76,9 @@ func (s *Store) announceCreated(ctx context.Context, q querier, deliveries []hoo
 // _txlock=immediate DSN option OpenSQLite sets) avoids lock-upgrade
 // failures. A tx already committed or rolled back is refused with an
 // error wrapping sql.ErrTxDone, and nothing is stored. An error matching
-// ErrTxConflict (a deadlock, a serialization failure) means tx is lost:
-// roll it back and run the whole transaction again.
+// ErrTxConflict (a deadlock, a serialization failure, a lock wait timeout)
+// means tx is lost: roll it back and run the whole transaction again; do
+// not commit it (see ErrTxConflict for the state it is in).
 func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, deliveries []hookrelay.Delivery) ([]bool, error) {
 	return s.enqueueCallerTx(ctx, "EnqueueTx", tx, deliveries)
 }
