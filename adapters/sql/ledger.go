@@ -18,7 +18,12 @@ import (
 // claimable at their NextAttemptAt, in one transaction. A delivery whose ID
 // exists (or appears earlier in the same call) is left untouched and
 // reported false. Every record is validated first; one invalid delivery
-// refuses the whole call and nothing is written.
+// refuses the whole call and nothing is written. There is no maximum
+// batch size: the rows go as statements of up to 500 rows and 4 MiB of
+// payloads (insertChunkRows, insertChunkBytes), all in the one
+// transaction, which holds its locks (on SQLite the database's write lock)
+// until the whole batch is stored. EnqueueTx and PublishTx chunk the same
+// way in the caller's transaction.
 func (s *Store) Create(ctx context.Context, deliveries []hookrelay.Delivery) ([]bool, error) {
 	rows, err := s.encodeAll(deliveries)
 	if err != nil {
