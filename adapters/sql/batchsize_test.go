@@ -69,3 +69,69 @@ func TestRecordBatchLargerThanOneStatement(t *testing.T) {
 		}
 	})
 }
+
+// TestEnqueueBatchBeyondOneStatementsParameterLimit: EnqueueMany,
+// EnqueueTx and Publish have no maximum batch size. A batch whose rows as
+// one INSERT would bind more than PostgreSQL's 65535 parameters (and
+// SQLite's 32766) is stored whole in one transaction, as statements of up
+// to insertChunkRows rows: every delivery is stored once, and each
+// result's Created says whether its record is new — for repeats within the
+// batch and records stored before it, on either side of a chunk boundary.
+func TestEnqueueBatchBeyondOneStatementsParameterLimit(t *testing.T) {
+	const n = 65535/deliveryColCount + 100 // one statement would exceed PostgreSQL's limit
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := newStore(t, b, Options{})
+		const dests = insertChunkRows + 1 // Publish's fan-out takes two statements
+		for i := range dests {
+			require.NoError(t, s.Put(ctx, hookrelay.Destination{ID: fmt.Sprintf("d%04d", i), TenantID: "t", URL: "https://a.example/h", EventTypes: []string{"order.*"}}))
+		}
+		c, err := hookrelay.New(hookrelay.Config{Queue: s, Ledger: s, Destinations: s})
+		require.NoError(t, err)
+		params := func(prefix string, count int) []hookrelay.EnqueueParams {
+			ps := make([]hookrelay.EnqueueParams, count)
+			for i := range ps {
+				ps[i] = hookrelay.EnqueueParams{EventID: fmt.Sprintf("%s%05d", prefix, i), TenantID: "t", DestinationID: fmt.Sprintf("d%04d", i%3), EventType: "x", Payload: []byte(`{}`)}
+			}
+			return ps
+		}
+		count := func() int {
+			var got int
+			require.NoError(t, s.DB().QueryRowContext(ctx, s.q("SELECT count(*) FROM {d}")).Scan(&got))
+			return got
+		}
+
+		// Stored before: one record in the first chunk, one at a boundary.
+		before := params("e", n)
+		_, err = c.EnqueueMany(ctx, []hookrelay.EnqueueParams{before[7], before[insertChunkRows]})
+		require.NoError(t, err)
+		batch := append(before, before[n-1], before[0]) // repeats within the batch
+		res, err := c.EnqueueMany(ctx, batch)
+		require.NoError(t, err)
+		require.Len(t, res, n+2)
+		for i, r := range res {
+			want := i < n && i != 7 && i != insertChunkRows
+			require.Equal(t, want, r.Created, "result %d", i)
+		}
+		require.Equal(t, n, count(), "every delivery stored once")
+
+		ds, err := c.Prepare(ctx, params("x", n))
+		require.NoError(t, err)
+		tx, err := s.DB().BeginTx(ctx, nil)
+		require.NoError(t, err)
+		created, err := s.EnqueueTx(ctx, tx, ds)
+		require.NoError(t, err)
+		require.NoError(t, tx.Commit())
+		require.Len(t, created, n)
+		assert.NotContains(t, created, false)
+		require.Equal(t, 2*n, count())
+
+		pub, err := c.Publish(ctx, hookrelay.PublishParams{EventID: "evt_pub", TenantID: "t", EventType: "order.placed", Payload: []byte(`{}`)})
+		require.NoError(t, err)
+		require.Len(t, pub.Deliveries, dests)
+		for _, d := range pub.Deliveries {
+			require.True(t, d.Created, d.DestinationID)
+		}
+		require.Equal(t, 2*n+dests, count())
+	})
+}

@@ -33,10 +33,22 @@ var ErrSchemaTooNew = errors.New("hooksql: database schema is newer than this li
 // ErrTxConflict is matched (errors.Is) by the error of a statement run in
 // a caller's transaction (EnqueueTx, PublishTx) that the database refused
 // for a conflict with another transaction: a deadlock (PostgreSQL 40P01,
-// MySQL 1213) or a serialization failure (40001). The transaction is lost:
-// roll it back and run it again. The Store's own transactions are run
-// again by the Store (up to four times) before it reports an error.
-var ErrTxConflict = errors.New("hooksql: transaction conflict (deadlock or serialization failure); run it again")
+// MySQL 1213), a serialization failure (40001), a row changed since the
+// transaction's snapshot (MariaDB 1020, under innodb_snapshot_isolation) or
+// a lock wait timeout (MySQL 1205). The transaction is lost: roll it back
+// and run it again; run nothing more on it. After a deadlock or 1020 the
+// server has rolled the whole transaction back already (MariaDB treats
+// 1020 as a deadlock), and so it has after 1205 when
+// innodb_rollback_on_timeout is on: a statement run on it now would run
+// outside any transaction.
+// After 1205 by default (innodb_rollback_on_timeout off), MySQL and
+// MariaDB roll back only the statement that waited: the transaction stays
+// open, holding its locks, the caller's earlier writes and, when EnqueueTx
+// ran more than one statement, part of its deliveries; committing it would
+// store them without the rest. The Store's own transactions are run again
+// by the Store (up to four times) before it reports an error, except after
+// a lock wait timeout: the server already waited innodb_lock_wait_timeout.
+var ErrTxConflict = errors.New("hooksql: transaction conflict (deadlock, serialization failure or lock wait timeout); run it again")
 
 // ErrInvalidDSN is wrapped by Open's error when the driver cannot read the
 // DSN (a malformed URL, an unknown parameter value, a port out of range).
@@ -80,8 +92,11 @@ func (s *Store) dbErr(op string, err error) error {
 		return fmt.Errorf("hooksql: %s: %w", op, sql.ErrTxDone)
 	}
 	e := fmt.Errorf("%w: %s: %s", ErrDatabase, printable(op), printable(redact(err.Error(), s.secrets)))
-	if isRetryable(err) {
+	switch conflictOf(err) {
+	case conflictRerun:
 		return &retryable{err: e}
+	case conflictWaited:
+		return &conflict{err: e}
 	}
 	return e
 }
@@ -111,18 +126,46 @@ func printable(s string) string {
 	return b.String()
 }
 
-// isRetryable reports a deadlock or serialization failure, after which the
-// whole transaction may be run again.
-func isRetryable(err error) bool {
+// conflictKind is how a failure lost to another transaction, if it did.
+type conflictKind int
+
+const (
+	noConflict conflictKind = iota
+	// conflictRerun: a deadlock or serialization failure; running the
+	// whole transaction again may succeed at once, and the Store does so
+	// with its own (retried).
+	conflictRerun
+	// conflictWaited: a lock wait timeout. It is ErrTxConflict too, but
+	// the Store does not run its own transaction again: the server already
+	// waited innodb_lock_wait_timeout for the lock, and each run more
+	// could wait as long again.
+	conflictWaited
+)
+
+// conflictOf classifies err: PostgreSQL's serialization failure (40001)
+// and deadlock (40P01); MySQL's deadlock (1213), MariaDB's "record has
+// changed since last read" (1020: a write to a row changed after the
+// transaction's snapshot, under innodb_snapshot_isolation, the default
+// from MariaDB 11.6), and InnoDB's lock wait timeout (1205).
+func conflictOf(err error) conflictKind {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
-		return pe.Code == "40001" || pe.Code == "40P01"
+		if pe.Code == "40001" || pe.Code == "40P01" {
+			return conflictRerun
+		}
+		return noConflict
 	}
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
-		return me.Number == 1213 // ER_LOCK_DEADLOCK
+		switch me.Number {
+		case 1213, // ER_LOCK_DEADLOCK
+			1020: // ER_CHECKREAD
+			return conflictRerun
+		case 1205: // ER_LOCK_WAIT_TIMEOUT
+			return conflictWaited
+		}
 	}
-	return false
+	return noConflict
 }
 
 // isParseError reports MySQL's inputRefusal of a statement it could not parse

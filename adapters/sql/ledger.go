@@ -18,7 +18,12 @@ import (
 // claimable at their NextAttemptAt, in one transaction. A delivery whose ID
 // exists (or appears earlier in the same call) is left untouched and
 // reported false. Every record is validated first; one invalid delivery
-// refuses the whole call and nothing is written.
+// refuses the whole call and nothing is written. There is no maximum
+// batch size: the rows go as statements of up to 500 rows and 4 MiB of
+// payloads (insertChunkRows, insertChunkBytes), all in the one
+// transaction, which holds its locks (on SQLite the database's write lock)
+// until the whole batch is stored. EnqueueTx and PublishTx chunk the same
+// way in the caller's transaction.
 func (s *Store) Create(ctx context.Context, deliveries []hookrelay.Delivery) ([]bool, error) {
 	rows, err := s.encodeAll(deliveries)
 	if err != nil {
@@ -76,15 +81,23 @@ func (s *Store) announceCreated(ctx context.Context, q querier, deliveries []hoo
 // _txlock=immediate DSN option OpenSQLite sets) avoids lock-upgrade
 // failures. A tx already committed or rolled back is refused with an
 // error wrapping sql.ErrTxDone, and nothing is stored. An error matching
-// ErrTxConflict (a deadlock, a serialization failure) means tx is lost:
-// roll it back and run the whole transaction again.
+// ErrTxConflict (a deadlock, a serialization failure, a lock wait timeout)
+// means tx is lost: roll it back and run the whole transaction again; do
+// not commit it (see ErrTxConflict for the state it is in).
 func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, deliveries []hookrelay.Delivery) ([]bool, error) {
+	return s.enqueueCallerTx(ctx, "EnqueueTx", tx, deliveries)
+}
+
+// enqueueCallerTx is EnqueueTx for the entry point named entry (EnqueueTx,
+// PublishTx): the caller's mistakes with tx are reported under the name
+// the caller called.
+func (s *Store) enqueueCallerTx(ctx context.Context, entry string, tx *sql.Tx, deliveries []hookrelay.Delivery) ([]bool, error) {
 	if tx == nil {
-		return nil, errors.New("hooksql: EnqueueTx: tx is nil")
+		return nil, fmt.Errorf("hooksql: %s: tx is nil", entry)
 	}
 	created, err := s.enqueueTx(ctx, tx, deliveries)
 	if errors.Is(err, sql.ErrTxDone) {
-		return nil, fmt.Errorf("hooksql: EnqueueTx: tx is already committed or rolled back: %w", sql.ErrTxDone)
+		return nil, fmt.Errorf("hooksql: %s: tx is already committed or rolled back: %w", entry, sql.ErrTxDone)
 	}
 	return created, err
 }

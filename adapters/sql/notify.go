@@ -42,10 +42,15 @@ func duePayload(at time.Time) string {
 // the worker's own claims, and the worker polls instead.
 const minListenPool = 4
 
+// listenRetry is how often a listener refused a slot (listenSlot) looks
+// again without being told one freed: the pool may have been resized
+// (DB().SetMaxOpenConns).
+const listenRetry = 5 * time.Second
+
 // listenSlot reserves a pool connection for one more listener, if the
 // listeners (one per worker on the Store) would still leave the pool
 // minListenPool-1 connections for everything else; the caller gives it
-// back with s.listeners.Add(-1). Without the count, workers sharing a small
+// back with releaseListenSlot. Without the count, workers sharing a small
 // pool each held one, and claims waited for a connection forever.
 func (s *Store) listenSlot() bool {
 	for {
@@ -59,6 +64,46 @@ func (s *Store) listenSlot() bool {
 	}
 }
 
+// releaseListenSlot gives back a slot listenSlot reserved and wakes the
+// listeners waiting for one (waitListenSlot).
+func (s *Store) releaseListenSlot() {
+	s.listeners.Add(-1)
+	s.listenMu.Lock()
+	if s.listenFreed != nil {
+		close(s.listenFreed)
+		s.listenFreed = nil
+	}
+	s.listenMu.Unlock()
+}
+
+// waitListenSlot reserves a slot (listenSlot), waiting until one frees —
+// another listener returns its own, or, checked every listenRetry, the
+// pool grew — or ctx ends: then it reports false. Meanwhile the worker
+// polls. Without the wait, a listener refused once polled for the rest of
+// its life, even after the slot it needed was given back.
+func (s *Store) waitListenSlot(ctx context.Context) bool {
+	for {
+		s.listenMu.Lock()
+		if s.listenFreed == nil {
+			s.listenFreed = make(chan struct{})
+		}
+		freed := s.listenFreed // taken before looking, so no release is missed
+		s.listenMu.Unlock()
+		if s.listenSlot() {
+			return true
+		}
+		t := time.NewTimer(listenRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-freed:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
 // ListenDue implements hookrelay.DueNotifier. On PostgreSQL it holds one
 // pooled connection LISTENing on the tables' channel (prefix + "due") and
 // calls due for every announcement: deliveries created (Create, EnqueueTx),
@@ -66,19 +111,19 @@ func (s *Store) listenSlot() bool {
 // from any process sharing the tables — and once each time it starts
 // listening, with a zero time (look now), for whatever was announced while
 // no one listened. When the pool is too small for one more listener
-// (listenSlot), and on SQLite and MySQL, which have no announcements, it
-// waits for ctx and the worker polls. It returns nil when ctx ends, or the
-// connection's error.
+// (listenSlot), it waits — the worker polling meanwhile — until another
+// listener on the Store stops or the pool grows, then listens. On SQLite
+// and MySQL, which have no announcements, it waits for ctx and the worker
+// polls. It returns nil when ctx ends, or the connection's error.
 func (s *Store) ListenDue(ctx context.Context, due func(at time.Time)) error {
 	if s.dialect != Postgres {
 		<-ctx.Done()
 		return nil
 	}
-	if !s.listenSlot() {
-		<-ctx.Done()
+	if !s.waitListenSlot(ctx) {
 		return nil
 	}
-	defer s.listeners.Add(-1)
+	defer s.releaseListenSlot()
 	err := s.withPgxConn(ctx, "listen", func(c *pgx.Conn) error {
 		if _, err := c.Exec(ctx, "LISTEN "+pgx.Identifier{s.dueChannel()}.Sanitize()); err != nil {
 			return err

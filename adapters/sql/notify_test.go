@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"os"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -397,4 +398,67 @@ func TestWorkersSharingASmallPoolDoNotListenAwayItsConnections(t *testing.T) {
 	case <-time.After(20 * time.Second): // a hang guard, not a speed check
 		t.Fatalf("not delivered: the pool's connections are all held (%+v)", s.DB().Stats())
 	}
+}
+
+// A listener refused a pool connection (listenSlot: the pool had no room
+// for one more) polls meanwhile but listens as soon as a slot frees — here
+// another listener's worker stops — instead of polling for the rest of its
+// life. On a pool of minListenPool+1, two listen; the third waited for its
+// ctx and never heard an announcement even after one of the two stopped.
+func TestListenDueRefusedASlotListensOnceOneFrees(t *testing.T) {
+	b := postgresBackend(t)
+	ctx := context.Background()
+	producer := newStore(t, b, Options{})
+	s, err := Open(ctx, Postgres, os.Getenv(b.envVar), Options{TablePrefix: producer.TablePrefix(), MaxOpenConns: minListenPool + 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+
+	type listener struct {
+		heard chan time.Time
+		stop  func() error
+	}
+	listen := func() listener {
+		lctx, cancel := context.WithCancel(ctx)
+		heard := make(chan time.Time, 16)
+		done := make(chan error, 1)
+		go func() { done <- s.ListenDue(lctx, func(at time.Time) { heard <- at }) }()
+		l := listener{heard: heard, stop: sync.OnceValue(func() error { cancel(); return <-done })}
+		t.Cleanup(func() { _ = l.stop() })
+		return l
+	}
+	heard := func(l listener, what string) time.Time {
+		t.Helper()
+		select {
+		case at := <-l.heard:
+			return at
+		case <-time.After(20 * time.Second): // a hang guard, not a speed check
+			t.Fatalf("no announcement: %s", what)
+			return time.Time{}
+		}
+	}
+	silent := func(l listener, what string) {
+		t.Helper()
+		select {
+		case at := <-l.heard:
+			t.Fatalf("announcement %v: %s", at, what)
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+
+	first, second := listen(), listen()
+	heard(first, "the first listener started")
+	heard(second, "the second listener started")
+	refused := listen()
+	_, err = producer.Create(ctx, []hookrelay.Delivery{newDelivery("evt_1", "dst_1", t0)})
+	require.NoError(t, err)
+	heard(first, "evt_1")
+	heard(second, "evt_1")
+	silent(refused, "the pool has no slot for a third listener")
+
+	require.NoError(t, first.stop())
+	assert.True(t, heard(refused, "a slot freed: the refused listener listens").IsZero(), "once listening: look now")
+	_, err = producer.Create(ctx, []hookrelay.Delivery{newDelivery("evt_2", "dst_1", t0)})
+	require.NoError(t, err)
+	heard(refused, "evt_2, to the listener that was refused")
+	heard(second, "evt_2")
 }

@@ -320,15 +320,29 @@ func TestAConflictIsToldApartFromOtherDatabaseErrors(t *testing.T) {
 	for _, tc := range []struct {
 		err      error
 		conflict bool
+		// rerun: the Store runs its own transaction again (retried). A
+		// lock wait timeout is not: the server already waited
+		// innodb_lock_wait_timeout, and four more waits would only
+		// multiply it.
+		rerun bool
 	}{
-		{&mysql.MySQLError{Number: 1213, Message: "Deadlock found when trying to get lock"}, true},
-		{&pgconn.PgError{Code: "40P01", Message: "deadlock detected"}, true},
-		{&pgconn.PgError{Code: "40001", Message: "could not serialize access"}, true},
-		{&mysql.MySQLError{Number: 1064, Message: "syntax error"}, false},
-		{&pgconn.PgError{Code: "23505", Message: "duplicate key"}, false},
+		{&mysql.MySQLError{Number: 1213, Message: "Deadlock found when trying to get lock"}, true, true},
+		{&mysql.MySQLError{Number: 1020, Message: "Record has changed since last read in table 't'"}, true, true},
+		{&mysql.MySQLError{Number: 1205, Message: "Lock wait timeout exceeded; try restarting transaction"}, true, false},
+		{&pgconn.PgError{Code: "40P01", Message: "deadlock detected"}, true, true},
+		{&pgconn.PgError{Code: "40001", Message: "could not serialize access"}, true, true},
+		{&mysql.MySQLError{Number: 1064, Message: "syntax error"}, false, false},
+		{&pgconn.PgError{Code: "23505", Message: "duplicate key"}, false, false},
 	} {
 		err := s.dbErr("enqueue_tx", tc.err)
 		assert.ErrorIs(t, err, ErrDatabase, "%v", tc.err)
 		assert.Equal(t, tc.conflict, errors.Is(err, ErrTxConflict), "%v", tc.err)
+		tries := 0
+		_ = retried(func() error { tries++; return err })
+		if tc.rerun {
+			assert.Equal(t, maxTxTries, tries, "%v: run again", tc.err)
+		} else {
+			assert.Equal(t, 1, tries, "%v: not run again", tc.err)
+		}
 	}
 }

@@ -112,6 +112,9 @@ func TestEnqueueTx(t *testing.T) {
 				assert.NotErrorIs(t, err, ErrDatabase, "%s: the caller's mistake, not a database failure", name)
 				_, err = s.PublishTx(ctx, tx, hookrelay.PreparedPublish{Deliveries: ds})
 				require.ErrorIs(t, err, sql.ErrTxDone, name)
+				assert.ErrorContains(t, err, "hooksql: PublishTx: tx is already committed or rolled back", "%s: the entry point the caller called", name)
+				assert.NotContains(t, err.Error(), "EnqueueTx", "%s: PublishTx's error names PublishTx", name)
+				assert.NotErrorIs(t, err, ErrDatabase, "%s: the caller's mistake, not a database failure", name)
 			}
 			_, err = s.Get(ctx, ds[0].ID)
 			require.ErrorIs(t, err, hookrelay.ErrNotFound)

@@ -3,7 +3,6 @@ package hooksql
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"slices"
 	"strings"
 
@@ -59,10 +58,7 @@ func (s *Store) DestinationsFor(ctx context.Context, p hookrelay.DestinationsFor
 // see EnqueueTx (after the commit, Client.Publish with the same params
 // publishes the messages at once).
 func (s *Store) PublishTx(ctx context.Context, tx *sql.Tx, p hookrelay.PreparedPublish) (hookrelay.PublishResult, error) {
-	if tx == nil {
-		return hookrelay.PublishResult{}, errors.New("hooksql: PublishTx: tx is nil")
-	}
-	created, err := s.EnqueueTx(ctx, tx, p.Deliveries)
+	created, err := s.enqueueCallerTx(ctx, "PublishTx", tx, p.Deliveries)
 	if err != nil {
 		return hookrelay.PublishResult{}, err
 	}

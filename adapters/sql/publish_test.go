@@ -112,7 +112,7 @@ func TestPublishTx(t *testing.T) {
 
 		t.Run("a nil transaction is refused", func(t *testing.T) {
 			_, err := s.PublishTx(ctx, nil, hookrelay.PreparedPublish{})
-			require.ErrorContains(t, err, "tx is nil")
+			require.ErrorContains(t, err, "hooksql: PublishTx: tx is nil")
 		})
 	})
 }

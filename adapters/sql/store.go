@@ -129,6 +129,10 @@ type Store struct {
 
 	// listeners counts the pool connections ListenDue holds (listenSlot).
 	listeners atomic.Int64
+	// listenFreed is closed when a listener gives its slot back, waking
+	// those waiting for one (waitListenSlot).
+	listenMu    sync.Mutex
+	listenFreed chan struct{}
 
 	// pgxArgs: the pool's driver is pgx's stdlib, which takes slices as
 	// array arguments through database/sql (EnqueueTx's statement).

@@ -62,6 +62,15 @@ func (r *retryable) Error() string        { return r.err.Error() }
 func (r *retryable) Unwrap() error        { return r.err }
 func (r *retryable) Is(target error) bool { return target == ErrTxConflict }
 
+// conflict marks a failure lost to another transaction that running the
+// transaction again at once would not cure sooner (a lock wait timeout):
+// it is ErrTxConflict for the caller, but retried does not run it again.
+type conflict struct{ err error }
+
+func (c *conflict) Error() string        { return c.err.Error() }
+func (c *conflict) Unwrap() error        { return c.err }
+func (c *conflict) Is(target error) bool { return target == ErrTxConflict }
+
 func (s *Store) inPoolTx(ctx context.Context, op string, fn func(q querier) error) error {
 	var opts *sql.TxOptions
 	if s.dialect == MySQL {
