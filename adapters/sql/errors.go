@@ -35,8 +35,10 @@ var ErrSchemaTooNew = errors.New("hooksql: database schema is newer than this li
 // for a conflict with another transaction: a deadlock (PostgreSQL 40P01,
 // MySQL 1213), a serialization failure (40001), a row changed since the
 // transaction's snapshot (MariaDB 1020, under innodb_snapshot_isolation) or
-// a lock wait timeout (MySQL 1205). The transaction is lost: roll it back
-// and run it again; run nothing more on it. After a deadlock or 1020 the
+// a lock wait timeout (MySQL 1205, PostgreSQL 55P03 past the session's
+// lock_timeout). The transaction is lost: roll it back and run it again;
+// run nothing more on it (PostgreSQL has aborted it after any of these).
+// After a deadlock or 1020 the
 // server has rolled the whole transaction back already (MariaDB treats
 // 1020 as a deadlock), and so it has after 1205 when
 // innodb_rollback_on_timeout is on: a statement run on it now would run
@@ -47,7 +49,8 @@ var ErrSchemaTooNew = errors.New("hooksql: database schema is newer than this li
 // ran more than one statement, part of its deliveries; committing it would
 // store them without the rest. The Store's own transactions are run again
 // by the Store (up to four times) before it reports an error, except after
-// a lock wait timeout: the server already waited innodb_lock_wait_timeout.
+// a lock wait timeout: the server already waited innodb_lock_wait_timeout
+// (or lock_timeout).
 var ErrTxConflict = errors.New("hooksql: transaction conflict (deadlock, serialization failure or lock wait timeout); run it again")
 
 // ErrInvalidDSN is wrapped by Open's error when the driver cannot read the
@@ -143,15 +146,19 @@ const (
 )
 
 // conflictOf classifies err: PostgreSQL's serialization failure (40001)
-// and deadlock (40P01); MySQL's deadlock (1213), MariaDB's "record has
+// and deadlock (40P01), and its lock not available (55P03: a wait past the
+// session's lock_timeout, a waited conflict like 1205); MySQL's deadlock (1213), MariaDB's "record has
 // changed since last read" (1020: a write to a row changed after the
 // transaction's snapshot, under innodb_snapshot_isolation, the default
 // from MariaDB 11.6), and InnoDB's lock wait timeout (1205).
 func conflictOf(err error) conflictKind {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
-		if pe.Code == "40001" || pe.Code == "40P01" {
+		switch pe.Code {
+		case "40001", "40P01":
 			return conflictRerun
+		case "55P03": // lock_not_available: past lock_timeout, or NOWAIT
+			return conflictWaited
 		}
 		return noConflict
 	}

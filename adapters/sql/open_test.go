@@ -331,6 +331,7 @@ func TestAConflictIsToldApartFromOtherDatabaseErrors(t *testing.T) {
 		{&mysql.MySQLError{Number: 1205, Message: "Lock wait timeout exceeded; try restarting transaction"}, true, false},
 		{&pgconn.PgError{Code: "40P01", Message: "deadlock detected"}, true, true},
 		{&pgconn.PgError{Code: "40001", Message: "could not serialize access"}, true, true},
+		{&pgconn.PgError{Code: "55P03", Message: "canceling statement due to lock timeout"}, true, false},
 		{&mysql.MySQLError{Number: 1064, Message: "syntax error"}, false, false},
 		{&pgconn.PgError{Code: "23505", Message: "duplicate key"}, false, false},
 	} {
