@@ -188,6 +188,20 @@ func recordRetryAlone(t *testing.T, h Harness, c hookrelay.Claim, now, at time.T
 
 // dueHarness returns a fresh harness whose Queue has the DueNotifier
 // ability, or skips.
+// claimedToRetry is a listened-to store holding one delivery of event,
+// announced and claimed, for a case to record its retry.
+func claimedToRetry(t *testing.T, newHarness NewHarness, event string) (Harness, *dueListener, hookrelay.Delivery, hookrelay.Claim) {
+	t.Helper()
+	h, n := dueHarness(t, newHarness)
+	l := listening(t, h, n)
+	d := newDelivery(event, "dest_1", base)
+	seed(t, h, d)
+	l.next("a delivery created")
+	c := claim(t, h.Queue, base, 1)
+	require.Len(t, c, 1)
+	return h, l, d, c[0]
+}
+
 func dueHarness(t *testing.T, newHarness NewHarness) (Harness, hookrelay.DueNotifier) {
 	h := newHarness(t)
 	n, ok := hookrelay.As[hookrelay.DueNotifier](h.Queue)
@@ -257,17 +271,11 @@ func RunDueNotifier(t *testing.T, newHarness NewHarness) {
 	})
 
 	t.Run("RetryIsAnnouncedWithItsDueTime", func(t *testing.T) {
-		h, n := dueHarness(t, newHarness)
-		l := listening(t, h, n)
-		d := newDelivery("evt_retry", "dest_1", base)
-		seed(t, h, d)
-		l.next("a delivery created")
-		c := claim(t, h.Queue, base, 1)
-		require.Len(t, c, 1)
+		h, l, d, c := claimedToRetry(t, newHarness, "evt_retry")
 		at := later()
-		a := attemptFor(c[0], hookrelay.KindRetryable, base)
+		a := attemptFor(c, hookrelay.KindRetryable, base)
 		a.NextAttemptAt = at
-		p := hookrelay.RecordRetryParams{ID: d.ID, Lease: c[0].Lease, Attempt: a, NextAttempt: 2, NextAttemptAt: at, Now: base}
+		p := hookrelay.RecordRetryParams{ID: d.ID, Lease: c.Lease, Attempt: a, NextAttempt: 2, NextAttemptAt: at, Now: base}
 		l.arm(at)
 		if b, ok := h.Ledger.(hookrelay.BatchLedger); ok {
 			errs, err := b.RecordBatch(ctx, []hookrelay.LedgerWrite{{Retry: &p}})
@@ -275,7 +283,7 @@ func RunDueNotifier(t *testing.T, newHarness NewHarness) {
 			require.Len(t, errs, 1)
 			require.NoError(t, errs[0])
 		} else {
-			recordRetryAlone(t, h, c[0], base, at)
+			recordRetryAlone(t, h, c, base, at)
 		}
 		assertAnnounced(t, l, d.ID, at, true, "a retry recorded")
 	})
@@ -283,16 +291,10 @@ func RunDueNotifier(t *testing.T, newHarness NewHarness) {
 	t.Run("RetryRecordedOneAtATimeIsAnnounced", func(t *testing.T) {
 		// Client.Process records a retry with RecordRetry (then RetryAt),
 		// not in a batch: a retry it records is announced all the same.
-		h, n := dueHarness(t, newHarness)
-		l := listening(t, h, n)
-		d := newDelivery("evt_retry_alone", "dest_1", base)
-		seed(t, h, d)
-		l.next("a delivery created")
-		c := claim(t, h.Queue, base, 1)
-		require.Len(t, c, 1)
+		h, l, d, c := claimedToRetry(t, newHarness, "evt_retry_alone")
 		at := later()
 		l.arm(at)
-		recordRetryAlone(t, h, c[0], base, at)
+		recordRetryAlone(t, h, c, base, at)
 		assertAnnounced(t, l, d.ID, at, true, "a retry recorded with RecordRetry")
 	})
 

@@ -59,6 +59,36 @@ const (
 	newSecret = "whsec_bmV3LXNlY3JldC1uZXctc2VjcmV0LW5ldw=="
 )
 
+// deadNowAndLater gives e a second tenant's destination and two
+// deliveries failing for good: a (tenant_a, dest_1), dead-lettered now, and
+// b (tenant_b, dest_b), pending, for a case to dead-letter mid-redrive
+// (deadLetterLate); the clock is a minute on.
+func (e *engine) deadNowAndLater(t *testing.T) (a, b string) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, e.h.Destinations.Put(ctx, hookrelay.Destination{ID: "dest_b", TenantID: "tenant_b", URL: "https://b.example/"}))
+	e.rec.Script = failTimes(100, hookrelay.Permanent(hookrelay.ReasonBadRequest))
+	a = e.enqueueFor("evt_a", "tenant_a", "dest_1", "t")
+	e.step()
+	b = e.enqueueFor("evt_b", "tenant_b", "dest_b", "t")
+	e.clock.Add(time.Minute)
+	return a, b
+}
+
+// deadLetterLate dead-letters b (see deadNowAndLater) now, stamped a
+// second after base: before any redrive's snapshot, committed after it.
+func (e *engine) deadLetterLate(t *testing.T, b string) {
+	t.Helper()
+	ctx := context.Background()
+	cs, err := e.h.Queue.Claim(ctx, hookrelay.ClaimParams{Now: e.clock.Now(), Limit: 1, LeaseFor: leaseFor})
+	require.NoError(t, err)
+	require.Len(t, cs, 1)
+	require.Equal(t, b, cs[0].Delivery.ID)
+	require.NoError(t, e.h.Ledger.RecordDeadLetter(ctx, hookrelay.RecordDeadLetterParams{
+		ID: b, Lease: cs[0].Lease, Reason: hookrelay.ReasonBadRequest, Now: base.Add(time.Second),
+	}))
+}
+
 // redriveEngine is an engine whose client talks to the harness's own
 // Queue and Ledger (so their optional abilities are visible) and whose
 // sender is g.
@@ -528,12 +558,7 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 
 	t.Run("OnlyTheAuthorizedTenantsMove", func(t *testing.T) {
 		e := redriveEngine(t, newHarness(t), nil)
-		require.NoError(t, e.h.Destinations.Put(ctx, hookrelay.Destination{ID: "dest_b", TenantID: "tenant_b", URL: "https://b.example/"}))
-		e.rec.Script = failTimes(100, hookrelay.Permanent(hookrelay.ReasonBadRequest))
-		a := e.enqueueFor("evt_a", "tenant_a", "dest_1", "t")
-		e.step()
-		b := e.enqueueFor("evt_b", "tenant_b", "dest_b", "t")
-		e.clock.Add(time.Minute)
+		a, b := e.deadNowAndLater(t)
 		calls := 0
 		audit, err := e.redriveDriven(hookrelay.RedriveParams{
 			Actor: "ops", Reason: "tenant a's only dead delivery", RatePerSecond: 5,
@@ -545,12 +570,7 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 				// Tenant b's dead-letter commits only now, stamped before
 				// the redrive's snapshot: the plan did not see it, so the
 				// single-tenant authorization did not cover it.
-				cs, err := e.h.Queue.Claim(ctx, hookrelay.ClaimParams{Now: e.clock.Now(), Limit: 1, LeaseFor: leaseFor})
-				require.NoError(t, err)
-				require.Len(t, cs, 1)
-				require.NoError(t, e.h.Ledger.RecordDeadLetter(ctx, hookrelay.RecordDeadLetterParams{
-					ID: b, Lease: cs[0].Lease, Reason: hookrelay.ReasonBadRequest, Now: base.Add(time.Second),
-				}))
+				e.deadLetterLate(t, b)
 			},
 		})
 		require.NoError(t, err)
@@ -566,12 +586,7 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 		e := redriveEngine(t, newHarness(t), nil, func(c *hookrelay.Config) {
 			c.Authorizer = hookrelay.AuthorizerFunc(func(context.Context, hookrelay.RedriveAuthorization) error { return nil })
 		})
-		require.NoError(t, e.h.Destinations.Put(ctx, hookrelay.Destination{ID: "dest_b", TenantID: "tenant_b", URL: "https://b.example/"}))
-		e.rec.Script = failTimes(100, hookrelay.Permanent(hookrelay.ReasonBadRequest))
-		a := e.enqueueFor("evt_a", "tenant_a", "dest_1", "t")
-		e.step()
-		b := e.enqueueFor("evt_b", "tenant_b", "dest_b", "t")
-		e.clock.Add(time.Minute)
+		a, b := e.deadNowAndLater(t)
 		var asked []hookrelay.RedriveAuthorization
 		onlyA := hookrelay.AuthorizerFunc(func(_ context.Context, req hookrelay.RedriveAuthorization) error {
 			asked = append(asked, req)
@@ -583,12 +598,7 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 			if len(asked) == 1 {
 				// Tenant b's dead-letter commits right after the caller's
 				// rule allowed tenant a, stamped before the snapshot.
-				cs, err := e.h.Queue.Claim(ctx, hookrelay.ClaimParams{Now: e.clock.Now(), Limit: 1, LeaseFor: leaseFor})
-				require.NoError(t, err)
-				require.Len(t, cs, 1)
-				require.NoError(t, e.h.Ledger.RecordDeadLetter(ctx, hookrelay.RecordDeadLetterParams{
-					ID: b, Lease: cs[0].Lease, Reason: hookrelay.ReasonBadRequest, Now: base.Add(time.Second),
-				}))
+				e.deadLetterLate(t, b)
 			}
 			return nil
 		})
@@ -621,12 +631,7 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 
 	t.Run("ResumeIsAskedAboutTheTenantsItMoves", func(t *testing.T) {
 		e := redriveEngine(t, newHarness(t), nil)
-		require.NoError(t, e.h.Destinations.Put(ctx, hookrelay.Destination{ID: "dest_b", TenantID: "tenant_b", URL: "https://b.example/"}))
-		e.rec.Script = failTimes(100, hookrelay.Permanent(hookrelay.ReasonBadRequest))
-		a := e.enqueueFor("evt_a", "tenant_a", "dest_1", "t")
-		e.step()
-		b := e.enqueueFor("evt_b", "tenant_b", "dest_b", "t")
-		e.clock.Add(time.Minute)
+		a, b := e.deadNowAndLater(t)
 		calls := 0
 		stopped, err := e.redriveDriven(hookrelay.RedriveParams{
 			Actor: "ops", Reason: "tenant a's only dead delivery", RatePerSecond: 5,
@@ -640,12 +645,7 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 				// redrive was authorized for tenant a alone.
 				_, err := e.client.StopRedrive(ctx, au.ID, "ops")
 				require.NoError(t, err)
-				cs, err := e.h.Queue.Claim(ctx, hookrelay.ClaimParams{Now: e.clock.Now(), Limit: 1, LeaseFor: leaseFor})
-				require.NoError(t, err)
-				require.Len(t, cs, 1)
-				require.NoError(t, e.h.Ledger.RecordDeadLetter(ctx, hookrelay.RecordDeadLetterParams{
-					ID: b, Lease: cs[0].Lease, Reason: hookrelay.ReasonBadRequest, Now: base.Add(time.Second),
-				}))
+				e.deadLetterLate(t, b)
 			},
 		})
 		require.NoError(t, err)
