@@ -93,13 +93,7 @@ func TestEnqueueTxLosingALockWaitIsAConflict(t *testing.T) {
 	b.skipUnlessConfigured(t)
 	ctx := context.Background()
 	s := newStore(t, b, Options{})
-	d := newDelivery("evt_locked", "dst_1", t0)
-
-	holder, err := s.DB().BeginTx(ctx, nil)
-	require.NoError(t, err)
-	defer func() { _ = holder.Rollback() }()
-	_, err = s.EnqueueTx(ctx, holder, []hookrelay.Delivery{d})
-	require.NoError(t, err)
+	d := insertedUncommitted(t, s, "evt_locked")
 
 	conn, err := s.DB().Conn(ctx)
 	require.NoError(t, err)

@@ -21,13 +21,7 @@ func TestEnqueueTxPastItsLockTimeoutIsAConflict(t *testing.T) {
 	b.skipUnlessConfigured(t)
 	ctx := context.Background()
 	s := newStore(t, b, Options{})
-	d := newDelivery("evt_locked", "dst_1", t0)
-
-	holder, err := s.DB().BeginTx(ctx, nil)
-	require.NoError(t, err)
-	defer func() { _ = holder.Rollback() }()
-	_, err = s.EnqueueTx(ctx, holder, []hookrelay.Delivery{d})
-	require.NoError(t, err)
+	d := insertedUncommitted(t, s, "evt_locked")
 
 	tx, err := s.DB().BeginTx(ctx, nil)
 	require.NoError(t, err)
@@ -39,4 +33,19 @@ func TestEnqueueTxPastItsLockTimeoutIsAConflict(t *testing.T) {
 	assert.ErrorContains(t, err, "55P03")
 	assert.ErrorIs(t, err, ErrTxConflict, "lost to another transaction: run it again")
 	assert.ErrorIs(t, err, ErrDatabase)
+}
+
+// insertedUncommitted inserts a delivery of event in a transaction left
+// open until the test ends, so another transaction inserting the same
+// delivery waits for its lock.
+func insertedUncommitted(t *testing.T, s *Store, event string) hookrelay.Delivery {
+	t.Helper()
+	ctx := context.Background()
+	d := newDelivery(event, "dst_1", t0)
+	holder, err := s.DB().BeginTx(ctx, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = holder.Rollback() })
+	_, err = s.EnqueueTx(ctx, holder, []hookrelay.Delivery{d})
+	require.NoError(t, err)
+	return d
 }
