@@ -45,6 +45,7 @@ func TestCreateCancelledMidwayStoresAllOrNothing(t *testing.T) {
 			require.NoError(t, s.db.QueryRowContext(context.Background(),
 				s.q("SELECT COUNT(*) FROM {d} WHERE event_id LIKE ?"), fmt.Sprintf("evt_%02d_%%", round)).Scan(&stored))
 			if err != nil {
+				assert.ErrorIs(t, err, context.DeadlineExceeded, "round %d: the error says why", round)
 				assert.Zero(t, stored, "round %d: a failed Create stores nothing", round)
 			} else {
 				assert.Len(t, created, n)
