@@ -554,7 +554,15 @@ func (c *Client) Enqueue(ctx context.Context, params EnqueueParams) (EnqueueResu
 }
 
 // EnqueueMany is Enqueue for several events. Validation happens before
-// anything is stored: one invalid event refuses the whole call.
+// anything is stored: one invalid event refuses the whole call. The records
+// are stored by one Ledger.Create call, all or none. Two entries naming the
+// same event and destination are one delivery: the first entry's record
+// is stored, and the later one gets its ID with Created false, whatever its
+// payload. With a Queue that is not the Ledger (a broker), an error from
+// Queue.Enqueue (or a ctx that ended then) comes after the records were
+// stored: calling again with the same params is safe (it creates nothing
+// and publishes them), and otherwise the worker's outbox recovery
+// publishes them (Config.RecoverUnpublishedAfter, unless turned off).
 // Every delivery of the call goes to Queue.Enqueue, created now or not: a
 // broker queue publishes its message again, which recovers a delivery
 // whose first publish was lost after its record was stored. The Queue

@@ -93,6 +93,16 @@ func (p PreparedPublish) Result(created []bool) PublishResult {
 // waits until they are resumed; disabled ones get nothing and are listed in
 // Skipped. No subscribed destination is not an error: the result is empty.
 //
+// Concurrent publishes of one event create each delivery once (one of them
+// stores the whole fan-out) and report the same IDs to every caller. An
+// event published again after its deliveries were delivered or
+// dead-lettered creates nothing and sends nothing; after retention removed
+// a record (RetentionPolicy), the same delivery ID is created anew and sent
+// again. The fan-out follows the destinations as one DestinationsFor read
+// found them just before the store: a destination paused, disabled,
+// unsubscribed or removed after that read still gets its delivery, which is
+// then held or dead-lettered like any delivery stored before the change.
+//
 // Publish needs Destinations to be a DestinationFinder and returns an error
 // wrapping ErrUnsupported otherwise. Invalid params are refused with a
 // *ValidationError (ErrInvalidDelivery) naming the field, before anything

@@ -214,3 +214,67 @@ func TestPublishWithACancelledContextFailsEvenWithoutSubscribers(t *testing.T) {
 	}
 	assert.Empty(t, l.creates)
 }
+
+// changingFinder changes the store's destinations right after listing
+// them, as a concurrent Put would between Publish's read and its store.
+type changingFinder struct {
+	*memory.Destinations
+	after func()
+}
+
+func (f changingFinder) DestinationsFor(ctx context.Context, p hookrelay.DestinationsForParams) ([]hookrelay.Destination, error) {
+	ds, err := f.Destinations.DestinationsFor(ctx, p)
+	f.after()
+	return ds, err
+}
+
+// Publish fans out to the destinations as its one read found them: a
+// destination disabled or unsubscribed after that read still gets its
+// delivery (which then waits or is dead-lettered like any delivery made
+// before the change), and one subscribed after it gets none from this
+// publish.
+func TestPublishFansOutToTheDestinationsAsOneReadFoundThem(t *testing.T) {
+	ctx := context.Background()
+	s := memory.NewStore()
+	dests := memory.NewDestinations(
+		hookrelay.Destination{ID: "acct", TenantID: "tenant_a", EventTypes: []string{"lease.*"}},
+		hookrelay.Destination{ID: "crm", TenantID: "tenant_a", EventTypes: []string{"invoice.*"}},
+	)
+	finder := changingFinder{Destinations: dests, after: func() {
+		require.NoError(t, dests.Put(ctx, hookrelay.Destination{ID: "acct", TenantID: "tenant_a", EventTypes: []string{"invoice.*"}, Disabled: true}))
+		require.NoError(t, dests.Put(ctx, hookrelay.Destination{ID: "crm", TenantID: "tenant_a", EventTypes: []string{"lease.*"}}))
+	}}
+	c, err := hookrelay.New(hookrelay.Config{Queue: s, Ledger: s, Destinations: finder})
+	require.NoError(t, err)
+	res, err := c.Publish(ctx, publishParams())
+	require.NoError(t, err)
+	require.Len(t, res.Deliveries, 1)
+	assert.Equal(t, "acct", res.Deliveries[0].DestinationID)
+	assert.True(t, res.Deliveries[0].Created)
+	assert.Empty(t, res.Skipped, "acct was enabled when read")
+	d, err := s.Get(ctx, res.Deliveries[0].ID)
+	require.NoError(t, err)
+	assert.Equal(t, hookrelay.StatePending, d.State)
+	_, err = s.Get(ctx, hookrelay.DeliveryID("pay_7319", "crm"))
+	assert.ErrorIs(t, err, hookrelay.ErrNotFound, "crm subscribed after the read")
+}
+
+// Two entries of one EnqueueMany call naming the same event and
+// destination are one delivery: the first entry's record is stored, and
+// both are reported with its ID, the second as not created, whatever its
+// payload.
+func TestEnqueueManyKeepsTheFirstOfTwoEntriesForOneDelivery(t *testing.T) {
+	ctx := context.Background()
+	c, s, _ := publishClient(t)
+	p := hookrelay.EnqueueParams{EventID: "pay_7319", TenantID: "tenant_a", DestinationID: "acct", EventType: "lease.payment_recorded", Payload: []byte(`{"v":1}`)}
+	q := p
+	q.Payload = []byte(`{"v":2}`)
+	res, err := c.EnqueueMany(ctx, []hookrelay.EnqueueParams{p, q})
+	require.NoError(t, err)
+	require.Len(t, res, 2)
+	assert.Equal(t, res[0].ID, res[1].ID)
+	assert.Equal(t, []bool{true, false}, []bool{res[0].Created, res[1].Created})
+	d, err := s.Get(ctx, res[0].ID)
+	require.NoError(t, err)
+	assert.Equal(t, p.Payload, d.Payload, "the first entry wins")
+}

@@ -3,6 +3,7 @@ package hookrelaytest
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,7 +24,12 @@ import (
 // type) selects. The scenarios publish through a Client over the harness:
 // the fan-out by pattern, republishing (nothing new except for a
 // destination subscribed since), disabled destinations skipped, paused ones
-// waiting, and every delivery sent once with its own ID.
+// waiting, every delivery sent once with its own ID, concurrent publishes of
+// one event (each delivery created once, by one caller's whole fan-out,
+// every caller told the same IDs), a republish after the deliveries were
+// delivered or dead-lettered (nothing created, changed or sent) and after
+// retention removed them (a new delivery under the same ID, sent again;
+// skipped when the Ledger is not a hookrelay.HistoryCleaner).
 func RunPublish(t *testing.T, newHarness NewHarness) {
 	ctx := context.Background()
 
@@ -203,6 +209,100 @@ func RunPublish(t *testing.T, newHarness NewHarness) {
 			assert.True(t, r.Created)
 			assert.Equal(t, hookrelay.StatePending, e.get(r.ID).State)
 		}
+	})
+
+	t.Run("ConcurrentPublishesOfOneEventCreateEachDeliveryOnce", func(t *testing.T) {
+		e := publishEngine(t, newHarness(t))
+		require.NoError(t, e.h.Destinations.Put(ctx, hookrelay.Destination{ID: "dest_2", TenantID: "tenant_a", URL: "https://crm.example/", EventTypes: []string{"lease.*"}}))
+		const callers = 8
+		results := make([]hookrelay.PublishResult, callers)
+		errs := make([]error, callers)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range callers {
+			wg.Go(func() {
+				<-start
+				results[i], errs[i] = e.client.Publish(ctx, hookrelay.PublishParams{
+					EventID: "pay_7319", TenantID: "tenant_a", EventType: "lease.payment_recorded",
+					Payload: fmt.Appendf(nil, `{"caller":%d}`, i),
+				})
+			})
+		}
+		close(start)
+		wg.Wait()
+		created := map[string]int{}
+		winners := map[int]bool{}
+		for i := range callers {
+			require.NoError(t, errs[i], "caller %d", i)
+			require.Equal(t, []string{"dest_1", "dest_2"}, destinationIDs(results[i]), "caller %d", i)
+			for _, r := range results[i].Deliveries {
+				assert.Equal(t, hookrelay.DeliveryID("pay_7319", r.DestinationID), r.ID, "caller %d", i)
+				if r.Created {
+					created[r.DestinationID]++
+					winners[i] = true
+				}
+			}
+		}
+		assert.Equal(t, map[string]int{"dest_1": 1, "dest_2": 1}, created, "each delivery is created by exactly one caller")
+		require.Len(t, winners, 1, "one caller's Create stored the whole fan-out")
+		for i := range winners {
+			for _, r := range results[i].Deliveries {
+				d := e.get(r.ID)
+				assert.Equal(t, hookrelay.StatePending, d.State)
+				assert.Equal(t, 1, d.Attempt)
+				assert.Equal(t, fmt.Appendf(nil, `{"caller":%d}`, i), d.Payload, "the record holds the creating caller's payload")
+				assert.Empty(t, e.attempts(r.ID))
+			}
+		}
+		for _, r := range results[0].Deliveries {
+			assert.Equal(t, hookrelay.StateDelivered, e.run(r.ID).State)
+			assert.Len(t, e.rec.RequestsFor(r.ID), 1, "%s is sent once", r.DestinationID)
+		}
+	})
+
+	t.Run("RepublishAfterTheDeliveryEndedCreatesNothing", func(t *testing.T) {
+		e := publishEngine(t, newHarness(t))
+		delivered := e.publish("pay_1", "lease.payment_recorded").Deliveries[0].ID
+		require.Equal(t, hookrelay.StateDelivered, e.run(delivered).State)
+		dead := e.publish("pay_2", "lease.payment_recorded").Deliveries[0].ID
+		cs := claimDue(t, e.h, e.clock.Now(), 10)
+		require.Len(t, cs, 1)
+		require.NoError(t, kill(t, e.h, cs[0], hookrelay.ReasonBadRequest, e.clock.Now()))
+
+		for id, ev := range map[string]string{delivered: "pay_1", dead: "pay_2"} {
+			before := e.get(id)
+			res := e.publish(ev, "lease.payment_recorded")
+			require.Equal(t, []string{"dest_1"}, destinationIDs(res))
+			assert.Equal(t, id, res.Deliveries[0].ID)
+			assert.False(t, res.Deliveries[0].Created, "%s: a %s record is kept as it is", ev, before.State)
+			assertSameDelivery(t, before, e.get(id))
+		}
+		assert.Empty(t, claimDue(t, e.h, e.clock.Now().Add(time.Hour), 10), "neither is claimable again")
+		assert.Len(t, e.rec.RequestsFor(delivered), 1, "the delivered one is not sent again")
+		assert.Empty(t, e.rec.RequestsFor(dead), "the dead one is not sent")
+	})
+
+	t.Run("RepublishAfterRetentionRemovedTheRecordIsANewDelivery", func(t *testing.T) {
+		e := publishEngine(t, newHarness(t))
+		hc := historyCleaner(t, e.h)
+		id := e.publish("pay_7319", "lease.payment_recorded").Deliveries[0].ID
+		require.Equal(t, hookrelay.StateDelivered, e.run(id).State)
+		e.clock.Add(time.Hour)
+		clean(t, hc, e.clock.Now(), hookrelay.RetentionPolicy{}, 100)
+		assertGone(t, e.h, id, "a zero retention removes the delivered record")
+
+		res := e.publish("pay_7319", "lease.payment_recorded")
+		require.Equal(t, []string{"dest_1"}, destinationIDs(res))
+		assert.Equal(t, id, res.Deliveries[0].ID, "the same delivery ID")
+		assert.True(t, res.Deliveries[0].Created, "a removed record no longer makes the publish idempotent")
+		d := e.get(id)
+		assert.Equal(t, hookrelay.StatePending, d.State)
+		assert.Equal(t, 1, d.Attempt)
+		assert.Equal(t, e.clock.Now(), d.FirstQueuedAt.In(e.clock.Now().Location()))
+		assert.Empty(t, e.attempts(id), "no attempt of the removed record shows in the new one")
+		assert.Equal(t, hookrelay.StateDelivered, e.run(id).State)
+		assert.Len(t, e.attempts(id), 1)
+		assert.Len(t, e.rec.RequestsFor(id), 2, "sent again, with the same ID")
 	})
 
 	t.Run("ErrorsWhenDestinationsLackTheAbility", func(t *testing.T) {

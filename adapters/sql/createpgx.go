@@ -47,7 +47,8 @@ SELECT id FROM ins UNION ALL SELECT NULL FROM announce`
 // createPgx is Create on a pgx connection: every chunk's statement in one
 // pipeline, which PostgreSQL runs as one implicit transaction — one round
 // trip and one commit instead of BEGIN, a statement per chunk, the
-// announcement and COMMIT, each waited for. A deadlock or serialization
+// announcement and COMMIT, each waited for. ctx is honoured until the
+// pipeline is sent, not while it runs (it is the commit). A deadlock or serialization
 // failure runs it again, as inTx does. It returns errNotPgx, having done
 // nothing, when the pool's driver is not pgx's.
 func (s *Store) createPgx(ctx context.Context, ds []hookrelay.Delivery, rows []deliveryRow) ([]bool, error) {
@@ -63,7 +64,15 @@ func (s *Store) createPgx(ctx context.Context, ds []hookrelay.Delivery, rows []d
 			b.Queue(query, args...)
 		}
 		return s.withPgxConn(ctx, "create", func(c *pgx.Conn) error {
-			br := c.SendBatch(ctx, b)
+			if err := ctx.Err(); err != nil {
+				return s.dbErr("create", err)
+			}
+			// The pipeline ends in its own commit: PostgreSQL can commit
+			// it before pgx, reading the results, notices ctx is done,
+			// and an error then would hide a stored batch. So, as
+			// database/sql's COMMIT, it is not cut short once sent: the
+			// error says nothing was stored, success that all was.
+			br := c.SendBatch(context.WithoutCancel(ctx), b)
 			for range b.Len() {
 				res, err := br.Query()
 				if err != nil {

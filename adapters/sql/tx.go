@@ -25,7 +25,7 @@ const maxTxTries = 4
 // have effects outside the transaction). fn returns its errors already
 // translated; inTx translates only its own begin and commit failures.
 func (s *Store) inTx(ctx context.Context, op string, fn func(q querier) error) error {
-	return retried(func() error {
+	err := retried(func() error {
 		switch {
 		case s.dialect == SQLite && s.txStmts:
 			return s.inSQLiteStmtTx(ctx, op, fn)
@@ -35,6 +35,13 @@ func (s *Store) inTx(ctx context.Context, op string, fn func(q querier) error) e
 			return s.inPoolTx(ctx, op, fn)
 		}
 	})
+	if cerr := ctx.Err(); cerr != nil && errors.Is(err, ErrDatabase) {
+		// ctx ended the transaction: database/sql rolled it back and
+		// closed its statements, so the statement running then may fail
+		// as "statement is closed" rather than with ctx's error.
+		return fmt.Errorf("hooksql: %s: %w (%v)", op, cerr, err)
+	}
+	return err
 }
 
 // retried runs tx, a whole transaction, again while it fails with a
