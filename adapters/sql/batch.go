@@ -218,7 +218,8 @@ func (s *Store) withPgxConn(ctx context.Context, op string, fn func(*pgx.Conn) e
 // (deliveredManyPostgres); every other write as its own fenced statement;
 // then the announcement of the earliest retry.
 // It fills errs for the writes their fence refused. The batch committed
-// only when the pipeline's end (Close) reports no error.
+// only when the pipeline's end (Close) reports no error. ctx is honoured
+// until the pipeline is sent, not while it runs (it is the commit).
 func (s *Store) recordBatchPipeline(ctx context.Context, ops []*fencedOp, errs []error, due time.Time) error {
 	var many []int // indexes of the writes in the one MarkDelivered statement
 	seen := make(map[string]bool, len(ops))
@@ -238,7 +239,15 @@ func (s *Store) recordBatchPipeline(ctx context.Context, ops []*fencedOp, errs [
 		inMany[i] = true
 	}
 	err := s.withPgxConn(ctx, "record batch", func(c *pgx.Conn) error {
-		br, err := s.sendWithSettings(ctx, c, pgWriteSettings, "record batch", func(b *pgx.Batch) {
+		if err := ctx.Err(); err != nil {
+			return s.dbErr("record batch", err)
+		}
+		// The pipeline ends in its own commit: PostgreSQL can commit it
+		// before pgx, reading the results, notices ctx is done, and an
+		// error then would have the caller take recorded writes for
+		// unrecorded ones. So, as database/sql's COMMIT, it is not cut
+		// short once sent (as createPgx).
+		br, err := s.sendWithSettings(context.WithoutCancel(ctx), c, pgWriteSettings, "record batch", func(b *pgx.Batch) {
 			if len(many) > 0 {
 				query, args := s.deliveredManyPostgres(ops, many)
 				b.Queue(query, args...)

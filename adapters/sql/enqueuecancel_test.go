@@ -56,3 +56,78 @@ func TestCreateCancelledMidwayStoresAllOrNothing(t *testing.T) {
 		t.Logf("%s: %d rounds cancelled, %d completed (uncancelled batch %v)", b.dialect, outcomes[false], outcomes[true], full)
 	})
 }
+
+// TestRecordBatchCancelledMidwayWritesAllOrNothing cancels RecordBatch at
+// spread-out moments while it records a batch of finished attempts: each
+// call either fails and records none of them (the deliveries are still
+// pending, leased, for the lease's end to hand on), or succeeds and
+// records every one. On PostgreSQL the batch is one pipeline, its own
+// commit: an error after the server committed it would have the worker
+// treat recorded deliveries as unrecorded.
+func TestRecordBatchCancelledMidwayWritesAllOrNothing(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		s := newStore(t, b, Options{})
+		const n = 400
+		// batch records a batch of n finished attempts for new deliveries
+		// of prefix, cancelled after cancelAfter when it is positive, and
+		// returns how many of them are recorded (their lease ended) and
+		// how long RecordBatch took.
+		batch := func(prefix string, cancelAfter time.Duration) (int, time.Duration, error) {
+			ds := make([]hookrelay.Delivery, n)
+			for i := range ds {
+				ds[i] = newDelivery(fmt.Sprintf("%s_%04d", prefix, i), fmt.Sprintf("dest_%d", i%4), t0)
+			}
+			_, err := s.Create(context.Background(), ds)
+			require.NoError(t, err)
+			claims, err := s.Claim(context.Background(), hookrelay.ClaimParams{Now: t0, Limit: n, LeaseFor: time.Hour, Holder: "w"})
+			require.NoError(t, err)
+			require.Len(t, claims, n)
+			writes := make([]hookrelay.LedgerWrite, n)
+			for i, c := range claims {
+				a := hookrelay.Attempt{Number: 1, StartedAt: t0, FinishedAt: t0.Add(time.Second),
+					Kind: hookrelay.KindDelivered, Outcome: hookrelay.OutcomeAccepted, StatusCode: 204}
+				writes[i] = hookrelay.LedgerWrite{Delivered: &hookrelay.MarkDeliveredParams{
+					ID: c.Delivery.ID, Lease: c.Lease, Now: t0.Add(time.Second), Attempt: a}}
+				if i%5 == 0 {
+					a.Kind, a.Outcome, a.StatusCode = hookrelay.KindRetryable, hookrelay.OutcomeRejected, 503
+					a.NextAttemptAt = t0.Add(time.Minute)
+					writes[i] = hookrelay.LedgerWrite{Retry: &hookrelay.RecordRetryParams{
+						ID: c.Delivery.ID, Lease: c.Lease, Attempt: a, NextAttempt: 2, NextAttemptAt: t0.Add(time.Minute), Now: t0.Add(time.Second)}}
+				}
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			began := time.Now()
+			if cancelAfter > 0 {
+				defer time.AfterFunc(cancelAfter, cancel).Stop()
+			}
+			errs, err := s.RecordBatch(ctx, writes)
+			took := time.Since(began)
+			if err == nil {
+				for i, e := range errs {
+					require.NoError(t, e, "write %d", i)
+				}
+			}
+			var ended int
+			require.NoError(t, s.db.QueryRowContext(context.Background(),
+				s.q("SELECT COUNT(*) FROM {d} WHERE event_id LIKE ? AND lease_expires_at IS NULL"), prefix+"_%").Scan(&ended))
+			return ended, took, err
+		}
+		ended, full, err := batch("warm", 0)
+		require.NoError(t, err)
+		require.Equal(t, n, ended)
+
+		outcomes := map[bool]int{}
+		for round := range 24 {
+			ended, _, err := batch(fmt.Sprintf("evt_%02d", round), full*time.Duration(round+1)/20)
+			if err != nil {
+				assert.ErrorIs(t, err, context.Canceled, "round %d: the error says why", round)
+				assert.Zero(t, ended, "round %d: a failed RecordBatch records nothing", round)
+			} else {
+				assert.Equal(t, n, ended, "round %d: a RecordBatch that succeeded recorded every write", round)
+			}
+			outcomes[err == nil]++
+		}
+		t.Logf("%s: %d rounds cancelled, %d completed (uncancelled batch %v)", b.dialect, outcomes[false], outcomes[true], full)
+	})
+}

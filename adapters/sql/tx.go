@@ -35,10 +35,12 @@ func (s *Store) inTx(ctx context.Context, op string, fn func(q querier) error) e
 			return s.inPoolTx(ctx, op, fn)
 		}
 	})
-	if cerr := ctx.Err(); cerr != nil && errors.Is(err, ErrDatabase) {
+	if cerr := ctx.Err(); cerr != nil && (errors.Is(err, ErrDatabase) || errors.Is(err, sql.ErrTxDone)) {
 		// ctx ended the transaction: database/sql rolled it back and
 		// closed its statements, so the statement running then may fail
-		// as "statement is closed" rather than with ctx's error.
+		// as "statement is closed" rather than with ctx's error, and the
+		// commit as "transaction has already been committed or rolled
+		// back" (sql.ErrTxDone).
 		return fmt.Errorf("hooksql: %s: %w (%v)", op, cerr, err)
 	}
 	return err
