@@ -350,10 +350,7 @@ func TestIdempotencyRefusesAnOversizedBody(t *testing.T) {
 func TestIdempotencyFindsTheWebhookIDWhateverItsKeySpelling(t *testing.T) {
 	body := []byte(`{"payment_id":"pay_7319"}`)
 	signed := signedHeader(t, secretNew, "whd_1", now, body)
-	mock := clock.NewMock()
-	mock.Set(now)
-	v, err := NewVerifier(VerifierConfig{Secrets: []string{secretNew}, Clock: mock})
-	require.NoError(t, err)
+	v, mock := verifierAtNow(t)
 	var runs atomic.Int32
 	h := v.Middleware(newIdem(t, IdempotencyConfig{Clock: mock}).Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		runs.Add(1)

@@ -298,10 +298,7 @@ func TestInvalidSecretErrorSaysWhatIsWrong(t *testing.T) {
 func TestVerifyFindsHeadersWhateverTheirKeySpelling(t *testing.T) {
 	body := []byte(`{"payment_id":"pay_7319"}`)
 	signed := signedHeader(t, secretNew, "whd_1", now, body)
-	mock := clock.NewMock()
-	mock.Set(now)
-	v, err := NewVerifier(VerifierConfig{Secrets: []string{secretNew}, Clock: mock})
-	require.NoError(t, err)
+	v, _ := verifierAtNow(t)
 	for _, spell := range []func(string) string{strings.ToLower, strings.ToUpper} {
 		h := http.Header{}
 		for k, vs := range signed {
@@ -356,4 +353,14 @@ func TestVerifierMiddlewareJudgesHeadersBeforeReadingTheBody(t *testing.T) {
 		})
 	}
 	assert.Empty(t, *gotBody, "the handler never ran")
+}
+
+// verifierAtNow is a Verifier of secretNew on a mock clock set to now.
+func verifierAtNow(t *testing.T) (*Verifier, *clock.Mock) {
+	t.Helper()
+	mock := clock.NewMock()
+	mock.Set(now)
+	v, err := NewVerifier(VerifierConfig{Secrets: []string{secretNew}, Clock: mock})
+	require.NoError(t, err)
+	return v, mock
 }
