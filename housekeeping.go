@@ -13,19 +13,23 @@ func (c *Client) keepHouse(ctx context.Context, stopClaim <-chan struct{}) {
 	var nextClean, nextRecover time.Time
 	for {
 		now := c.clock.Now()
+		if c.cleaner != nil && !now.Before(nextClean) {
+			c.cleanHistory(ctx, stopClaim)
+			nextClean = c.clock.Now().Add(c.cfg.Retention.Interval)
+		}
+		if c.recovery != nil && !now.Before(nextRecover) {
+			c.recoverUnpublished(ctx)
+			nextRecover = c.clock.Now().Add(c.cfg.PollInterval)
+		}
+		// The wait is measured from now, after the passes: measured from
+		// before them, it began at their end and pushed the next pass
+		// back by their length.
+		now = c.clock.Now()
 		wait := time.Duration(1<<63 - 1)
 		if c.cleaner != nil {
-			if !now.Before(nextClean) {
-				c.cleanHistory(ctx, stopClaim)
-				nextClean = c.clock.Now().Add(c.cfg.Retention.Interval)
-			}
 			wait = min(wait, nextClean.Sub(now))
 		}
 		if c.recovery != nil {
-			if !now.Before(nextRecover) {
-				c.recoverUnpublished(ctx)
-				nextRecover = c.clock.Now().Add(c.cfg.PollInterval)
-			}
 			wait = min(wait, nextRecover.Sub(now))
 		}
 		if !c.waitFor(ctx, stopClaim, nil, max(wait, 0)) {

@@ -119,6 +119,8 @@ type recordsTakes struct {
 	mu    sync.Mutex
 	log   []takeCall
 	taken chan struct{}
+	// during, if set, runs inside each pass, told its number (from 1).
+	during func(pass int)
 }
 
 type takeCall struct {
@@ -128,6 +130,9 @@ type takeCall struct {
 
 func (r *recordsTakes) TakeUnpublished(ctx context.Context, p hookrelay.RecoverUnpublishedParams) ([]hookrelay.Delivery, error) {
 	ds, err := r.Store.TakeUnpublished(ctx, p)
+	if r.during != nil {
+		r.during(len(r.calls()) + 1)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.log = append(r.log, takeCall{now: p.Now, n: len(ds)}); len(ds) > 0 {
@@ -188,4 +193,45 @@ func TestARepeatedEnqueueOrPublishPublishesAStoredRecord(t *testing.T) {
 		assert.False(t, r.Created, r.DestinationID)
 	}
 	assert.Equal(t, 3, b.pending(), "the repeated publish published both stored records")
+}
+
+// Recovery passes start a poll interval apart, measured from the end of
+// one to the start of the next, however long a pass takes: a slow pass
+// (a large outbox, a slow store) did not also push the next one back by
+// its own length, as a wait measured from the pass's start and begun at
+// its end did.
+func TestRecoveryPassesArePollIntervalApartWhateverAPassTakes(t *testing.T) {
+	ctx := context.Background()
+	const poll, slow = time.Second, 30 * time.Second
+	clk := clock.NewMock()
+	ledger := &recordsTakes{Store: memory.NewStore(), taken: make(chan struct{})}
+	ledger.during = func(pass int) {
+		if pass == 1 {
+			clk.Add(slow) // the first pass takes 30 s
+		}
+	}
+	c, err := hookrelay.New(hookrelay.Config{
+		Queue: newQueue(t, newFakeBroker(), ledger), Ledger: ledger,
+		Destinations: memory.NewDestinations(hookrelay.Destination{ID: "dest_1", URL: "https://example.com/hook"}),
+		Clock:        clk, PollInterval: poll, RecoverUnpublishedAfter: time.Minute,
+		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result { return hookrelay.Delivered(204) }),
+	})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	defer func() { require.NoError(t, c.Stop(ctx)) }()
+	require.Eventually(t, func() bool { return len(ledger.calls()) == 1 }, 10*time.Second, time.Millisecond, "the first pass at once")
+	deadline := time.After(10 * time.Second) // a hang, not a speed check
+	for len(ledger.calls()) < 2 {
+		select {
+		case <-deadline:
+			t.Fatal("no second recovery pass")
+		default:
+			clk.Add(poll / 10)
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	calls := ledger.calls()
+	apart := calls[1].now.Sub(calls[0].now)
+	assert.GreaterOrEqual(t, apart, slow+poll, "a poll interval after the slow pass ended")
+	assert.Less(t, apart, slow+2*poll, "not a poll interval plus the slow pass's length after it ended")
 }
