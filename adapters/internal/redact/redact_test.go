@@ -410,7 +410,7 @@ func TestNamedRulesReplaceWhatTheirExpressionReplaces(t *testing.T) {
 	if len(namedRules) == 0 {
 		t.Fatal("no named rule")
 	}
-	for i := range 20000 {
+	for i := range 6000 {
 		var b strings.Builder
 		for range 1 + rng.IntN(14) {
 			b.WriteString(pieces[rng.IntN(len(pieces))])
