@@ -48,7 +48,7 @@ SELECT id FROM ins UNION ALL SELECT NULL FROM announce`
 // pipeline, which PostgreSQL runs as one implicit transaction — one round
 // trip and one commit instead of BEGIN, a statement per chunk, the
 // announcement and COMMIT, each waited for. ctx is honoured until the
-// pipeline is sent, not while it runs (it is the commit). A deadlock or serialization
+// pipeline is sent (committing). A deadlock or serialization
 // failure runs it again, as inTx does. It returns errNotPgx, having done
 // nothing, when the pool's driver is not pgx's.
 func (s *Store) createPgx(ctx context.Context, ds []hookrelay.Delivery, rows []deliveryRow) ([]bool, error) {
@@ -64,15 +64,11 @@ func (s *Store) createPgx(ctx context.Context, ds []hookrelay.Delivery, rows []d
 			b.Queue(query, args...)
 		}
 		return s.withPgxConn(ctx, "create", func(c *pgx.Conn) error {
-			if err := ctx.Err(); err != nil {
-				return s.dbErr("create", err)
+			sendCtx, err := s.committing(ctx, "create")
+			if err != nil {
+				return err
 			}
-			// The pipeline ends in its own commit: PostgreSQL can commit
-			// it before pgx, reading the results, notices ctx is done,
-			// and an error then would hide a stored batch. So, as
-			// database/sql's COMMIT, it is not cut short once sent: the
-			// error says nothing was stored, success that all was.
-			br := c.SendBatch(context.WithoutCancel(ctx), b)
+			br := c.SendBatch(sendCtx, b)
 			for range b.Len() {
 				res, err := br.Query()
 				if err != nil {
