@@ -57,6 +57,14 @@ func (s *Store) DestinationsFor(ctx context.Context, p hookrelay.DestinationsFor
 // until its next poll picks them up then. With a broker queue, and for tx,
 // see EnqueueTx (after the commit, Client.Publish with the same params
 // publishes the messages at once).
+//
+// The fan-out is the one p was built from: PreparePublish reads the
+// destinations through the Client's DestinationFinder, on its own
+// connection and outside tx, before PublishTx is called. A destination the
+// caller adds, changes or subscribes in tx is not seen by that read (build
+// the fan-out after committing such a change); one paused, disabled or
+// removed after the read still gets its delivery, held or dead-lettered as
+// Client.Publish documents.
 func (s *Store) PublishTx(ctx context.Context, tx *sql.Tx, p hookrelay.PreparedPublish) (hookrelay.PublishResult, error) {
 	created, err := s.enqueueCallerTx(ctx, "PublishTx", tx, p.Deliveries)
 	if err != nil {
