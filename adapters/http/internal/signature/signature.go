@@ -153,20 +153,26 @@ type Signature struct {
 	Value string
 }
 
-// Parse splits a webhook-signature header into its entries. Entries are
-// separated by spaces; each is "version,value". Entries without a comma or
-// with an empty version or value are skipped, so a header with nothing
-// usable yields no entries.
-func Parse(header string) []Signature {
+// Parse splits a webhook-signature header into its entries and reports
+// whether there are at most max of them. Entries are separated by white
+// space; each is "version,value". Entries without a comma or with an empty
+// version or value are skipped, but they count towards max. A header with
+// more than max entries yields nil and false, having been read only up to
+// its entry max+1, so its length does not bound the work.
+func Parse(header string, max int) ([]Signature, bool) {
 	var out []Signature
-	for _, f := range strings.Fields(header) {
+	n := 0
+	for f := range strings.FieldsSeq(header) {
+		if n++; n > max {
+			return nil, false
+		}
 		version, value, ok := strings.Cut(f, ",")
 		if !ok || version == "" || value == "" {
 			continue
 		}
 		out = append(out, Signature{Version: version, Value: value})
 	}
-	return out
+	return out, true
 }
 
 // Match reports whether any v1 entry of sigs is the signature of the
