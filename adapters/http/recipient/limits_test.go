@@ -51,3 +51,25 @@ func TestVerifyRefusesTooManySignatureEntries(t *testing.T) {
 	assert.Zero(t, counted.read, "refused on its headers, before its body is read")
 	assert.Empty(t, *gotBody, "the handler did not run")
 }
+
+// TestVerifyDoesNotDecodeMisSizedSignatures: a v1 value that is not
+// 44 characters long (the padded base64 of a SHA-256 MAC) cannot be the
+// signature, and costs no more than an entry of another scheme: it is not
+// decoded. Measured in allocations, which a decode makes and which, unlike
+// time, are counted exactly.
+func TestVerifyDoesNotDecodeMisSizedSignatures(t *testing.T) {
+	body := []byte(`{"payment_id":"pay_7319"}`)
+	v, _ := verifierAtNow(t)
+	value := strings.Repeat("A", 4000) // valid base64, of 3000 bytes
+	with := func(version string) http.Header {
+		h := signedHeader(t, secretNew, "whd_1", now, body)
+		h.Set(HeaderWebhookSignature, strings.Repeat(version+","+value+" ", MaxSignatures-1)+h.Get(HeaderWebhookSignature))
+		require.NoError(t, v.Verify(h, body))
+		return h
+	}
+	other, v1 := with("v2"), with("v1")
+	allocs := func(h http.Header) float64 {
+		return testing.AllocsPerRun(20, func() { _ = v.Verify(h, body) })
+	}
+	assert.Equal(t, allocs(other), allocs(v1), "a mis-sized v1 value costs what another scheme's entry costs")
+}
