@@ -462,10 +462,12 @@ var credentialField = regexp.MustCompile(`(?i)^` + credentialName + `$`)
 
 // Field returns the value of a named field of free text (a scope label, a
 // map entry) safe to log: Mask when the name is a credential's (api_key,
-// X-Auth-Token, password: as in name=value pairs and JSON members),
+// X-Auth-Token, password, s3Key: as in name=value pairs and JSON members),
 // otherwise value as Text masks and cuts it.
 func Field(name, value string, max int) string {
-	if value != "" && credentialField.MatchString(fold(name)) {
+	// The name as given, not folded: the expression folds case itself,
+	// and a camelCase "Key" is a word only in its upper case.
+	if value != "" && credentialField.MatchString(name) {
 		return Mask
 	}
 	return Text(value, max)

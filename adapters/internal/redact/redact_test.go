@@ -410,6 +410,21 @@ func TestFieldMasksACredentialNameWholeAndOtherValuesAsText(t *testing.T) {
 	}
 }
 
+// TestFieldNamesWhatPairsName: a field name is a credential's exactly
+// when it makes one of a name=value pair, camelCase (s3Key, monKey) and
+// folding runes (KELVIN SIGN, long s) included.
+func TestFieldNamesWhatPairsName(t *testing.T) {
+	for _, name := range []string{
+		"api_key", "accessKey", "s3Key", "monKey", "signingKey", "SECRETKEY", "ACCESSKEY", "api\u212Aey", "to\u212Aen",
+		"Pa\u017f\u017fWORD", "X-Auth-Token", "monkey", "Monkey", "turkey", "compass",
+	} {
+		want := Text(name+"=v4lue", 0) == name+"="+Mask
+		if got := Field(name, "v4lue", 0) == Mask; got != want {
+			t.Errorf("Field(%q) masked: %v; %q masked: %v", name, got, name+"=v4lue", want)
+		}
+	}
+}
+
 // TestNamedRulesReplaceWhatTheirExpressionReplaces: a named rule, tried
 // only where its needs are, replaces exactly what its expression replaces
 // over the whole text, on texts strung together from the pieces its
