@@ -22,6 +22,15 @@ const (
 	HeaderWebhookSignature = "webhook-signature"
 )
 
+// MaxSignatures is the most entries a webhook-signature header may hold;
+// a header with more is refused with ErrTooManySignatures (400 from the
+// middleware). A sender puts one entry per active secret (two or three
+// during a rotation; a hookrelay sender at most 16), perhaps doubled by
+// entries of another scheme, so 64 refuses no genuine sender while it
+// bounds the work a request can ask for, whatever the server's header
+// size limit.
+const MaxSignatures = 64
+
 // DefaultTolerance is how far a webhook-timestamp may be from the
 // recipient's clock, either way, unless configured otherwise.
 const DefaultTolerance = 5 * time.Minute
@@ -38,6 +47,12 @@ var (
 	// the tolerance (a replayed or badly clocked request).
 	ErrTimestampTooOld = errors.New("recipient: webhook-timestamp is too old")
 	ErrTimestampTooNew = errors.New("recipient: webhook-timestamp is too far in the future")
+	// ErrTooManySignatures: webhook-signature has more than MaxSignatures
+	// entries. The request is refused whole, rather than checked on its
+	// first MaxSignatures entries, so that the answer does not depend on
+	// where the genuine signature stands, and so that a sender over the
+	// limit is told why, not that no signature matched.
+	ErrTooManySignatures = fmt.Errorf("recipient: webhook-signature has more than %d entries", MaxSignatures)
 	// ErrNoMatchingSignature: no v1 signature matches any accepted secret.
 	ErrNoMatchingSignature = errors.New("recipient: no signature matches an accepted secret")
 	// ErrInvalidSecret: a configured secret is not a valid "whsec_" base64
@@ -88,9 +103,9 @@ func secretsCount(n int) string {
 }
 
 // Verify checks a Standard Webhooks request: the three headers are
-// present, the timestamp is within the tolerance of Now (the current time
-// when Now is zero), and at least one
-// v1 signature in webhook-signature is the HMAC-SHA256 of
+// present, webhook-signature has at most MaxSignatures entries, the
+// timestamp is within the tolerance of Now (the current time when Now is
+// zero), and at least one v1 signature in webhook-signature is the HMAC-SHA256 of
 // "id.timestamp.body" under one of the secrets (compared in constant time).
 // It returns nil, an error naming Tolerance when p.Tolerance is negative,
 // or an error wrapping one of the Err values above.
@@ -156,12 +171,14 @@ func verify(keys [][]byte, h http.Header, body []byte, now time.Time, tolerance 
 
 // signedHeaders are a request's webhook headers that passed checkHeaders.
 type signedHeaders struct {
-	id, sig string
-	unix    int64
+	id   string
+	sigs []signature.Signature
+	unix int64
 }
 
 // checkHeaders checks what can be checked without the body: the three
-// headers are present and the timestamp is within the tolerance at now.
+// headers are present, webhook-signature has at most MaxSignatures
+// entries and the timestamp is within the tolerance at now.
 func checkHeaders(h http.Header, now time.Time, tolerance time.Duration) (signedHeaders, error) {
 	id, ts, sig := headerValue(h, HeaderWebhookID), headerValue(h, HeaderWebhookTimestamp), headerValue(h, HeaderWebhookSignature)
 	if id == "" || ts == "" || sig == "" {
@@ -170,6 +187,10 @@ func checkHeaders(h http.Header, now time.Time, tolerance time.Duration) (signed
 	unix, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
 		return signedHeaders{}, ErrInvalidTimestamp
+	}
+	sigs, ok := signature.Parse(sig, MaxSignatures)
+	if !ok {
+		return signedHeaders{}, ErrTooManySignatures
 	}
 	// Timestamps more than a second beyond the tolerance are settled in
 	// whole seconds, so that extreme values cannot overflow; the others by
@@ -188,12 +209,12 @@ func checkHeaders(h http.Header, now time.Time, tolerance time.Duration) (signed
 	case age < -tolerance:
 		return signedHeaders{}, ErrTimestampTooNew
 	}
-	return signedHeaders{id: id, sig: sig, unix: unix}, nil
+	return signedHeaders{id: id, sigs: sigs, unix: unix}, nil
 }
 
 // match checks the signatures against body.
 func (s signedHeaders) match(keys [][]byte, body []byte) error {
-	if !signature.Match(keys, s.id, s.unix, body, signature.Parse(s.sig)) {
+	if !signature.Match(keys, s.id, s.unix, body, s.sigs) {
 		return ErrNoMatchingSignature
 	}
 	return nil
@@ -296,7 +317,8 @@ func (v *Verifier) Verify(h http.Header, body []byte) error {
 // restored, or answers without calling next (a request refused on its
 // headers before its body is read):
 //
-//	400 Bad Request            missing headers, a malformed timestamp or an unreadable body
+//	400 Bad Request            missing headers, a malformed timestamp, more than
+//	                           MaxSignatures signature entries or an unreadable body
 //	401 Unauthorized           timestamp outside the tolerance, or no matching signature
 //	413 Content Too Large      body over MaxBodyBytes, or over an outer http.MaxBytesReader
 //	                           the server put around r.Body
@@ -328,11 +350,11 @@ func (v *Verifier) Middleware(next http.Handler) http.Handler {
 	})
 }
 
-// refuse answers a request Verify refused: 400 for missing headers or a
-// malformed timestamp, 401 otherwise.
+// refuse answers a request Verify refused: 400 for missing headers, a
+// malformed timestamp or too many signature entries, 401 otherwise.
 func refuse(w http.ResponseWriter, err error) {
 	code := http.StatusUnauthorized
-	if errors.Is(err, ErrMissingHeaders) || errors.Is(err, ErrInvalidTimestamp) {
+	if errors.Is(err, ErrMissingHeaders) || errors.Is(err, ErrInvalidTimestamp) || errors.Is(err, ErrTooManySignatures) {
 		code = http.StatusBadRequest
 	}
 	http.Error(w, err.Error(), code)

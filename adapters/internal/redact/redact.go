@@ -19,8 +19,9 @@
 // bare word is often prose ("cannot fetch token: EOF", "duplicate key: 42"),
 // only a password word with any prefix (PASS:, passwd:, pwd:,
 // DB_PASSWORD:, apikey:) or a compound name (client_secret:,
-// private_key:, access_token:); hyphenated header names (X-Auth-Token:,
-// X-Api-Key:) always. Ordinary words that merely contain one (passed,
+// private_key:, access_token:, accessKey:, clientSecret:, SECRETKEY:;
+// every name ending in "key" that name=value takes but the bare word);
+// hyphenated header names (X-Auth-Token:, X-Api-Key:) always. Ordinary words that merely contain one (passed,
 // passport, compass) are left alone. A value in quotes is masked up to its
 // closing quote, spaces and escaped quotes included.
 package redact
@@ -58,9 +59,18 @@ const keyPrefixes = `(?:api|access|secret|private|signing|sign|hmac|master|clien
 // colonCredentialName is the name of a "name: value" credential, where
 // bare words are prose ("cannot fetch token: EOF", "duplicate key: 42"):
 // a password word with any prefix (pass as the last part, as above), or
-// a compound name ending in a credential word (client_secret, secret_key,
-// private_key, access_token).
-const colonCredentialName = `(?:[a-z0-9_.-]*(?:password|passwd|passphrase|pwd|apikey)|(?:[a-z0-9_.-]*[_.-])?pass|[a-z0-9_.-]*[_.-](?:token|secret|key|credentials?|signature|sig|auth))`
+// a compound name ending in a credential word, after a separator
+// (client_secret, secret_key, private_key, access_token) or as a camelCase
+// part (accessKey, s3Key, clientSecret, accessToken), or "key" run
+// together as in credentialName (SECRETKEY, db_privatekey, awsaccesskey):
+// every name ending in "key" that credentialName takes but the bare word.
+const colonCredentialName = `(?:[a-z0-9_.-]*(?:password|passwd|passphrase|pwd|apikey|accesskey|` + camelCredentialWord + `)|` +
+	`(?:[a-z0-9_.-]*[_.-])?(?:pass|` + keyPrefixes + `key)|[a-z0-9_.-]*[_.-](?:token|secret|key|credentials?|signature|sig|auth))`
+
+// camelCredentialWord is a credential word that is a camelCase part of a
+// name: a lower-case letter or digit, then the word with its first letter
+// upper-case (matched case-sensitively, as in credentialName's "Key").
+const camelCredentialWord = `(?-i:[a-z0-9]T)oken|(?-i:[a-z0-9]S)ecret|(?-i:[a-z0-9]K)ey|(?-i:[a-z0-9]C)redentials?|(?-i:[a-z0-9]S)ig(?:nature)?|(?-i:[a-z0-9]A)uth`
 
 // space is one space of any kind: ASCII white space, a Unicode space
 // separator (no-break, em, narrow no-break…), NEL, and the zero-width
@@ -452,10 +462,12 @@ var credentialField = regexp.MustCompile(`(?i)^` + credentialName + `$`)
 
 // Field returns the value of a named field of free text (a scope label, a
 // map entry) safe to log: Mask when the name is a credential's (api_key,
-// X-Auth-Token, password: as in name=value pairs and JSON members),
+// X-Auth-Token, password, s3Key: as in name=value pairs and JSON members),
 // otherwise value as Text masks and cuts it.
 func Field(name, value string, max int) string {
-	if value != "" && credentialField.MatchString(fold(name)) {
+	// The name as given, not folded: the expression folds case itself,
+	// and a camelCase "Key" is a word only in its upper case.
+	if value != "" && credentialField.MatchString(name) {
 		return Mask
 	}
 	return Text(value, max)

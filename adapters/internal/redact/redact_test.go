@@ -198,6 +198,31 @@ func TestTextMasksSecrets(t *testing.T) {
 	}
 }
 
+// TestColonPairsMaskWhatEqualsPairsMask: a name that makes a credential
+// of name=value makes one of "name: value" (YAML, logs), its value quoted
+// or not, however spaced: camelCase compounds (accessKey, s3Key,
+// clientSecret) and words run together with "key" (SECRETKEY,
+// awsaccesskey) included; a name that does not (monkey, turkey) does not.
+// Only a bare credential word is prose there ("duplicate key: 42").
+func TestColonPairsMaskWhatEqualsPairsMask(t *testing.T) {
+	bare := map[string]bool{"key": true, "KEY": true, "Key": true, "token": true, "secret": true, "auth": true, "sig": true}
+	for _, name := range []string{
+		"key", "KEY", "Key", "api_key", "x-api-key", "apikey", "myapikey", "ApiKey", "accessKey", "AccessKey", "awsAccessKey",
+		"awsaccesskey", "ACCESSKEY", "s3Key", "signingKey", "secretKey", "SECRETKEY", "privatekey", "db_privatekey",
+		"signing.key", "monKey", "accessKEY", "accessToken", "clientSecret", "basicAuth", "userCredentials", "requestSig",
+		"apiSignature", "token", "secret", "auth", "sig", "access_token",
+		"monkey", "turkey", "whiskey", "Monkey", "JOCKEY", "turnkey", "keyboard", "hockey_key_count",
+	} {
+		masked := Text(name+"=v4lue", 0) == name+"="+Mask
+		for _, pair := range []string{name + ": v4lue", name + ":v4lue", name + " : v4lue", name + ": \"v4 lue\"", name + ":\t'v4lue'"} {
+			got := Text(pair, 0)
+			if want := masked && !bare[name]; strings.Contains(got, "v4") == want {
+				t.Errorf("%q gives %q; %q masked: %v", pair, got, name+"=v4lue", masked)
+			}
+		}
+	}
+}
+
 func TestTextCutsOnARuneBoundary(t *testing.T) {
 	in := strings.Repeat("é", 10) // 20 bytes
 	got := Text(in, 5)
@@ -385,6 +410,21 @@ func TestFieldMasksACredentialNameWholeAndOtherValuesAsText(t *testing.T) {
 	}
 }
 
+// TestFieldNamesWhatPairsName: a field name is a credential's exactly
+// when it makes one of a name=value pair, camelCase (s3Key, monKey) and
+// folding runes (KELVIN SIGN, long s) included.
+func TestFieldNamesWhatPairsName(t *testing.T) {
+	for _, name := range []string{
+		"api_key", "accessKey", "s3Key", "monKey", "signingKey", "SECRETKEY", "ACCESSKEY", "api\u212Aey", "to\u212Aen",
+		"Pa\u017f\u017fWORD", "X-Auth-Token", "monkey", "Monkey", "turkey", "compass",
+	} {
+		want := Text(name+"=v4lue", 0) == name+"="+Mask
+		if got := Field(name, "v4lue", 0) == Mask; got != want {
+			t.Errorf("Field(%q) masked: %v; %q masked: %v", name, got, name+"=v4lue", want)
+		}
+	}
+}
+
 // TestNamedRulesReplaceWhatTheirExpressionReplaces: a named rule, tried
 // only where its needs are, replaces exactly what its expression replaces
 // over the whole text, on texts strung together from the pieces its
@@ -394,6 +434,7 @@ func TestFieldMasksACredentialNameWholeAndOtherValuesAsText(t *testing.T) {
 func TestNamedRulesReplaceWhatTheirExpressionReplaces(t *testing.T) {
 	pieces := []string{
 		"token", "secret", "pass", "password", "pwd", "sig", "key", "Key", "KEY", "auth", "credential", "credentials",
+		"Token", "Secret", "Sig", "Auth", "Credentials", "private",
 		"api", "access", "monkey", "myapikey", "s3", "x", "X-", "-", "_", ".", "a", "Z", "9",
 		"=", " = ", ":", ": ", "%3D", "%26", "&", "?", "#", ";", ",", "\"", "'", "\\\"", "\\\\", "\\", "<", ">", "</", "/>",
 		" ", "\t", "\n", "\u00a0", "\u212a", "\u017f", "{", "}", "[", "]", "0123", "abc def", "whsec_", "Bearer ", "bearer", "basic", "Basic ", "digest ", "Digest", "cookie", "set-",

@@ -153,42 +153,52 @@ type Signature struct {
 	Value string
 }
 
-// Parse splits a webhook-signature header into its entries. Entries are
-// separated by spaces; each is "version,value". Entries without a comma or
-// with an empty version or value are skipped, so a header with nothing
-// usable yields no entries.
-func Parse(header string) []Signature {
+// Parse splits a webhook-signature header into its entries and reports
+// whether there are at most max of them. Entries are separated by white
+// space; each is "version,value". Entries without a comma or with an empty
+// version or value are skipped, but they count towards max. A header with
+// more than max entries yields nil and false, having been read only up to
+// its entry max+1, so its length does not bound the work.
+func Parse(header string, max int) ([]Signature, bool) {
 	var out []Signature
-	for _, f := range strings.Fields(header) {
+	n := 0
+	for f := range strings.FieldsSeq(header) {
+		if n++; n > max {
+			return nil, false
+		}
 		version, value, ok := strings.Cut(f, ",")
 		if !ok || version == "" || value == "" {
 			continue
 		}
 		out = append(out, Signature{Version: version, Value: value})
 	}
-	return out
+	return out, true
 }
 
+// encodedMACLen is the length of a v1 value: the padded base64 of a
+// SHA-256 MAC.
+var encodedMACLen = base64.StdEncoding.EncodedLen(sha256.Size)
+
 // Match reports whether any v1 entry of sigs is the signature of the
-// message under any of keys. Comparisons are constant-time (hmac.Equal) on
-// the raw MAC bytes. The base64 is decoded strictly: a value whose unused
-// trailing bits are set decodes to the same bytes as the genuine one, but
-// it is not the string the sender computed, so it is refused (as the
-// reference library, which compares the encoded strings, refuses it).
+// message under any of keys. As in the reference libraries (Go and
+// JavaScript), the value is compared as sent with the padded base64 of
+// each key's MAC, in constant time (hmac.Equal): nothing the sender wrote
+// is decoded, a value of another length than 44 characters is passed over
+// at once, and a value with its unused trailing bits set, which lenient
+// decoding would take for the genuine MAC, is not the string the sender
+// computed and does not match.
 func Match(keys [][]byte, id string, timestamp int64, body []byte, sigs []Signature) bool {
-	var want [][]byte
-	for _, k := range keys {
-		want = append(want, mac(k, id, timestamp, body))
+	want := make([][]byte, len(keys))
+	for i, k := range keys {
+		want[i] = base64.StdEncoding.AppendEncode(make([]byte, 0, encodedMACLen), mac(k, id, timestamp, body))
 	}
 	found := false
+	var buf [64]byte // holds a value of encodedMACLen without allocating
 	for _, s := range sigs {
-		if s.Version != "v1" {
+		if s.Version != "v1" || len(s.Value) != encodedMACLen {
 			continue
 		}
-		got, err := base64.StdEncoding.Strict().DecodeString(s.Value)
-		if err != nil {
-			continue
-		}
+		got := append(buf[:0], s.Value...)
 		for _, w := range want {
 			if hmac.Equal(got, w) {
 				found = true

@@ -9,11 +9,23 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// parse is Parse with a limit no test header reaches.
+func parse(header string) []Signature {
+	sigs, _ := Parse(header, len(header)+1)
+	return sigs
+}
+
 func TestParse(t *testing.T) {
-	assert.Equal(t, []Signature{{"v1", "abc="}, {"v2", "x,y"}, {"v1", "def"}},
-		Parse(" v1,abc=  v2,x,y junk ,nov v1, v1,def\t"))
-	assert.Empty(t, Parse(""))
-	assert.Empty(t, Parse("v1"))
+	const header = " v1,abc=  v2,x,y junk ,nov v1, v1,def\t" // 6 entries, 3 usable
+	want := []Signature{{"v1", "abc="}, {"v2", "x,y"}, {"v1", "def"}}
+	sigs, ok := Parse(header, 6)
+	assert.True(t, ok)
+	assert.Equal(t, want, sigs)
+	sigs, ok = Parse(header, 5)
+	assert.False(t, ok, "unusable entries count towards the limit")
+	assert.Nil(t, sigs)
+	assert.Empty(t, parse(""))
+	assert.Empty(t, parse("v1"))
 }
 
 func TestMatchIsTheSignatureOfTheMessage(t *testing.T) {
@@ -23,9 +35,9 @@ func TestMatchIsTheSignatureOfTheMessage(t *testing.T) {
 	const id, ts = "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330
 	sig := Sign(key, id, ts, body)
 	assert.Equal(t, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=", sig)
-	assert.True(t, Match([][]byte{[]byte("other"), key}, id, ts, body, Parse("v1,bm9wZQ== "+sig)))
-	assert.False(t, Match([][]byte{key}, id, ts+1, body, Parse(sig)))
-	assert.False(t, Match([][]byte{key}, id, ts, body, Parse("v2,"+strings.TrimPrefix(sig, "v1,"))))
+	assert.True(t, Match([][]byte{[]byte("other"), key}, id, ts, body, parse("v1,bm9wZQ== "+sig)))
+	assert.False(t, Match([][]byte{key}, id, ts+1, body, parse(sig)))
+	assert.False(t, Match([][]byte{key}, id, ts, body, parse("v2,"+strings.TrimPrefix(sig, "v1,"))))
 	// The same MAC bytes spelled with the unused trailing bits set ("E" is
 	// 000100, "F" is 000101): lenient base64 decodes it to the genuine MAC,
 	// but it is not the signature the sender computed.
@@ -33,7 +45,7 @@ func TestMatchIsTheSignatureOfTheMessage(t *testing.T) {
 	lenient, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(malleated, "v1,"))
 	require.NoError(t, err)
 	require.Equal(t, mac(key, id, ts, body), lenient, "the test input must decode to the genuine MAC leniently")
-	assert.False(t, Match([][]byte{key}, id, ts, body, Parse(malleated)))
+	assert.False(t, Match([][]byte{key}, id, ts, body, parse(malleated)))
 }
 
 func TestDecodeSecret(t *testing.T) {
@@ -60,7 +72,7 @@ func FuzzParseSignatureHeader(f *testing.F) {
 	}
 	key := []byte("fuzz-key")
 	f.Fuzz(func(t *testing.T, header string) {
-		sigs := Parse(header)
+		sigs := parse(header)
 		for _, s := range sigs {
 			if s.Version == "" || s.Value == "" || strings.ContainsAny(s.Version, " \t\n\r") {
 				t.Fatalf("bad entry %+v from %q", s, header)
@@ -70,7 +82,7 @@ func FuzzParseSignatureHeader(f *testing.F) {
 		// signature appended to it always matches.
 		Match([][]byte{key}, "id", 1, []byte(header), sigs)
 		genuine := Sign(key, "id", 1, []byte(header))
-		if !Match([][]byte{key}, "id", 1, []byte(header), Parse(header+" "+genuine)) {
+		if !Match([][]byte{key}, "id", 1, []byte(header), parse(header+" "+genuine)) {
 			t.Fatalf("genuine signature not matched after %q", header)
 		}
 	})
