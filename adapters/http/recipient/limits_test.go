@@ -71,5 +71,7 @@ func TestVerifyDoesNotDecodeMisSizedSignatures(t *testing.T) {
 	allocs := func(h http.Header) float64 {
 		return testing.AllocsPerRun(20, func() { _ = v.Verify(h, body) })
 	}
-	assert.Equal(t, allocs(other), allocs(v1), "a mis-sized v1 value costs what another scheme's entry costs")
+	// Not equal: under -race sync.Pool drops items at random, so counts
+	// can drift by a few; a decode per entry costs 63 more here.
+	assert.LessOrEqual(t, allocs(v1), allocs(other)+10, "a mis-sized v1 value costs what another scheme's entry costs")
 }
