@@ -247,12 +247,12 @@ func (g *globals) deadShow(ctx context.Context, args []string) error {
 		fmt.Fprintln(g.stdout)
 		if c := det.Compacted; c != nil {
 			fmt.Fprintf(g.stdout, "%d earlier attempts compacted by retention: first started %s, last finished %s, last result %s",
-				c.Count, fmtTime(c.FirstStartedAt), fmtTime(c.LastFinishedAt), c.LastOutcome)
+				c.Count, fmtTime(c.FirstStartedAt), fmtTime(c.LastFinishedAt), terminalText(string(c.LastOutcome)))
 			if c.LastStatusCode != 0 {
 				fmt.Fprintf(g.stdout, " %d", c.LastStatusCode)
 			}
 			if c.LastReason != "" {
-				fmt.Fprintf(g.stdout, " (%s)", c.LastReason)
+				fmt.Fprintf(g.stdout, " (%s)", terminalText(c.LastReason))
 			}
 			fmt.Fprintln(g.stdout)
 		}
@@ -299,7 +299,11 @@ func (g *globals) redrivePlan(ctx context.Context, args []string) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		fmt.Fprintf(g.stdout, "total %d across %d tenant(s): %s\n", plan.Total, len(plan.Tenants), strings.Join(plan.Tenants, ", "))
+		tenants := make([]string, len(plan.Tenants))
+		for i, t := range plan.Tenants {
+			tenants[i] = terminalText(t)
+		}
+		fmt.Fprintf(g.stdout, "total %d across %d tenant(s): %s\n", plan.Total, len(plan.Tenants), strings.Join(tenants, ", "))
 		if len(plan.Tenants) > 1 {
 			fmt.Fprintln(g.stdout, "note: this selection spans several tenants; redrive start needs --cross-tenant")
 		}
