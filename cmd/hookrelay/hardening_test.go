@@ -159,3 +159,36 @@ func TestDriverDSNsAreNotTakenForSQLitePaths(t *testing.T) {
 		assert.Empty(t, entries, "%s created a file", dsn)
 	}
 }
+
+// A database URL written without its scheme (user:password@host:port/db)
+// is no SQLite path either: it was echoed back, password and all, as a
+// missing file, and migrate created a SQLite file named after it.
+func TestSchemelessDatabaseURLsAreNotTakenForSQLitePaths(t *testing.T) {
+	const pass = "Pw4dsn-zyxwvutsrq"
+	dir := t.TempDir()
+	for _, dsn := range []string{
+		"root:" + pass + "@db.example.com:3306/test",
+		"root:" + pass + "@db.example.com",
+		"postgres:" + pass + "@127.0.0.1/test?sslmode=disable",
+	} {
+		for _, cmd := range []string{"stats", "migrate"} {
+			c := exec.Command(binary, "--dsn", dsn, cmd)
+			c.Dir = dir
+			out, err := c.CombinedOutput()
+			ee, ok := err.(*exec.ExitError)
+			require.True(t, ok, "%s %s: %v\n%s", dsn, cmd, err, out)
+			assert.Equal(t, exitUsage, ee.ExitCode(), "%s %s:\n%s", dsn, cmd, out)
+			assert.NotContains(t, string(out), pass[:8], "%s %s prints the password", dsn, cmd)
+			assert.Contains(t, string(out), "--dsn", "%s %s names the flag", dsn, cmd)
+		}
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		assert.Empty(t, entries, "%s created a file", dsn)
+	}
+	// A Windows path with an '@' in it is still a path.
+	out, err := exec.Command(binary, "--dsn", `C:\Users\me@corp\hr.db`, "stats").CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	require.True(t, ok, "%v\n%s", err, out)
+	assert.Equal(t, exitDatabase, ee.ExitCode(), "%s", out)
+	assert.Contains(t, string(out), "no database here", "%s", out)
+}
