@@ -76,6 +76,30 @@ func addFilterFlags(fs *flag.FlagSet) *filterFlags {
 	return f
 }
 
+// check refuses a time range that selects nothing: --since at or after
+// --before would match no record, and the command would say so as if
+// nothing had been dead-lettered.
+func (f *filterFlags) check(cmd string) error {
+	if !f.since.t.IsZero() && !f.before.t.IsZero() && !f.since.t.Before(f.before.t) {
+		return fail(exitUsage, "%s: --since %s is not before --before %s: the range [since, before) is empty",
+			cmd, fmtTime(f.since.t), fmtTime(f.before.t))
+	}
+	return nil
+}
+
+// maxRedriveRate is the highest --rate: Client.Redrive's bound.
+const maxRedriveRate = 1e6
+
+// checkPageFlag refuses a page-size flag outside 1..MaxPageSize, which
+// the library would otherwise replace quietly (0 by its default, more by
+// its maximum).
+func checkPageFlag(cmd, flag string, n int) error {
+	if n < 1 || n > hookrelay.MaxPageSize {
+		return fail(exitUsage, "%s: %s must be between 1 and %d, not %d", cmd, flag, hookrelay.MaxPageSize, n)
+	}
+	return nil
+}
+
 func (f *filterFlags) filter() hookrelay.DeadLetterFilter {
 	return hookrelay.DeadLetterFilter{
 		TenantIDs: f.tenants, DestinationIDs: f.destinations, EventTypes: f.eventTypes,
@@ -166,6 +190,12 @@ func (g *globals) deadList(ctx context.Context, args []string) error {
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
+	if err := ff.check("dead list"); err != nil {
+		return err
+	}
+	if err := checkPageFlag("dead list", "--limit", *limit); err != nil {
+		return err
+	}
 	return g.withReader(ctx, func(_ *hooksql.Store, c *hookrelay.Client) error {
 		page, err := c.DeadLetters(ctx, hookrelay.DeadLettersParams{Filter: ff.filter(), Limit: *limit, Cursor: *cursor})
 		if err != nil {
@@ -247,12 +277,12 @@ func (g *globals) deadShow(ctx context.Context, args []string) error {
 		fmt.Fprintln(g.stdout)
 		if c := det.Compacted; c != nil {
 			fmt.Fprintf(g.stdout, "%d earlier attempts compacted by retention: first started %s, last finished %s, last result %s",
-				c.Count, fmtTime(c.FirstStartedAt), fmtTime(c.LastFinishedAt), c.LastOutcome)
+				c.Count, fmtTime(c.FirstStartedAt), fmtTime(c.LastFinishedAt), terminalText(string(c.LastOutcome)))
 			if c.LastStatusCode != 0 {
 				fmt.Fprintf(g.stdout, " %d", c.LastStatusCode)
 			}
 			if c.LastReason != "" {
-				fmt.Fprintf(g.stdout, " (%s)", c.LastReason)
+				fmt.Fprintf(g.stdout, " (%s)", terminalText(c.LastReason))
 			}
 			fmt.Fprintln(g.stdout)
 		}
@@ -280,6 +310,9 @@ func (g *globals) redrivePlan(ctx context.Context, args []string) error {
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
+	if err := ff.check("redrive plan"); err != nil {
+		return err
+	}
 	return g.withReader(ctx, func(_ *hooksql.Store, c *hookrelay.Client) error {
 		plan, err := c.PlanRedrive(ctx, ff.filter())
 		if err != nil {
@@ -299,7 +332,11 @@ func (g *globals) redrivePlan(ctx context.Context, args []string) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		fmt.Fprintf(g.stdout, "total %d across %d tenant(s): %s\n", plan.Total, len(plan.Tenants), strings.Join(plan.Tenants, ", "))
+		tenants := make([]string, len(plan.Tenants))
+		for i, t := range plan.Tenants {
+			tenants[i] = terminalText(t)
+		}
+		fmt.Fprintf(g.stdout, "total %d across %d tenant(s): %s\n", plan.Total, len(plan.Tenants), strings.Join(tenants, ", "))
 		if len(plan.Tenants) > 1 {
 			fmt.Fprintln(g.stdout, "note: this selection spans several tenants; redrive start needs --cross-tenant")
 		}
@@ -319,12 +356,20 @@ func (g *globals) redriveStart(ctx context.Context, args []string) error {
 		return err
 	}
 	switch {
-	case *rate <= 0:
+	case *rate == 0:
 		return fail(exitUsage, "redrive start: --rate N is required (deliveries per second per destination)")
+	case !(*rate > 0) || *rate > maxRedriveRate:
+		return fail(exitUsage, "redrive start: --rate must be a positive number of deliveries per second per destination, at most %g, not %v", maxRedriveRate, *rate)
 	case strings.TrimSpace(*actor) == "":
 		return fail(exitUsage, "redrive start: --actor NAME is required and must not be blank")
 	case strings.TrimSpace(*reason) == "":
 		return fail(exitUsage, "redrive start: --reason TEXT is required and must not be blank")
+	}
+	if err := checkPageFlag("redrive start", "--batch", *batch); err != nil {
+		return err
+	}
+	if err := ff.check("redrive start"); err != nil {
+		return err
 	}
 	return g.withClient(ctx, *cross, func(_ *hooksql.Store, c *hookrelay.Client) error {
 		a, err := c.Redrive(ctx, hookrelay.RedriveParams{

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/hookrelay/hookrelay/adapters/http/console"
 )
 
@@ -30,6 +32,10 @@ func (g *globals) console(ctx context.Context, args []string) error {
 	var actorOf func(*http.Request) (string, error)
 	switch {
 	case *header != "":
+		if !httpguts.ValidHeaderFieldName(*header) {
+			// No request carries it: every one would be refused.
+			return fail(exitUsage, "console: --actor-header %q is not an HTTP header name", *header)
+		}
 		h := http.CanonicalHeaderKey(*header)
 		actorOf = func(r *http.Request) (string, error) {
 			if v := strings.TrimSpace(r.Header.Get(h)); v != "" {
@@ -42,8 +48,9 @@ func (g *globals) console(ctx context.Context, args []string) error {
 		if name == "" {
 			name = g.getenv("USER")
 		}
-		if name == "" {
-			return fail(exitUsage, "console: say who operates it: --actor NAME (or set $USER), or --actor-header HEADER behind an authenticating proxy")
+		if strings.TrimSpace(name) == "" {
+			// A blank actor is none: every redrive from the console would be refused.
+			return fail(exitUsage, "console: say who operates it: --actor NAME, not blank (or set $USER), or --actor-header HEADER behind an authenticating proxy")
 		}
 		actorOf = func(*http.Request) (string, error) { return name, nil }
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -157,4 +158,23 @@ func TestProgressIsPlainWhenPiped(t *testing.T) {
 	g = &globals{stderr: &buf, tty: true}
 	g.progress(hookrelay.RedriveAudit{ID: "rdv_1", Matched: 4, Redriven: 1, State: hookrelay.RedriveRunning})
 	assert.True(t, strings.HasPrefix(buf.String(), "\r\033[K"), "a terminal line is rewritten in place")
+}
+
+// A blank --actor, or an --actor-header that is blank or no header name
+// at all, is refused before anything is served: the console started with
+// it, and then every redrive from it failed for want of an actor (a blank
+// one), or every request was refused for want of a header no request can
+// carry.
+func TestConsoleRefusesABlankActorOrAnUnusableActorHeader(t *testing.T) {
+	dsn := filepath.Join(t.TempDir(), "missing.db")
+	assertUsageError(t, "--actor", "--dsn", dsn, "console", "--actor", "  ")
+	for _, h := range []string{" ", "X User", "X-User:", "X-Üser"} {
+		assertUsageError(t, "--actor-header", "--dsn", dsn, "console", "--actor-header", h)
+	}
+	cmd := exec.Command(binary, "--dsn", dsn, "console")
+	cmd.Env = append(os.Environ(), "USER=  ")
+	out, err := cmd.CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	require.True(t, ok, string(out))
+	assert.Equal(t, exitUsage, ee.ExitCode(), "a blank $USER is no actor either:\n%s", out)
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -157,5 +158,68 @@ func TestDriverDSNsAreNotTakenForSQLitePaths(t *testing.T) {
 		entries, err := os.ReadDir(dir)
 		require.NoError(t, err)
 		assert.Empty(t, entries, "%s created a file", dsn)
+	}
+}
+
+// A database URL written without its scheme (user:password@host:port/db)
+// is no SQLite path either: it was echoed back, password and all, as a
+// missing file, and migrate created a SQLite file named after it.
+func TestSchemelessDatabaseURLsAreNotTakenForSQLitePaths(t *testing.T) {
+	const pass = "Pw4dsn-zyxwvutsrq"
+	dir := t.TempDir()
+	for _, dsn := range []string{
+		"root:" + pass + "@db.example.com:3306/test",
+		"root:" + pass + "@db.example.com",
+		"postgres:" + pass + "@127.0.0.1/test?sslmode=disable",
+	} {
+		for _, cmd := range []string{"stats", "migrate"} {
+			c := exec.Command(binary, "--dsn", dsn, cmd)
+			c.Dir = dir
+			out, err := c.CombinedOutput()
+			ee, ok := err.(*exec.ExitError)
+			require.True(t, ok, "%s %s: %v\n%s", dsn, cmd, err, out)
+			assert.Equal(t, exitUsage, ee.ExitCode(), "%s %s:\n%s", dsn, cmd, out)
+			assert.NotContains(t, string(out), pass[:8], "%s %s prints the password", dsn, cmd)
+			assert.Contains(t, string(out), "--dsn", "%s %s names the flag", dsn, cmd)
+		}
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		assert.Empty(t, entries, "%s created a file", dsn)
+	}
+	// A Windows path with an '@' in it is still a path.
+	out, err := exec.Command(binary, "--dsn", `C:\Users\me@corp\hr.db`, "stats").CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	require.True(t, ok, "%v\n%s", err, out)
+	assert.Equal(t, exitDatabase, ee.ExitCode(), "%s", out)
+	assert.Contains(t, string(out), "no database here", "%s", out)
+}
+
+// A numeric flag out of its range is refused naming the flag, not the
+// library field it fills (RatePerSecond, BatchSize, Limit), nor quietly
+// replaced: a --limit or --batch of 0 became the library's default (100,
+// not the CLI's 50), one above 1000 was cut to 1000, and a --since after
+// --before matched nothing at all.
+func TestOutOfRangeFlagsAreRefusedNamingTheFlag(t *testing.T) {
+	dsn := filepath.Join(t.TempDir(), "hr.db")
+	require.NoError(t, exec.Command(binary, "--dsn", dsn, "migrate").Run())
+	start := []string{"--dsn", dsn, "redrive", "start", "--actor", "ops", "--reason", "r"}
+	for _, c := range []struct {
+		flag string
+		args []string
+	}{
+		{"--rate", append(slices.Clone(start), "--rate", "NaN")},
+		{"--rate", append(slices.Clone(start), "--rate", "+Inf")},
+		{"--rate", append(slices.Clone(start), "--rate", "1e9")},
+		{"--batch", append(slices.Clone(start), "--rate", "1", "--batch", "-1")},
+		{"--batch", append(slices.Clone(start), "--rate", "1", "--batch", "0")},
+		{"--batch", append(slices.Clone(start), "--rate", "1", "--batch", "1001")},
+		{"--limit", []string{"--dsn", dsn, "dead", "list", "--limit", "-1"}},
+		{"--limit", []string{"--dsn", dsn, "dead", "list", "--limit", "0"}},
+		{"--limit", []string{"--dsn", dsn, "dead", "list", "--limit", "1001"}},
+		{"--since", []string{"--dsn", dsn, "dead", "list", "--since", "2030-01-01T00:00:00Z", "--before", "2020-01-01T00:00:00Z"}},
+		{"--since", []string{"--dsn", dsn, "redrive", "plan", "--since", "1h", "--before", "2h"}},
+		{"--since", append(slices.Clone(start), "--rate", "1", "--since", "1h", "--before", "2h")},
+	} {
+		assertUsageError(t, c.flag, c.args...)
 	}
 }

@@ -105,11 +105,23 @@ func (g *globals) purge(ctx context.Context, args []string) error {
 		var cleaner hookrelay.HistoryCleaner = s
 		now := time.Now()
 		var all []hookrelay.HistoryCount
+		batches := 0
 		for {
 			res, err := cleaner.CleanHistory(ctx, hookrelay.CleanHistoryParams{Now: now, Policy: policy, Limit: *batch, DryRun: *dryRun})
+			if err != nil && ctx.Err() != nil && !*dryRun {
+				// Interrupted: the batches that committed stay done; show
+				// them, or the operator cannot tell what is already gone.
+				if len(all) > 0 {
+					if werr := g.showPurge(false, all); werr != nil {
+						return werr
+					}
+				}
+				return fail(exitFailed, "purge interrupted: %d earlier batches committed (shown above, if any); the one cut short may have removed some records too. Run purge again to finish", batches)
+			}
 			if err != nil {
 				return err
 			}
+			batches++
 			all = append(all, res.Counts...)
 			if !res.More {
 				break

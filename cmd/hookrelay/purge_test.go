@@ -3,6 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -174,4 +179,63 @@ func TestPurgeRefusesABatchOutsideItsBounds(t *testing.T) {
 	}
 	r := db.cli(t, "purge", "--batch", "1000")
 	assert.Zero(t, r.code, "the limit itself is taken: %s", r)
+}
+
+// A purge interrupted (Ctrl-C) after some of its batches committed says
+// so and shows what those batches removed: it reported only "hooksql:
+// clean history: …: context canceled", and the operator could not tell
+// that thousands of records were already gone.
+func TestAnInterruptedPurgeShowsWhatItsCommittedBatchesDid(t *testing.T) {
+	db := database{dsn: filepath.Join(t.TempDir(), "hookrelay.db"), prefix: "hookrelay_"}
+	require.Zero(t, db.cli(t, "migrate").code)
+	db.open(t)
+	ctx := context.Background()
+	require.NoError(t, db.store.Put(ctx, hookrelay.Destination{ID: "acct", TenantID: "tenant_a", URL: "https://accounting.example/hooks"}))
+	db.deliverAt(t, time.Now().Add(-time.Hour), "acct", "evt_0")
+	// Copies of the delivered record: enough one-record batches that the
+	// purge is still running when it is interrupted.
+	var cols []string
+	rows, err := db.store.DB().QueryContext(ctx, "SELECT name FROM pragma_table_info('hookrelay_deliveries')")
+	require.NoError(t, err)
+	for rows.Next() {
+		var c string
+		require.NoError(t, rows.Scan(&c))
+		cols = append(cols, c)
+	}
+	require.NoError(t, rows.Err())
+	sel := slices.Clone(cols)
+	for i, c := range sel {
+		switch c {
+		case "id", "event_id":
+			sel[i] = c + " || '_' || n.x"
+		}
+	}
+	_, err = db.store.DB().ExecContext(ctx, "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 20000)"+
+		" INSERT INTO hookrelay_deliveries ("+strings.Join(cols, ", ")+") SELECT "+strings.Join(sel, ", ")+" FROM hookrelay_deliveries, n")
+	require.NoError(t, err)
+
+	runCtx, cancel := context.WithCancel(ctx)
+	var stdout, stderr strings.Builder
+	done := make(chan int)
+	go func() {
+		done <- run(runCtx, []string{"--dsn", db.dsn, "purge", "--delivered-after", "1m", "--batch", "1"}, &stdout, &stderr, func(string) string { return "" })
+	}()
+	var removed int
+	require.Eventually(t, func() bool {
+		require.NoError(t, db.store.DB().QueryRowContext(ctx, "SELECT 20001 - COUNT(*) FROM hookrelay_deliveries").Scan(&removed))
+		return removed >= 3
+	}, 30*time.Second, time.Millisecond, "the purge removes records")
+	cancel()
+	code := <-done
+	require.NoError(t, db.store.DB().QueryRowContext(ctx, "SELECT 20001 - COUNT(*) FROM hookrelay_deliveries").Scan(&removed))
+	require.Less(t, removed, 20001, "interrupted before the end:\n%s\n%s", stdout.String(), stderr.String())
+	assert.Equal(t, exitFailed, code, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	assert.Contains(t, stderr.String(), "interrupted")
+	assert.Contains(t, stdout.String(), "acct", "the batches that committed are shown")
+	m := regexp.MustCompile(`removed (\d+) records`).FindStringSubmatch(stdout.String())
+	require.NotNil(t, m, stdout.String())
+	shown, err := strconv.Atoi(m[1])
+	require.NoError(t, err)
+	assert.LessOrEqual(t, shown, removed, "no more than was removed")
+	assert.GreaterOrEqual(t, shown, removed-1, "every committed batch but the one cut short")
 }

@@ -172,6 +172,11 @@ func (g *globals) client(s *hooksql.Store, crossTenant bool) (*hookrelay.Client,
 var (
 	mysqlDriverDSN     = regexp.MustCompile(`@(tcp[46]?|unix)\(|^[^/]*@/|@/[^/]*$`)
 	postgresKeywordDSN = regexp.MustCompile(`^\s*(host|hostaddr|port|dbname|user|password|passfile|sslmode|service|connect_timeout)\s*=`)
+	// schemelessURL is a URL's user:password@ with the scheme left off
+	// (root:pw@db.example.com:3306/test): a name, a colon, then an '@'
+	// before the path's first '/' (or '\': a Windows path such as
+	// C:\Users\me@corp\hr.db is a path).
+	schemelessURL = regexp.MustCompile(`^[^/\\:@]+:[^/\\@]*@`)
 )
 
 // parseDSN tells the dialect from the DSN's form and returns the DSN its
@@ -216,6 +221,9 @@ func parseDSN(raw string) (hooksql.Dialect, string, error) {
 		return hooksql.Postgres, raw, nil
 	case strings.Contains(raw, "://"):
 		return "", "", fmt.Errorf("unsupported scheme in %q (want a SQLite path, postgres:// or mysql://)", strings.SplitN(raw, "://", 2)[0]+"://…")
+	case schemelessURL.MatchString(raw):
+		// Not echoed: what precedes the '@' is a password.
+		return "", "", errors.New("this looks like a database URL without its scheme (user:password@host…); write postgres://… or mysql://… (for a SQLite file whose name has ':' and '@', write sqlite:PATH)")
 	}
 	return hooksql.SQLite, raw, nil
 }

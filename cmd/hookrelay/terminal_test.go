@@ -82,3 +82,38 @@ func TestStoppedRedriveMessageEscapesTheStoppingActor(t *testing.T) {
 	assert.NotContains(t, stderr.String(), "\x1b")
 	assert.Contains(t, stderr.String(), `stopped by mallory\x1b]0;pwned\a`)
 }
+
+// redrive plan's summary line names the tenants the selection spans: they
+// are stored text too, and reach the terminal escaped.
+func TestRedrivePlanEscapesTheTenantsItNames(t *testing.T) {
+	const esc = "\x1b]0;pwned\x07\x1b[2J\u009b31m"
+	db := database{dsn: filepath.Join(t.TempDir(), "hookrelay.db"), prefix: "hookrelay_"}
+	require.Zero(t, db.cli(t, "migrate").code)
+	db.open(t)
+	ctx := context.Background()
+	tenant := "tenant" + esc
+	require.NoError(t, db.store.Put(ctx, hookrelay.Destination{ID: "acct", TenantID: tenant, URL: "https://accounting.example/hooks"}))
+	policy := hookrelay.Policy{Version: "cli-test", MaxAttempts: 1, BaseDelay: time.Second, MaxDelay: time.Second}
+	c, err := hookrelay.New(hookrelay.Config{
+		Queue: db.store, Ledger: db.store, Destinations: db.store, Policy: &policy,
+		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result {
+			return hookrelay.Permanent(hookrelay.ReasonUnprocessable).WithStatus(422)
+		}),
+	})
+	require.NoError(t, err)
+	_, err = c.Enqueue(ctx, hookrelay.EnqueueParams{EventID: "evt_1", TenantID: tenant, DestinationID: "acct", EventType: "e", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	claims, err := db.store.Claim(ctx, hookrelay.ClaimParams{Now: c.Clock().Now(), Limit: 1, LeaseFor: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, claims, 1)
+	require.NoError(t, c.Process(ctx, claims[0]))
+
+	r := db.cli(t, "redrive", "plan")
+	require.Zero(t, r.code, r)
+	assert.Contains(t, r.stdout, "total 1 across 1 tenant(s)", r)
+	for _, out := range []string{r.stdout, r.stderr} {
+		assert.NotContains(t, out, "\x1b", "redrive plan prints an ESC raw:\n%s", r)
+		assert.NotContains(t, out, "\x07", "redrive plan prints a BEL raw:\n%s", r)
+		assert.NotContains(t, out, "\u009b", "redrive plan prints a C1 CSI byte raw:\n%s", r)
+	}
+}
