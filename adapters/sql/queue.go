@@ -783,7 +783,10 @@ func (s *Store) DeadLetter(ctx context.Context, p hookrelay.DeadLetterParams) er
 }
 
 // Release implements hookrelay.Queue. A lease already ended is not
-// rescheduled again.
+// rescheduled again. On PostgreSQL a release with Announce (what a worker
+// hands back when it stops) is then announced to listening workers
+// (ListenDue), due at At; the others are not, so that the releases of a
+// destination without room wake no one.
 func (s *Store) Release(ctx context.Context, p hookrelay.ReleaseParams) error {
 	at, err := encTime("At", p.At)
 	if err != nil {
@@ -791,7 +794,16 @@ func (s *Store) Release(ctx context.Context, p hookrelay.ReleaseParams) error {
 	}
 	// next_attempt_at is assigned first: MySQL evaluates SET left to right
 	// with the new values, and it must see the lease as it was.
-	return s.endLease(ctx, "release", p.ID, p.Lease,
+	if err := s.endLease(ctx, "release", p.ID, p.Lease,
 		"UPDATE {d} SET next_attempt_at = CASE WHEN state = 'pending' AND lease_expires_at IS NOT NULL THEN ? ELSE next_attempt_at END,"+
-			" lease_expires_at = NULL", at)
+			" lease_expires_at = NULL", at); err != nil {
+		return err
+	}
+	if p.Announce {
+		// After the write, in a statement of its own, as RecordRetry
+		// announces: a lost announcement costs a listening worker
+		// latency (it polls), never the delivery.
+		_ = s.notifyDue(ctx, s.db, p.At)
+	}
+	return nil
 }
