@@ -165,7 +165,7 @@ func (c *Client) resolve(ctx context.Context, claim Claim, run attemptRun) (a at
 		if dest.Disabled {
 			reason = ReasonDestinationDisabled
 		}
-		return a, false, c.release(ctx, d, lease, reason, now.Add(c.cfg.PausedRecheck), now)
+		return a, false, c.release(ctx, d, lease, reason, now.Add(c.cfg.PausedRecheck), now, quietRelease)
 	}
 	if run.overLimit != nil && run.overLimit(claim) {
 		// Before the rate limit takes a token: this attempt waits for a
@@ -187,7 +187,7 @@ func (c *Client) resolve(ctx context.Context, claim Claim, run attemptRun) (a at
 		// Held, over its rate or behind an open circuit: wait without
 		// spending an attempt, and claim nothing more for it until then.
 		c.worker.block(d.DestinationID, adm.until)
-		return a, false, c.release(ctx, d, lease, adm.reason, adm.until, now)
+		return a, false, c.release(ctx, d, lease, adm.reason, adm.until, now, quietRelease)
 	}
 	return attemptPlan{d: d, lease: lease, dest: dest, policy: policy, rules: rules, probe: adm.probe, now: now}, true, nil
 }
@@ -219,7 +219,7 @@ func (c *Client) send(ctx context.Context, a attemptPlan) (Result, time.Time, er
 		if a.probe {
 			c.giveBackProbe(context.WithoutCancel(ctx), a.d, finished)
 		}
-		if err := c.release(context.WithoutCancel(ctx), a.d, a.lease, ReasonSenderError, finished, finished); err != nil {
+		if err := c.release(context.WithoutCancel(ctx), a.d, a.lease, ReasonSenderError, finished, finished, announceRelease); err != nil {
 			return res, finished, err
 		}
 		return res, finished, ctx.Err()
@@ -366,20 +366,31 @@ func (c *Client) failBeforeSend(ctx context.Context, d Delivery, lease Lease, er
 		return err
 	}
 	now := c.clock.Now()
-	if rerr := c.release(context.WithoutCancel(ctx), d, lease, ReasonSenderError, now, now); rerr != nil {
+	if rerr := c.release(context.WithoutCancel(ctx), d, lease, ReasonSenderError, now, now, announceRelease); rerr != nil {
 		return rerr
 	}
 	return ctx.Err()
 }
 
-func (c *Client) release(ctx context.Context, d Delivery, lease Lease, reason string, at, now time.Time) error {
+// announceRelease and quietRelease tell release whether the queue is to
+// announce the release (ReleaseParams.Announce): announced when the worker
+// stops or a call's context ended, so nothing here takes the delivery and
+// workers in other processes should at once; quiet in normal operation (a
+// destination without room, paused or held), where an announcement would
+// wake every worker to find the destination as it was.
+const (
+	announceRelease = true
+	quietRelease    = false
+)
+
+func (c *Client) release(ctx context.Context, d Delivery, lease Lease, reason string, at, now time.Time, announce bool) error {
 	if at.After(maxStorableTime) {
 		// A PausedRecheck (or a hold) of centuries: no store keeps the
 		// time, and a refused release would leave the delivery to be
 		// claimed again at every lease's end. Wait as long as one can.
 		at = maxStorableTime
 	}
-	if err := c.queue.Release(ctx, ReleaseParams{ID: d.ID, Lease: lease, At: at, Now: now}); err != nil {
+	if err := c.queue.Release(ctx, ReleaseParams{ID: d.ID, Lease: lease, At: at, Now: now, Announce: announce}); err != nil {
 		return opErr("queue.release", d.ID, err)
 	}
 	c.observe(ctx, Event{Name: EventReleased, Delivery: d, Reason: reason, At: at, Delay: at.Sub(now)})

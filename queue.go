@@ -146,6 +146,17 @@ type ReleaseParams struct {
 	Lease Lease
 	At    time.Time
 	Now   time.Time
+	// Announce says that nothing in the releasing process will take the
+	// delivery: a queue with the DueNotifier ability announces it to the
+	// listening workers, due at At, once the release is written, as it
+	// announces new work; other queues ignore it. The worker sets it for
+	// what it hands back when it stops (the claims it holds, the sends and
+	// ledger calls its StopAndCancel cut short), so that workers in other
+	// processes take those deliveries within milliseconds rather than at
+	// their next poll. It leaves it false for the releases of normal
+	// operation — a destination without room, paused or held — which would
+	// otherwise wake every worker to find the destination as it was.
+	Announce bool
 }
 
 // LedgerQueue is an optional ability of a store that is both the Queue and the
@@ -182,7 +193,9 @@ type MessageLimit interface {
 
 // DueNotifier is an optional ability of a Queue whose store can announce
 // work to workers in other processes (PostgreSQL's LISTEN/NOTIFY): a
-// delivery enqueued, a retry recorded, a redrive, a destination resumed.
+// delivery enqueued, a retry recorded, a redrive, a destination resumed,
+// and a release with ReleaseParams.Announce (what a stopping worker hands
+// back).
 // A worker runs ListenDue while it runs and claims as soon as it hears of
 // due work, instead of at its next poll; polling stays as the fallback, so
 // a lost announcement costs latency, never a delivery.

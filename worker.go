@@ -396,6 +396,13 @@ func (c *Client) Stop(ctx context.Context) error {
 
 // StopAndCancel stops claiming, cancels attempts in flight (each is released
 // without spending its attempt budget) and waits for them to end or for ctx.
+//
+// Either way the claims the worker holds but has not started are released
+// at once, claimable again without an attempt spent. Those releases, and
+// those of the attempts StopAndCancel cut short, ask the queue to announce
+// them (ReleaseParams.Announce): on a DueNotifier store (PostgreSQL) the
+// workers of other processes take them within milliseconds instead of at
+// their next poll.
 func (c *Client) StopAndCancel(ctx context.Context) error {
 	return c.stop(ctx, true)
 }
@@ -634,7 +641,7 @@ func (c *Client) overLimit(ctx context.Context, r *attemptRunner, cl Claim, sett
 	w.mu.Unlock()
 	if draining {
 		now := c.clock.Now()
-		if err := c.release(settleCtx, cl.Delivery, cl.Lease, ReasonWorkerStopped, now, now); err != nil {
+		if err := c.release(settleCtx, cl.Delivery, cl.Lease, ReasonWorkerStopped, now, now, announceRelease); err != nil {
 			c.observe(ctx, Event{Name: EventWorkerError, Delivery: cl.Delivery, Err: err})
 		}
 		return true
@@ -774,7 +781,7 @@ func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error
 		// claim back at once, no attempt spent.
 		stopCtx := context.WithoutCancel(ctx)
 		for _, cl := range claims {
-			if err := c.release(stopCtx, cl.Delivery, cl.Lease, ReasonWorkerStopped, now, now); err != nil {
+			if err := c.release(stopCtx, cl.Delivery, cl.Lease, ReasonWorkerStopped, now, now, announceRelease); err != nil {
 				c.observe(stopCtx, Event{Name: EventWorkerError, Delivery: cl.Delivery, Err: err})
 			}
 		}
@@ -786,7 +793,7 @@ func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error
 	excess := c.keepOrHandBack(claims)
 	c.startHeld(ctx, launch)
 	for _, cl := range excess {
-		if err := c.release(context.WithoutCancel(ctx), cl.Delivery, cl.Lease, ReasonDestinationSaturated, now, now); err != nil {
+		if err := c.release(context.WithoutCancel(ctx), cl.Delivery, cl.Lease, ReasonDestinationSaturated, now, now, quietRelease); err != nil {
 			c.observe(ctx, Event{Name: EventWorkerError, Delivery: cl.Delivery, Err: err})
 		}
 	}
@@ -960,7 +967,7 @@ func (c *Client) startHeld(ctx context.Context, launch func(Claim)) {
 		launch(cl)
 	}
 	for _, cl := range stalePops {
-		if err := c.release(context.WithoutCancel(ctx), cl.Delivery, cl.Lease, ReasonDestinationSaturated, now, now); err != nil {
+		if err := c.release(context.WithoutCancel(ctx), cl.Delivery, cl.Lease, ReasonDestinationSaturated, now, now, quietRelease); err != nil {
 			c.observe(ctx, Event{Name: EventWorkerError, Delivery: cl.Delivery, Err: err})
 		}
 	}
@@ -977,7 +984,7 @@ func (c *Client) releaseHeld(ctx context.Context) {
 	ctx = context.WithoutCancel(ctx)
 	for _, cl := range held {
 		now := c.clock.Now()
-		if err := c.release(ctx, cl.Delivery, cl.Lease, ReasonWorkerStopped, now, now); err != nil {
+		if err := c.release(ctx, cl.Delivery, cl.Lease, ReasonWorkerStopped, now, now, announceRelease); err != nil {
 			c.observe(ctx, Event{Name: EventWorkerError, Delivery: cl.Delivery, Err: err})
 		}
 	}

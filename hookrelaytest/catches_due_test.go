@@ -47,6 +47,9 @@ const (
 	callsAfterReturn
 	// returnsContextError returns ctx.Err() when its context ends.
 	returnsContextError
+	// releaseNotAnnounced announces no release, not even one with
+	// Announce (what a stopping worker hands back).
+	releaseNotAnnounced
 	// onceListeningOnlyTheFirstTime announces "look now" only the first
 	// time a listener starts on the store, not when one starts again
 	// (after a lost connection).
@@ -55,8 +58,8 @@ const (
 
 // announcingStore is a memory store and memory destinations in one value
 // with the DueNotifier ability, as the SQL store on PostgreSQL has it:
-// every delivery created, retry recorded, delivery redriven and
-// destination resumed is announced to every listener, from its own
+// every delivery created, retry recorded, delivery redriven, destination
+// resumed and release with Announce is announced to every listener, from its own
 // ListenDue goroutine, after the write. mistake breaks one of these.
 type announcingStore struct {
 	*memory.Store
@@ -229,6 +232,16 @@ func (s *announcingStore) SetPaused(ctx context.Context, id string, paused bool)
 	return nil
 }
 
+func (s *announcingStore) Release(ctx context.Context, p hookrelay.ReleaseParams) error {
+	if err := s.Store.Release(ctx, p); err != nil {
+		return err
+	}
+	if p.Announce && s.mistake != releaseNotAnnounced {
+		s.announce(p.At)
+	}
+	return nil
+}
+
 // brokenNotifiers are announcingStores with one mistake each; caughtBy
 // lists the DueNotifier cases that must fail on it.
 var brokenNotifiers = []brokenStore{
@@ -255,6 +268,7 @@ var brokenNotifiers = []brokenStore{
 	}},
 	{name: "RedriveNotAnnounced", mistake: redriveNotAnnounced, caughtBy: []string{"DueNotifier/RedriveIsAnnounced"}},
 	{name: "ResumeNotAnnounced", mistake: resumeNotAnnounced, caughtBy: []string{"DueNotifier/ResumedDestinationIsAnnounced"}},
+	{name: "ReleaseNotAnnounced", mistake: releaseNotAnnounced, caughtBy: []string{"DueNotifier/ReleaseAtStopIsAnnounced"}},
 	{name: "LastListenerOnly", mistake: lastListenerOnly, caughtBy: []string{"DueNotifier/EveryListenerHearsEachAnnouncement"}},
 	{name: "CallsDueAfterReturning", mistake: callsAfterReturn, caughtBy: []string{"DueNotifier/ReturnsNilAndCallsDueNoMoreOnceItsContextEnds"}},
 	{name: "ReturnsTheContextsError", mistake: returnsContextError, caughtBy: []string{

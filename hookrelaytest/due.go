@@ -218,7 +218,9 @@ func dueHarness(t *testing.T, newHarness NewHarness) (Harness, hookrelay.DueNoti
 // listener hears, once it listens, of work due now; then of every
 // delivery created, retry recorded (through RecordBatch when the Ledger is
 // a BatchLedger, as the worker records them, and through RecordRetry and
-// RetryAt, as Client.Process does), delivery redriven and destination resumed, each announced for
+// RetryAt, as Client.Process does), delivery redriven, destination resumed
+// and release with ReleaseParams.Announce (what a stopping worker hands
+// back), each announced for
 // its due time (never "now" for work due later, never later than it is
 // due) and only once a Claim finds it; every listener hears each
 // announcement; ListenDue returns nil when its context ends, calls due no
@@ -333,6 +335,17 @@ func RunDueNotifier(t *testing.T, newHarness NewHarness) {
 		l.arm(base)
 		require.NoError(t, h.Destinations.SetPaused(ctx, "dest_paused", false))
 		assertAnnounced(t, l, d.ID, base, false, "a destination resumed")
+	})
+
+	t.Run("ReleaseAtStopIsAnnounced", func(t *testing.T) {
+		// A worker that stops hands back the claims it holds with
+		// Announce: nothing in its process will take them, and workers
+		// in others should at once rather than at their next poll.
+		h, l, d, c := claimedToRetry(t, newHarness, "evt_release_at_stop")
+		now := base.Add(time.Minute)
+		l.arm(now)
+		require.NoError(t, h.Queue.Release(ctx, hookrelay.ReleaseParams{ID: d.ID, Lease: c.Lease, At: now, Now: now, Announce: true}))
+		assertAnnounced(t, l, d.ID, now, false, "a release with Announce")
 	})
 
 	t.Run("EveryListenerHearsEachAnnouncement", func(t *testing.T) {

@@ -98,7 +98,9 @@ func TestRecordBatchCancelledMidwayWritesAllOrNothing(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			began := time.Now()
-			if cancelAfter > 0 {
+			if cancelAfter < 0 {
+				cancel()
+			} else if cancelAfter > 0 {
 				defer time.AfterFunc(cancelAfter, cancel).Stop()
 			}
 			errs, err := s.RecordBatch(ctx, writes)
@@ -129,5 +131,84 @@ func TestRecordBatchCancelledMidwayWritesAllOrNothing(t *testing.T) {
 			outcomes[err == nil]++
 		}
 		t.Logf("%s: %d rounds cancelled, %d completed (uncancelled batch %v)", b.dialect, outcomes[false], outcomes[true], full)
+	})
+}
+
+// TestClaimCancelledMidwayLeasesAllOrNothing cancels Claim at spread-out
+// moments while it leases a batch of due deliveries, with and without
+// per-destination rooms: each call either fails and leaves none of them
+// leased, or succeeds and returns a claim for every delivery it leased.
+// One of them is undecodable, so a claim also moves it to the dead-letter
+// path. On PostgreSQL the claim is one pipeline, its own commit: an error
+// after the server committed it left the deliveries leased to no one who
+// knew, delayed until their lease ran out.
+func TestClaimCancelledMidwayLeasesAllOrNothing(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		s := newStore(t, b, Options{})
+		const n = 400
+		ds := make([]hookrelay.Delivery, n)
+		for i := range ds {
+			ds[i] = newDelivery(fmt.Sprintf("evt_%04d", i), fmt.Sprintf("dest_%d", i%4), t0)
+		}
+		_, err := s.Create(context.Background(), ds)
+		require.NoError(t, err)
+		bad := ds[0].ID
+		_, err = s.db.ExecContext(context.Background(), s.q("UPDATE {d} SET scope = ? WHERE id = ?"), "{not json", bad)
+		require.NoError(t, err)
+		// claim claims as holder, cancelled after cancelAfter when it is
+		// positive and before it starts when it is negative, and returns how many deliveries holder leased and the
+		// undecodable delivery's state; then it ends every lease and makes
+		// the undecodable one pending again, so the next claim finds all n
+		// due again.
+		claim := func(holder string, rooms bool, cancelAfter time.Duration) ([]hookrelay.Claim, int, string, time.Duration, error) {
+			p := hookrelay.ClaimParams{Now: t0, Limit: n, LeaseFor: time.Hour, Holder: holder}
+			if rooms {
+				p.DefaultDestinationRoom = n
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if cancelAfter < 0 {
+				cancel()
+			} else if cancelAfter > 0 {
+				defer time.AfterFunc(cancelAfter, cancel).Stop()
+			}
+			began := time.Now()
+			claims, err := s.Claim(ctx, p)
+			took := time.Since(began)
+			var leased int
+			require.NoError(t, s.db.QueryRowContext(context.Background(),
+				s.q("SELECT COUNT(*) FROM {d} WHERE lease_holder = ? AND lease_expires_at IS NOT NULL"), holder).Scan(&leased))
+			var state string
+			require.NoError(t, s.db.QueryRowContext(context.Background(), s.q("SELECT state FROM {d} WHERE id = ?"), bad).Scan(&state))
+			_, rerr := s.db.ExecContext(context.Background(), s.q("UPDATE {d} SET lease_expires_at = NULL, state = 'pending'"))
+			require.NoError(t, rerr)
+			return claims, leased, state, took, err
+		}
+		claims, leased, state, full, err := claim("warm", false, 0)
+		require.NoError(t, err)
+		require.Len(t, claims, n-1)
+		require.Equal(t, n-1, leased)
+		require.Equal(t, "dead", state)
+
+		outcomes := map[bool]int{}
+		for round := range 24 {
+			holder := fmt.Sprintf("w%02d", round)
+			cancelAfter := full * time.Duration(round/2) / 6
+			if round < 2 {
+				cancelAfter = -1
+			}
+			claims, leased, state, _, err := claim(holder, round%2 == 1, cancelAfter)
+			if err != nil {
+				assert.ErrorIs(t, err, context.Canceled, "round %d: the error says why", round)
+				assert.Zero(t, leased, "round %d: a failed Claim leaves nothing leased", round)
+				assert.Equal(t, "pending", state, "round %d: a failed Claim moves nothing", round)
+			} else {
+				assert.Len(t, claims, n-1, "round %d: a Claim that succeeded claimed every decodable delivery", round)
+				assert.Equal(t, n-1, leased, "round %d: a Claim that succeeded leased only what it returned", round)
+				assert.Equal(t, "dead", state, "round %d: a Claim that succeeded moved the undecodable delivery aside", round)
+			}
+			outcomes[err == nil]++
+		}
+		t.Logf("%s: %d rounds cancelled, %d completed (uncancelled claim %v)", b.dialect, outcomes[false], outcomes[true], full)
 	})
 }

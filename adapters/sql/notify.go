@@ -107,7 +107,8 @@ func (s *Store) waitListenSlot(ctx context.Context) bool {
 // ListenDue implements hookrelay.DueNotifier. On PostgreSQL it holds one
 // pooled connection LISTENing on the tables' channel (prefix + "due") and
 // calls due for every announcement: deliveries created (Create, EnqueueTx),
-// retries recorded (in a batch, or alone by RecordRetry), redriven deliveries, a resumed destination —
+// retries recorded (in a batch, or alone by RecordRetry), redriven deliveries, a resumed destination,
+// releases with Announce (what a stopping worker hands back) —
 // from any process sharing the tables — and once each time it starts
 // listening, with a zero time (look now), for whatever was announced while
 // no one listened. When the pool is too small for one more listener

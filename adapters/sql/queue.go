@@ -492,8 +492,12 @@ func (s *Store) claimInOneStatement(ctx context.Context, from string, args []any
 	if s.dialect == Postgres {
 		err = s.claimPipelined(ctx, query, args, readPgx)
 		if err == nil && len(bad) > 0 {
-			// Leased to this claim already: nobody else takes them meanwhile.
-			err = s.inTx(ctx, "claim", func(q querier) error { return s.deadLetterUndecodable(ctx, q, bad, now) })
+			// Leased to this claim already: nobody else takes them
+			// meanwhile. The claim has committed, so ctx no longer cuts
+			// this short either (committing): an error now would hide
+			// the leases the claim holds.
+			dlCtx := context.WithoutCancel(ctx)
+			err = s.inTx(dlCtx, "claim", func(q querier) error { return s.deadLetterUndecodable(dlCtx, q, bad, now) })
 		}
 	}
 	if errors.Is(err, errNotPgx) {
@@ -565,11 +569,25 @@ const (
 // transaction — so a claim costs one round trip instead of four (begin,
 // setting, statement, commit). On a busy machine each round trip is also a
 // wait for the scheduler, and the claim is the worker's one serial step.
-// read scans the claimed rows; if it fails after the pipeline was sent,
-// the claim has committed anyway and its leases run out unused.
+// read scans the claimed rows.
+//
+// The pipeline is its own commit, so ctx is honoured until it is sent and
+// not while its rows are read (committing), as for Create and RecordBatch:
+// PostgreSQL can commit the claim before pgx notices ctx is done, and an
+// error then left its deliveries leased to no one, delayed until the
+// lease ran out. Reading to the end keeps a claim all or nothing as the
+// caller sees it, with nothing to undo; releasing the leases after such an
+// error instead would be a second write, which can fail or be cut short
+// in turn (TestClaimCancelledMidwayLeasesAllOrNothing). If read fails
+// for another reason once the pipeline is sent, the claim has committed
+// anyway and its leases run out unused.
 func (s *Store) claimPipelined(ctx context.Context, query string, args []any, read func(pgx.Rows) error) error {
 	return s.withPgxConn(ctx, "claim", func(c *pgx.Conn) error {
-		br, err := s.sendWithSettings(ctx, c, pgClaimSettings, "claim", func(b *pgx.Batch) { b.Queue(query, args...) })
+		sendCtx, err := s.committing(ctx, "claim")
+		if err != nil {
+			return err
+		}
+		br, err := s.sendWithSettings(sendCtx, c, pgClaimSettings, "claim", func(b *pgx.Batch) { b.Queue(query, args...) })
 		if err != nil {
 			return err
 		}
@@ -765,7 +783,10 @@ func (s *Store) DeadLetter(ctx context.Context, p hookrelay.DeadLetterParams) er
 }
 
 // Release implements hookrelay.Queue. A lease already ended is not
-// rescheduled again.
+// rescheduled again. On PostgreSQL a release with Announce (what a worker
+// hands back when it stops) is then announced to listening workers
+// (ListenDue), due at At; the others are not, so that the releases of a
+// destination without room wake no one.
 func (s *Store) Release(ctx context.Context, p hookrelay.ReleaseParams) error {
 	at, err := encTime("At", p.At)
 	if err != nil {
@@ -773,7 +794,16 @@ func (s *Store) Release(ctx context.Context, p hookrelay.ReleaseParams) error {
 	}
 	// next_attempt_at is assigned first: MySQL evaluates SET left to right
 	// with the new values, and it must see the lease as it was.
-	return s.endLease(ctx, "release", p.ID, p.Lease,
+	if err := s.endLease(ctx, "release", p.ID, p.Lease,
 		"UPDATE {d} SET next_attempt_at = CASE WHEN state = 'pending' AND lease_expires_at IS NOT NULL THEN ? ELSE next_attempt_at END,"+
-			" lease_expires_at = NULL", at)
+			" lease_expires_at = NULL", at); err != nil {
+		return err
+	}
+	if p.Announce {
+		// After the write, in a statement of its own, as RecordRetry
+		// announces: a lost announcement costs a listening worker
+		// latency (it polls), never the delivery.
+		_ = s.notifyDue(ctx, s.db, p.At)
+	}
+	return nil
 }
