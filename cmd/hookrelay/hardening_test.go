@@ -145,15 +145,11 @@ func TestDriverDSNsAreNotTakenForSQLitePaths(t *testing.T) {
 		"host=127.0.0.1 port=1 user=postgres password=" + pass + " dbname=test connect_timeout=2",
 	} {
 		for _, cmd := range []string{"stats", "migrate"} {
-			c := exec.Command(binary, "--dsn", dsn, cmd)
-			c.Dir = dir
-			out, err := c.CombinedOutput()
-			ee, ok := err.(*exec.ExitError)
-			require.True(t, ok, "%s %s: %v\n%s", dsn, cmd, err, out)
-			assert.Equal(t, exitDatabase, ee.ExitCode(), "%s %s:\n%s", dsn, cmd, out)
-			assert.NotContains(t, string(out), pass[:8], "%s %s prints the password", dsn, cmd)
-			assert.NotContains(t, string(out), "no database here", "%s %s", dsn, cmd)
-			assert.NotContains(t, string(out), "sqlite", "%s %s", dsn, cmd)
+			code, out := failingCLIIn(t, dir, dsn, cmd)
+			assert.Equal(t, exitDatabase, code, "%s %s:\n%s", dsn, cmd, out)
+			assert.NotContains(t, out, pass[:8], "%s %s prints the password", dsn, cmd)
+			assert.NotContains(t, out, "no database here", "%s %s", dsn, cmd)
+			assert.NotContains(t, out, "sqlite", "%s %s", dsn, cmd)
 		}
 		entries, err := os.ReadDir(dir)
 		require.NoError(t, err)
@@ -173,14 +169,10 @@ func TestSchemelessDatabaseURLsAreNotTakenForSQLitePaths(t *testing.T) {
 		"postgres:" + pass + "@127.0.0.1/test?sslmode=disable",
 	} {
 		for _, cmd := range []string{"stats", "migrate"} {
-			c := exec.Command(binary, "--dsn", dsn, cmd)
-			c.Dir = dir
-			out, err := c.CombinedOutput()
-			ee, ok := err.(*exec.ExitError)
-			require.True(t, ok, "%s %s: %v\n%s", dsn, cmd, err, out)
-			assert.Equal(t, exitUsage, ee.ExitCode(), "%s %s:\n%s", dsn, cmd, out)
-			assert.NotContains(t, string(out), pass[:8], "%s %s prints the password", dsn, cmd)
-			assert.Contains(t, string(out), "--dsn", "%s %s names the flag", dsn, cmd)
+			code, out := failingCLIIn(t, dir, dsn, cmd)
+			assert.Equal(t, exitUsage, code, "%s %s:\n%s", dsn, cmd, out)
+			assert.NotContains(t, out, pass[:8], "%s %s prints the password", dsn, cmd)
+			assert.Contains(t, out, "--dsn", "%s %s names the flag", dsn, cmd)
 		}
 		entries, err := os.ReadDir(dir)
 		require.NoError(t, err)
@@ -222,4 +214,16 @@ func TestOutOfRangeFlagsAreRefusedNamingTheFlag(t *testing.T) {
 	} {
 		assertUsageError(t, c.flag, c.args...)
 	}
+}
+
+// failingCLIIn runs the CLI in dir with --dsn dsn and cmd, which must fail,
+// and returns its exit code and its output (stdout and stderr).
+func failingCLIIn(t *testing.T, dir, dsn, cmd string) (int, string) {
+	t.Helper()
+	c := exec.Command(binary, "--dsn", dsn, cmd)
+	c.Dir = dir
+	out, err := c.CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	require.True(t, ok, "%s %s: %v\n%s", dsn, cmd, err, out)
+	return ee.ExitCode(), string(out)
 }

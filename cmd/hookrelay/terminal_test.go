@@ -19,29 +19,11 @@ import (
 // from them could retitle the window, clear the screen or hide lines.
 func TestTextOutputEscapesControlCharactersFromStoredText(t *testing.T) {
 	const esc = "\x1b]0;pwned\x07\x1b[2J\u009b31m"
-	db := database{dsn: filepath.Join(t.TempDir(), "hookrelay.db"), prefix: "hookrelay_"}
-	require.Zero(t, db.cli(t, "migrate").code)
-	db.open(t)
-	ctx := context.Background()
 	tenant := "tenant" + esc
-	require.NoError(t, db.store.Put(ctx, hookrelay.Destination{ID: "acct", TenantID: tenant, URL: "https://accounting.example/hooks"}))
-	policy := hookrelay.Policy{Version: "cli-test", MaxAttempts: 1, BaseDelay: time.Second, MaxDelay: time.Second}
-	c, err := hookrelay.New(hookrelay.Config{
-		Queue: db.store, Ledger: db.store, Destinations: db.store, Policy: &policy,
-		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result {
-			return hookrelay.Permanent(hookrelay.ReasonUnprocessable).WithStatus(422).WithDetail("bad" + esc + "\nline")
-		}),
-	})
-	require.NoError(t, err)
-	res, err := c.Enqueue(ctx, hookrelay.EnqueueParams{
-		EventID: "evt_1", TenantID: tenant, DestinationID: "acct", EventType: "e",
+	db, id := oneDeadLetter(t, tenant, "bad"+esc+"\nline", hookrelay.EnqueueParams{
+		EventID: "evt_1", TenantID: tenant, EventType: "e",
 		Payload: []byte("payload" + esc), Scope: map[string]string{"k": "v" + esc},
 	})
-	require.NoError(t, err)
-	claims, err := db.store.Claim(ctx, hookrelay.ClaimParams{Now: c.Clock().Now(), Limit: 1, LeaseFor: time.Minute})
-	require.NoError(t, err)
-	require.Len(t, claims, 1)
-	require.NoError(t, c.Process(ctx, claims[0]))
 
 	r := db.cli(t, "redrive", "start", "--rate", "1000", "--actor", "ops"+esc, "--reason", "why"+esc)
 	require.Zero(t, r.code, r)
@@ -53,7 +35,7 @@ func TestTextOutputEscapesControlCharactersFromStoredText(t *testing.T) {
 	}
 	require.NotEmpty(t, rdv, r)
 	for _, args := range [][]string{
-		{"dead", "show", res.ID},
+		{"dead", "show", id},
 		{"dead", "list"},
 		{"redrive", "plan"},
 		{"redrive", "status", rdv},
@@ -87,26 +69,8 @@ func TestStoppedRedriveMessageEscapesTheStoppingActor(t *testing.T) {
 // are stored text too, and reach the terminal escaped.
 func TestRedrivePlanEscapesTheTenantsItNames(t *testing.T) {
 	const esc = "\x1b]0;pwned\x07\x1b[2J\u009b31m"
-	db := database{dsn: filepath.Join(t.TempDir(), "hookrelay.db"), prefix: "hookrelay_"}
-	require.Zero(t, db.cli(t, "migrate").code)
-	db.open(t)
-	ctx := context.Background()
 	tenant := "tenant" + esc
-	require.NoError(t, db.store.Put(ctx, hookrelay.Destination{ID: "acct", TenantID: tenant, URL: "https://accounting.example/hooks"}))
-	policy := hookrelay.Policy{Version: "cli-test", MaxAttempts: 1, BaseDelay: time.Second, MaxDelay: time.Second}
-	c, err := hookrelay.New(hookrelay.Config{
-		Queue: db.store, Ledger: db.store, Destinations: db.store, Policy: &policy,
-		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result {
-			return hookrelay.Permanent(hookrelay.ReasonUnprocessable).WithStatus(422)
-		}),
-	})
-	require.NoError(t, err)
-	_, err = c.Enqueue(ctx, hookrelay.EnqueueParams{EventID: "evt_1", TenantID: tenant, DestinationID: "acct", EventType: "e", Payload: []byte(`{}`)})
-	require.NoError(t, err)
-	claims, err := db.store.Claim(ctx, hookrelay.ClaimParams{Now: c.Clock().Now(), Limit: 1, LeaseFor: time.Minute})
-	require.NoError(t, err)
-	require.Len(t, claims, 1)
-	require.NoError(t, c.Process(ctx, claims[0]))
+	db, _ := oneDeadLetter(t, tenant, "", hookrelay.EnqueueParams{EventID: "evt_1", TenantID: tenant, EventType: "e", Payload: []byte(`{}`)})
 
 	r := db.cli(t, "redrive", "plan")
 	require.Zero(t, r.code, r)
@@ -116,4 +80,32 @@ func TestRedrivePlanEscapesTheTenantsItNames(t *testing.T) {
 		assert.NotContains(t, out, "\x07", "redrive plan prints a BEL raw:\n%s", r)
 		assert.NotContains(t, out, "\u009b", "redrive plan prints a C1 CSI byte raw:\n%s", r)
 	}
+}
+
+// oneDeadLetter makes a SQLite database for the CLI holding one dead
+// letter: ep's delivery to destination "acct" of tenant, failed for good
+// by a 422 with detail. It returns the database and the delivery's ID.
+func oneDeadLetter(t *testing.T, tenant, detail string, ep hookrelay.EnqueueParams) (database, string) {
+	t.Helper()
+	db := database{dsn: filepath.Join(t.TempDir(), "hookrelay.db"), prefix: "hookrelay_"}
+	require.Zero(t, db.cli(t, "migrate").code)
+	db.open(t)
+	ctx := context.Background()
+	require.NoError(t, db.store.Put(ctx, hookrelay.Destination{ID: "acct", TenantID: tenant, URL: "https://accounting.example/hooks"}))
+	policy := hookrelay.Policy{Version: "cli-test", MaxAttempts: 1, BaseDelay: time.Second, MaxDelay: time.Second}
+	c, err := hookrelay.New(hookrelay.Config{
+		Queue: db.store, Ledger: db.store, Destinations: db.store, Policy: &policy,
+		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result {
+			return hookrelay.Permanent(hookrelay.ReasonUnprocessable).WithStatus(422).WithDetail(detail)
+		}),
+	})
+	require.NoError(t, err)
+	ep.DestinationID = "acct"
+	res, err := c.Enqueue(ctx, ep)
+	require.NoError(t, err)
+	claims, err := db.store.Claim(ctx, hookrelay.ClaimParams{Now: c.Clock().Now(), Limit: 1, LeaseFor: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, claims, 1)
+	require.NoError(t, c.Process(ctx, claims[0]))
+	return db, res.ID
 }
