@@ -271,3 +271,46 @@ func TestDeliveryCompactedWhileReadShowsItsAttemptsOnce(t *testing.T) {
 	assert.Equal(t, 1, det.Compacted.Count)
 	assert.Empty(t, det.Attempts, "the compacted attempt is not also shown in full")
 }
+
+// endlessBacklog is a memory ledger whose cleaner always fills its batch:
+// the first pass over years of history, which takes minutes.
+type endlessBacklog struct {
+	*memory.Store
+	taken     chan struct{}
+	takenOnce sync.Once
+}
+
+func (s *endlessBacklog) CleanHistory(context.Context, hookrelay.CleanHistoryParams) (hookrelay.CleanHistoryResult, error) {
+	time.Sleep(time.Millisecond) // a batch takes time
+	return hookrelay.CleanHistoryResult{More: true}, nil
+}
+
+func (s *endlessBacklog) TakeUnpublished(ctx context.Context, p hookrelay.RecoverUnpublishedParams) ([]hookrelay.Delivery, error) {
+	s.takenOnce.Do(func() { close(s.taken) })
+	return s.Store.TakeUnpublished(ctx, p)
+}
+
+// A long cleaner pass does not hold up the recovery of unpublished
+// deliveries: both run on the housekeeping goroutine, and a pass runs
+// batches until one is not full, so a pass over a large backlog kept the
+// recovery waiting for its whole length (a lost publish waited minutes
+// past its grace period).
+func TestALongCleanerPassLetsTheRecoveryRun(t *testing.T) {
+	ctx := context.Background()
+	ledger := &endlessBacklog{Store: memory.NewStore(), taken: make(chan struct{})}
+	c, err := hookrelay.New(hookrelay.Config{
+		Queue: memory.NewStore(), Ledger: ledger, // a queue apart from the ledger, as a broker is
+		Destinations: memory.NewDestinations(hookrelay.Destination{ID: "ok", URL: "https://ok.example/"}),
+		Clock:        clock.NewMock(), PollInterval: time.Minute,
+		Retention: &hookrelay.RetentionPolicy{Delivered: time.Hour},
+		Sender:    hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result { return hookrelay.Delivered(204) }),
+	})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	defer func() { require.NoError(t, c.Stop(ctx)) }()
+	select {
+	case <-ledger.taken:
+	case <-time.After(3 * time.Second): // a thousand batches
+		t.Fatal("the recovery did not run while the cleaner's pass went on")
+	}
+}
