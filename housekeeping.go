@@ -51,12 +51,8 @@ func (c *Client) cleanHistory(ctx context.Context, stopClaim <-chan struct{}, re
 		res, err := c.cleaner.CleanHistory(ctx, CleanHistoryParams{
 			Now: c.clock.Now(), Policy: *c.cfg.Retention, Limit: c.cfg.Retention.BatchSize,
 		})
-		if err != nil {
-			if ctx.Err() == nil {
-				c.observe(ctx, Event{Name: EventWorkerError, Err: opErr("ledger.clean_history", "", err)})
-			}
-			return false
-		}
+		// A failed call may have done part of its work (a step that
+		// committed): its counts are reported either way.
 		for _, n := range res.Counts {
 			d := Delivery{DestinationID: n.DestinationID, State: n.State}
 			if n.Removed > 0 {
@@ -65,6 +61,12 @@ func (c *Client) cleanHistory(ctx context.Context, stopClaim <-chan struct{}, re
 			if n.Compacted > 0 {
 				c.observe(ctx, Event{Name: EventAttemptsCompacted, Delivery: d, Count: n.Compacted})
 			}
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				c.observe(ctx, Event{Name: EventWorkerError, Err: opErr("ledger.clean_history", "", err)})
+			}
+			return false
 		}
 		if !res.More {
 			return false
