@@ -107,10 +107,17 @@ func (g *globals) purge(ctx context.Context, args []string) error {
 		var all []hookrelay.HistoryCount
 		for {
 			res, err := cleaner.CleanHistory(ctx, hookrelay.CleanHistoryParams{Now: now, Policy: policy, Limit: *batch, DryRun: *dryRun})
+			all = append(all, res.Counts...) // a failed call's committed part too
 			if err != nil {
+				if len(all) > 0 {
+					// Committed batches are done: say what they removed,
+					// which a purge run again will not count.
+					if serr := g.showPurge(*dryRun, all); serr != nil {
+						return serr
+					}
+				}
 				return err
 			}
-			all = append(all, res.Counts...)
 			if !res.More {
 				break
 			}
