@@ -8,16 +8,19 @@ import (
 // keepHouse runs the worker's periodic store work until it stops: the
 // retention cleaner every Retention.Interval and, with a broker queue, the
 // recovery of unpublished deliveries every PollInterval. Both start with a
-// pass at once.
+// pass at once. A cleaner pass over a large backlog (minutes of full
+// batches) stops between batches when the recovery is due, and goes on
+// after it.
 func (c *Client) keepHouse(ctx context.Context, stopClaim <-chan struct{}) {
 	var nextClean, nextRecover time.Time
 	for {
 		now := c.clock.Now()
 		if c.cleaner != nil && !now.Before(nextClean) {
-			c.cleanHistory(ctx, stopClaim)
-			nextClean = c.clock.Now().Add(c.cfg.Retention.Interval)
+			if !c.cleanHistory(ctx, stopClaim, nextRecover) {
+				nextClean = c.clock.Now().Add(c.cfg.Retention.Interval)
+			} // else it stopped for the recovery: due again at once
 		}
-		if c.recovery != nil && !now.Before(nextRecover) {
+		if c.recovery != nil && !c.clock.Now().Before(nextRecover) {
 			c.recoverUnpublished(ctx)
 			nextRecover = c.clock.Now().Add(c.cfg.PollInterval)
 		}
@@ -40,18 +43,16 @@ func (c *Client) keepHouse(ctx context.Context, stopClaim <-chan struct{}) {
 
 // cleanHistory runs one cleaner pass: batches until one is not full, the
 // worker stops or the store fails (reported; the next pass tries again).
-// Each batch is reported to the observer per destination and state.
-func (c *Client) cleanHistory(ctx context.Context, stopClaim <-chan struct{}) {
+// Each batch is reported to the observer per destination and state. It
+// also stops after a full batch once the recovery is due (recoverAt), and
+// then reports true: the pass is not over.
+func (c *Client) cleanHistory(ctx context.Context, stopClaim <-chan struct{}, recoverAt time.Time) bool {
 	for {
 		res, err := c.cleaner.CleanHistory(ctx, CleanHistoryParams{
 			Now: c.clock.Now(), Policy: *c.cfg.Retention, Limit: c.cfg.Retention.BatchSize,
 		})
-		if err != nil {
-			if ctx.Err() == nil {
-				c.observe(ctx, Event{Name: EventWorkerError, Err: opErr("ledger.clean_history", "", err)})
-			}
-			return
-		}
+		// A failed call may have done part of its work (a step that
+		// committed): its counts are reported either way.
 		for _, n := range res.Counts {
 			d := Delivery{DestinationID: n.DestinationID, State: n.State}
 			if n.Removed > 0 {
@@ -61,14 +62,23 @@ func (c *Client) cleanHistory(ctx context.Context, stopClaim <-chan struct{}) {
 				c.observe(ctx, Event{Name: EventAttemptsCompacted, Delivery: d, Count: n.Compacted})
 			}
 		}
+		if err != nil {
+			if ctx.Err() == nil {
+				c.observe(ctx, Event{Name: EventWorkerError, Err: opErr("ledger.clean_history", "", err)})
+			}
+			return false
+		}
 		if !res.More {
-			return
+			return false
+		}
+		if c.recovery != nil && !c.clock.Now().Before(recoverAt) {
+			return true
 		}
 		select {
 		case <-stopClaim:
-			return
+			return false
 		case <-ctx.Done():
-			return
+			return false
 		default:
 		}
 	}

@@ -387,8 +387,10 @@ type RecentOutcomesParams struct {
 // short atomic write of its own that holds no lock on records it does not
 // change (where the store has row locks); several cleaners, in one process
 // or many, may run at once, and each record is removed or compacted by
-// exactly one of them, counted once. Implementations must be safe for
-// concurrent use.
+// exactly one of them, counted once. A call that fails after one of its
+// steps committed returns that step's counts with the error (no later call
+// can count those records). Implementations must be safe for concurrent
+// use.
 type HistoryCleaner interface {
 	CleanHistory(ctx context.Context, params CleanHistoryParams) (CleanHistoryResult, error)
 	// AttemptSummary returns the summary of a record's compacted attempts

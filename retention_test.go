@@ -271,3 +271,97 @@ func TestDeliveryCompactedWhileReadShowsItsAttemptsOnce(t *testing.T) {
 	assert.Equal(t, 1, det.Compacted.Count)
 	assert.Empty(t, det.Attempts, "the compacted attempt is not also shown in full")
 }
+
+// endlessBacklog is a memory ledger whose cleaner always fills its batch:
+// the first pass over years of history, which takes minutes.
+type endlessBacklog struct {
+	*memory.Store
+	taken     chan struct{}
+	takenOnce sync.Once
+}
+
+func (s *endlessBacklog) CleanHistory(context.Context, hookrelay.CleanHistoryParams) (hookrelay.CleanHistoryResult, error) {
+	time.Sleep(time.Millisecond) // a batch takes time
+	return hookrelay.CleanHistoryResult{More: true}, nil
+}
+
+func (s *endlessBacklog) TakeUnpublished(ctx context.Context, p hookrelay.RecoverUnpublishedParams) ([]hookrelay.Delivery, error) {
+	s.takenOnce.Do(func() { close(s.taken) })
+	return s.Store.TakeUnpublished(ctx, p)
+}
+
+// A long cleaner pass does not hold up the recovery of unpublished
+// deliveries: both run on the housekeeping goroutine, and a pass runs
+// batches until one is not full, so a pass over a large backlog kept the
+// recovery waiting for its whole length (a lost publish waited minutes
+// past its grace period).
+func TestALongCleanerPassLetsTheRecoveryRun(t *testing.T) {
+	ctx := context.Background()
+	ledger := &endlessBacklog{Store: memory.NewStore(), taken: make(chan struct{})}
+	c, err := hookrelay.New(hookrelay.Config{
+		Queue: memory.NewStore(), Ledger: ledger, // a queue apart from the ledger, as a broker is
+		Destinations: memory.NewDestinations(hookrelay.Destination{ID: "ok", URL: "https://ok.example/"}),
+		Clock:        clock.NewMock(), PollInterval: time.Minute,
+		Retention: &hookrelay.RetentionPolicy{Delivered: time.Hour},
+		Sender:    hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result { return hookrelay.Delivered(204) }),
+	})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	defer func() { require.NoError(t, c.Stop(ctx)) }()
+	select {
+	case <-ledger.taken:
+	case <-time.After(3 * time.Second): // a thousand batches
+		t.Fatal("the recovery did not run while the cleaner's pass went on")
+	}
+}
+
+// halfFailingCleaner is a memory store whose cleaner call removes, then
+// fails: a SQL cleaner whose compaction failed after its removal committed.
+type halfFailingCleaner struct{ *memory.Store }
+
+func (f *halfFailingCleaner) CleanHistory(ctx context.Context, p hookrelay.CleanHistoryParams) (hookrelay.CleanHistoryResult, error) {
+	res, err := f.Store.CleanHistory(ctx, p)
+	if err == nil && len(res.Counts) > 0 {
+		err = errors.New("compaction failed")
+	}
+	return res, err
+}
+
+// What a failed cleaner call did before it failed is reported: those
+// records are gone, and no later pass counts them.
+func TestWorkerCleanerReportsWhatAFailedCallRemoved(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewMock()
+	store := &halfFailingCleaner{Store: memory.NewStore()}
+	var mu sync.Mutex
+	var removed int64
+	failed := make(chan struct{})
+	var failedOnce sync.Once
+	c, err := hookrelay.New(hookrelay.Config{
+		Queue: store, Ledger: store, Destinations: memory.NewDestinations(hookrelay.Destination{ID: "ok", URL: "https://ok.example/"}),
+		Clock: clk, PollInterval: 24 * time.Hour,
+		Retention: &hookrelay.RetentionPolicy{Interval: time.Minute},
+		Sender:    hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result { return hookrelay.Delivered(204) }),
+		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch e.Name {
+			case hookrelay.EventWorkerError:
+				failedOnce.Do(func() { close(failed) })
+			case hookrelay.EventHistoryRemoved:
+				removed += e.Count
+			}
+		}),
+	})
+	require.NoError(t, err)
+	res, err := c.Enqueue(ctx, hookrelay.EnqueueParams{EventID: "evt_1", TenantID: "t", DestinationID: "ok", EventType: "x", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	defer func() { require.NoError(t, c.Stop(ctx)) }()
+	stepUntilClosed(t, clk, failed, "the failed call") // the first call that removes something fails
+	_, err = store.Get(ctx, res.ID)
+	require.ErrorIs(t, err, hookrelay.ErrNotFound, "the failed call removed it")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.EqualValues(t, 1, removed, "and its removal is reported")
+}

@@ -93,6 +93,11 @@ var brokenStores = []brokenStore{
 		caughtBy: []string{"Leases/TokensGrowAcrossExpiryReleaseAndWrites"},
 	},
 	{
+		name:     "TokensStartOverWhenARemovedRecordIsCreatedAgain",
+		harness:  func() hookrelaytest.Harness { return storeHarness(newTokenPerRecord()) },
+		caughtBy: []string{"Retention/AHolderOfARemovedRecordCannotWriteToTheRecordCreatedAgain"},
+	},
+	{
 		name:    "WritesAcceptedAfterRelease",
 		harness: func() hookrelaytest.Harness { return storeHarness(newWritesAfterRelease()) },
 		caughtBy: []string{
@@ -569,10 +574,36 @@ type tokenReset struct {
 	mu    sync.Mutex
 	since map[string]int64
 	real  map[string]map[int64]int64 // presented → memory's token
+	// perRecord: the count is the record's own, from 0 when it is created
+	// (as a SQL row's column defaulting to 0), not reset when a lease ends.
+	// A record removed by the cleaner and created again under its ID
+	// starts over: the removed record's last holders present tokens the
+	// new record's live lease has.
+	perRecord bool
 }
 
 func newTokenReset() *tokenReset {
 	return &tokenReset{Store: memory.NewStore(), since: map[string]int64{}, real: map[string]map[int64]int64{}}
+}
+
+func newTokenPerRecord() *tokenReset {
+	s := newTokenReset()
+	s.perRecord = true
+	return s
+}
+
+func (s *tokenReset) Create(ctx context.Context, ds []hookrelay.Delivery) ([]bool, error) {
+	created, err := s.Store.Create(ctx, ds)
+	if s.perRecord && err == nil {
+		s.mu.Lock()
+		for i, d := range ds {
+			if created[i] {
+				s.since[d.ID], s.real[d.ID] = 0, map[int64]int64{}
+			}
+		}
+		s.mu.Unlock()
+	}
+	return created, err
 }
 
 func (s *tokenReset) hand(c hookrelay.Claim) hookrelay.Claim {
@@ -596,7 +627,7 @@ func (s *tokenReset) lease(id string, l hookrelay.Lease) hookrelay.Lease {
 }
 
 func (s *tokenReset) ended(id string, err error) error {
-	if err == nil {
+	if err == nil && !s.perRecord {
 		s.mu.Lock()
 		s.since[id] = 0
 		s.mu.Unlock()

@@ -234,6 +234,50 @@ func RunRetention(t *testing.T, newHarness NewHarness) {
 		assert.Len(t, as, 1, "nor compacted")
 	})
 
+	t.Run("AHolderOfARemovedRecordCannotWriteToTheRecordCreatedAgain", func(t *testing.T) {
+		// A record removed and created again (its event published again)
+		// has the same ID. A worker still holding a lease of the removed
+		// record — it expired, another worker delivered — must not write
+		// to the new one: its tokens must not start over.
+		h := newHarness(t)
+		if h.RedeliveryWithin > 0 {
+			t.Skip("needs a queue that follows the caller's clock")
+		}
+		hc := historyCleaner(t, h)
+		d := newDelivery("evt_again", "dest_1", base)
+		seed(t, h, d)
+		var stale []hookrelay.Claim
+		now := base
+		for range 2 { // the first lease expires; the second delivers
+			cs := claim(t, h.Queue, now, 1)
+			require.Len(t, cs, 1, "claimable at %v", now)
+			stale = append(stale, cs[0])
+			now = cs[0].Lease.ExpiresAt
+		}
+		require.NoError(t, deliver(t, h, stale[1], now))
+		now = now.Add(time.Hour)
+		clean(t, hc, now, hookrelay.RetentionPolicy{}, 100)
+		assertGone(t, h, d.ID, "a zero retention removes the delivered record")
+
+		seed(t, h, newDelivery("evt_again", "dest_1", now))
+		cs := claim(t, h.Queue, now, 1)
+		require.Len(t, cs, 1)
+		live := cs[0]
+		require.Equal(t, d.ID, live.Delivery.ID, "the record created again has the same ID")
+		for i, c := range stale {
+			assert.ErrorIs(t, h.Ledger.MarkDelivered(ctx, markDelivered(c, c.Lease, now)), hookrelay.ErrLeaseLost,
+				"the holder of the removed record's lease %d (token %d) cannot write over the new record's lease (token %d)",
+				i+1, c.Lease.Token, live.Lease.Token)
+		}
+		got, err := h.Ledger.Get(ctx, d.ID)
+		require.NoError(t, err)
+		assert.Equal(t, hookrelay.StatePending, got.State, "no stale holder marked the new record delivered")
+		as, err := h.Ledger.Attempts(ctx, d.ID)
+		require.NoError(t, err)
+		assert.Empty(t, as, "nor wrote an attempt to it")
+		assert.NoError(t, deliver(t, h, live, now), "the live holder writes")
+	})
+
 	t.Run("ConcurrentCleanersRemoveEachRecordOnce", func(t *testing.T) {
 		h := newHarness(t)
 		hc := historyCleaner(t, h)

@@ -111,9 +111,23 @@ func cleanText(s string) string {
 // deliveryRow is a delivery's columns in insert order.
 type deliveryRow []any
 
-const insertDeliveryCols = "id, event_id, tenant_id, scope, destination_id, event_type, payload, envelope_version, attempt, first_queued_at, next_attempt_at, policy_version, state, last_outcome, last_reason, updated_at, budget_start"
+const insertDeliveryCols = "id, event_id, tenant_id, scope, destination_id, event_type, payload, envelope_version, attempt, first_queued_at, next_attempt_at, policy_version, state, last_outcome, last_reason, updated_at, budget_start, lease_token"
 
-const deliveryColCount = 17
+const deliveryColCount = 18
+
+// firstToken is the lease token a new record starts from: the wall clock
+// in microseconds (not the caller's clock, which a test may stop). Claims
+// add one to it. A record removed by the cleaner and created again (its
+// event published again) has the same ID, and a worker may still hold a
+// lease of the removed record; starting every record from 0 gave the new
+// record the same tokens, so that holder's late write landed on the new
+// record's lease. The new record starts above every token of the removed
+// one, which was claimed fewer times than microseconds passed between the
+// two creates (each claim is a transaction of its own), as long as the
+// creating processes' clocks agree to within the removed record's life and
+// retention. Microseconds keep tokens below 2^53 (exact in JSON numbers)
+// until the year 2255.
+func firstToken() int64 { return time.Now().UnixMicro() }
 
 // encodeDelivery validates d as a new pending record and returns its
 // column values.
@@ -149,6 +163,7 @@ func (s *Store) encodeDelivery(d hookrelay.Delivery) (deliveryRow, error) {
 		d.ID, d.EventID, d.TenantID, string(scope), d.DestinationID, d.EventType, payload,
 		d.EnvelopeVersion, attempt, times[0], times[1], d.PolicyVersion,
 		string(hookrelay.StatePending), string(d.LastOutcome), hookrelay.StorableText(d.LastReason), times[2], d.BudgetStart,
+		firstToken(),
 	}, nil
 }
 

@@ -28,18 +28,18 @@ import (
 const insertUnnestPostgres = `WITH ins AS (
 	INSERT INTO {d} (` + insertDeliveryCols + `)
 	SELECT id, event_id, tenant_id, scope, destination_id, event_type, payload, envelope_version, attempt,
-		first_queued_at, next_attempt_at, policy_version, state, last_outcome, last_reason, updated_at, budget_start
+		first_queued_at, next_attempt_at, policy_version, state, last_outcome, last_reason, updated_at, budget_start, lease_token
 	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[],
 		$8::integer[], $9::integer[], $10::bigint[], $11::bigint[], $12::text[], $13::text[], $14::text[],
-		$15::text[], $16::bigint[], $17::integer[])
+		$15::text[], $16::bigint[], $17::integer[], $18::bigint[])
 		WITH ORDINALITY AS r(id, event_id, tenant_id, scope, destination_id, event_type, payload, envelope_version,
 			attempt, first_queued_at, next_attempt_at, policy_version, state, last_outcome, last_reason,
-			updated_at, budget_start, ord)
+			updated_at, budget_start, lease_token, ord)
 	ORDER BY ord
 	ON CONFLICT (id) DO NOTHING
 	RETURNING id, next_attempt_at
 ), announce AS (
-	SELECT pg_notify($18, CASE WHEN min(next_attempt_at) = $19 THEN '' ELSE min(next_attempt_at)::text END)
+	SELECT pg_notify($19, CASE WHEN min(next_attempt_at) = $20 THEN '' ELSE min(next_attempt_at)::text END)
 	FROM ins HAVING count(*) > 0
 )
 SELECT id FROM ins UNION ALL SELECT NULL FROM announce`
@@ -166,7 +166,7 @@ func unnestArgs(rows []deliveryRow, idx []int, channel string) []any {
 				v[k] = int64(rows[i][c].(int))
 			}
 			args = append(args, v)
-		case 9, 10, 15: // first_queued_at, next_attempt_at, updated_at
+		case 9, 10, 15, 17: // first_queued_at, next_attempt_at, updated_at, lease_token
 			v := make([]int64, len(idx))
 			for k, i := range idx {
 				v[k] = rows[i][c].(int64)

@@ -30,7 +30,10 @@
 // order.
 //
 // Every claim sets a lease expiry, the holder's name and a fencing token one
-// greater than the delivery's previous token. Every ledger write locks the
+// greater than the delivery's previous token; a new row's token starts at
+// the wall clock in microseconds, so a record removed by retention and
+// created again never hands out a token of the removed one (whose late
+// holder would write to it). Every ledger write locks the
 // row and checks the caller's token and attempt number first, exactly like
 // the memory store: a holder whose lease expired and was claimed again gets
 // hookrelay.ErrLeaseLost, an unknown ID hookrelay.ErrNotFound, a record no

@@ -21,7 +21,8 @@ var (
 // CleanHistory implements hookrelay.HistoryCleaner in two short
 // transactions: one removes up to Limit delivered (and, with RemoveDead,
 // dead) rows with their attempts and summaries, the other compacts the
-// attempts of up to Limit delivered rows. Each picks its rows oldest first
+// attempts of up to Limit delivered rows. When the compaction fails, the
+// error comes with the removal's counts. Each picks its rows oldest first
 // through an index of finished rows only, locking them with FOR UPDATE
 // SKIP LOCKED on PostgreSQL and MySQL, so cleaners in several processes
 // take disjoint rows and never wait on a claim or on each other; SQLite's
@@ -87,7 +88,9 @@ func (s *Store) CleanHistory(ctx context.Context, p hookrelay.CleanHistoryParams
 				" delivering_finished_at = NULL, delivering_status_code = NULL, delivering_detail = NULL WHERE id IN (%s)")
 	})
 	if err != nil {
-		return hookrelay.CleanHistoryResult{}, err
+		// The removal committed: its records are gone, and only this
+		// result can count them.
+		return hookrelay.CleanHistoryResult{Counts: mergeCounts(removedCounts), More: removed == p.Limit}, err
 	}
 	all := append(removedCounts, maps2slice(counts)...)
 	return hookrelay.CleanHistoryResult{Counts: mergeCounts(all), More: removed == p.Limit || compacted == p.Limit}, nil

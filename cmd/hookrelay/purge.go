@@ -108,21 +108,22 @@ func (g *globals) purge(ctx context.Context, args []string) error {
 		batches := 0
 		for {
 			res, err := cleaner.CleanHistory(ctx, hookrelay.CleanHistoryParams{Now: now, Policy: policy, Limit: *batch, DryRun: *dryRun})
-			if err != nil && ctx.Err() != nil && !*dryRun {
-				// Interrupted: the batches that committed stay done; show
-				// them, or the operator cannot tell what is already gone.
+			all = append(all, res.Counts...) // a failed call's committed part too
+			if err != nil {
+				// The batches that committed stay done: say what they
+				// removed, or the operator cannot tell what is already
+				// gone (a purge run again will not count it).
 				if len(all) > 0 {
-					if werr := g.showPurge(false, all); werr != nil {
-						return werr
+					if serr := g.showPurge(*dryRun, all); serr != nil {
+						return serr
 					}
 				}
-				return fail(exitFailed, "purge interrupted: %d earlier batches committed (shown above, if any); the one cut short may have removed some records too. Run purge again to finish", batches)
-			}
-			if err != nil {
+				if ctx.Err() != nil && !*dryRun {
+					return fail(exitFailed, "purge interrupted: %d earlier batches committed (shown above, if any); the one cut short may have removed some records too. Run purge again to finish", batches)
+				}
 				return err
 			}
 			batches++
-			all = append(all, res.Counts...)
 			if !res.More {
 				break
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -238,4 +239,33 @@ func TestAnInterruptedPurgeShowsWhatItsCommittedBatchesDid(t *testing.T) {
 	require.NoError(t, err)
 	assert.LessOrEqual(t, shown, removed, "no more than was removed")
 	assert.GreaterOrEqual(t, shown, removed-1, "every committed batch but the one cut short")
+}
+
+// A purge that fails after some batches committed says what they removed
+// before the error: those records are gone, and a purge run again does
+// not count them.
+func TestPurgeThatFailsMidwaySaysWhatItRemoved(t *testing.T) {
+	db := database{dsn: t.TempDir() + "/hookrelay.db", prefix: "hookrelay_"}
+	require.Zero(t, db.cli(t, "migrate").code)
+	db.open(t)
+	db.seed(t, 2) // the destinations, and dead letters the purge keeps
+	old := db.deliverAt(t, time.Now().Add(-40*24*time.Hour), "acct", "pay_old_1", "pay_old_2")
+	db.deliverAt(t, time.Now().Add(-10*24*time.Hour), "crm", "contact_mid") // its compaction fails
+	_, err := db.store.DB().Exec("CREATE TRIGGER hookrelay_summaries_refused BEFORE INSERT ON hookrelay_attempt_summaries" +
+		" BEGIN SELECT RAISE(ABORT, 'compaction refused'); END")
+	require.NoError(t, err)
+
+	r := db.cli(t, "purge", "--json", "--batch", "1")
+	assert.NotZero(t, r.code, r)
+	assert.Contains(t, r.stderr, "compaction refused", r)
+	var out purgeOutput
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), "what it did, before the error: %s", r)
+	assert.EqualValues(t, 1, out.Removed, "the first batch removed one record before its compaction failed")
+	gone := 0
+	for _, id := range old {
+		if _, err := db.store.Get(context.Background(), id); errors.Is(err, hookrelay.ErrNotFound) {
+			gone++
+		}
+	}
+	assert.Equal(t, 1, gone, "and one is gone")
 }
