@@ -84,7 +84,11 @@ type Config struct {
 	// PausedRecheck is how long a paused or disabled destination is skipped
 	// before the worker looks at it again, and the longest a destination
 	// waiting for a slow rate limit (MaxPerSecond) is, so that a rate
-	// raised or removed takes effect within it. Defaults to
+	// raised or removed takes effect within it. It is also how often a
+	// worker looks again at the stored guard of the destinations a hold or
+	// an open circuit makes it skip, and the longest a delivery it hands
+	// back for one waits to be due again, so that a guard another process
+	// cleared (ClearDestinationGuard) takes effect within it. Defaults to
 	// DefaultPausedRecheck.
 	PausedRecheck time.Duration
 	// DestinationCacheTTL is how long the worker reuses what Destinations

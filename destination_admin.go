@@ -43,6 +43,59 @@ func (c *Client) EnableDestination(ctx context.Context, id string) error {
 	return nil
 }
 
+// ClearDestinationGuard lifts what a destination's guard holds it by, for
+// an operator who has had its recipient fixed: a Retry-After hold, a
+// rate-limit hold, and an open or half-open circuit, which it closes
+// (no failures in a row, no probe outstanding). It keeps the rate-limit
+// bucket, so the next sends still keep to the destination's MaxPerSecond,
+// and the start of the failing run (GuardState.FailingSince): a
+// destination that goes on failing is still disabled once it has failed
+// for Config.DisableAfterFailingFor. It does not resume a paused or
+// re-enable a disabled destination, nor bring forward a delivery's own
+// retry (an attempt answered 429 with Retry-After is retried when its
+// policy said).
+//
+// This process's worker picks the destination's waiting deliveries up at
+// once; other workers sharing the store at their next look, within their
+// PausedRecheck (a hold or an open circuit makes a worker wait no longer
+// than that before it looks at the store again). When Destinations is not
+// a DestinationGuard the guard is this process's own, and so is the clear.
+// An unknown ID wraps ErrDestinationNotFound.
+func (c *Client) ClearDestinationGuard(ctx context.Context, id string) error {
+	if _, err := c.destinations.Destination(ctx, id); err != nil {
+		return fmt.Errorf("hookrelay: clear destination %s guard: %w", quote(id), shortNotFound(err))
+	}
+	now := c.clock.Now()
+	var was GuardState
+	ordered := c.worker.guards.inOrder(id)
+	g, err := c.guard.UpdateGuard(ctx, UpdateGuardParams{DestinationID: id, Update: func(g GuardState) GuardState {
+		was = g
+		return clearGuard(g)
+	}})
+	if err == nil {
+		c.worker.guards.put(g, now, c.cfg.DestinationCacheTTL)
+	}
+	ordered.Unlock()
+	if err != nil {
+		return fmt.Errorf("hookrelay: clear destination %s guard: %w", quote(id), err)
+	}
+	w := &c.worker
+	w.unblock(id)
+	w.wakeUp()
+	c.observe(ctx, Event{Name: EventDestinationGuardCleared, Delivery: Delivery{DestinationID: id},
+		At: was.ClaimableAt(), Count: int64(was.ConsecutiveFailures)})
+	return nil
+}
+
+// clearGuard is g with its holds lifted and its circuit closed; the
+// bucket and the failing run are kept (see ClearDestinationGuard).
+func clearGuard(g GuardState) GuardState {
+	g.HeldUntil, g.LimitedUntil = time.Time{}, time.Time{}
+	g.ConsecutiveFailures = 0
+	g.Circuit, g.Probe, g.OpenUntil = CircuitClosed, "", time.Time{}
+	return g
+}
+
 // Destinations is the port that resolves a destination ID at send time.
 // Implementations must be safe for concurrent use.
 type Destinations interface {

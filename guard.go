@@ -410,6 +410,72 @@ func (gc *guardCache) put(g GuardState, now time.Time, ttl time.Duration) {
 	gc.entries.put(g.DestinationID, g, until, now)
 }
 
+// forget drops what the cache holds of destination id, with id's stripe
+// of ordered held by the caller.
+func (gc *guardCache) forget(id string) {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	gc.entries.forget(id)
+}
+
+// recheckBlocked looks again, at most once every PausedRecheck, at the
+// stored guard states of the destinations this worker skips for their
+// guard, in one GuardStates call, and stops skipping (and forgets what it
+// cached of) those whose state now holds them for less: another process
+// cleared the guard (ClearDestinationGuard from an operator's CLI), which
+// otherwise took effect here only once the hold it lifted, of up to the
+// policy's MaxDelay, had run out. A failed read is reported as a worker
+// error; the destinations stay skipped until the next look.
+func (c *Client) recheckBlocked(ctx context.Context, now time.Time) {
+	w := &c.worker
+	w.mu.Lock()
+	if len(w.blocked) == 0 || now.Before(w.blockedRecheckAt) {
+		w.mu.Unlock()
+		return
+	}
+	w.blockedRecheckAt = now.Add(c.cfg.PausedRecheck)
+	ids := make([]string, 0, len(w.blocked))
+	for id, until := range w.blocked {
+		if now.Before(until) {
+			ids = append(ids, id)
+		}
+	}
+	w.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	gs, err := c.guard.GuardStates(ctx, GuardStatesParams{IDs: ids})
+	if err != nil {
+		c.observe(ctx, Event{Name: EventWorkerError, Err: opErr("destinations.guard_states", "", err)})
+		return
+	}
+	stored := make(map[string]time.Time, len(gs))
+	for _, g := range gs {
+		stored[g.DestinationID] = g.ClaimableAt()
+	}
+	for _, id := range ids {
+		at := stored[id] // none stored: nothing holds it
+		w.mu.Lock()
+		until, ok := w.blocked[id]
+		shorter := ok && at.Before(until)
+		if shorter {
+			if at.After(now) {
+				w.blocked[id] = at
+			} else {
+				delete(w.blocked, id)
+			}
+		}
+		w.mu.Unlock()
+		if shorter {
+			// The cache would hold the old state (until its end) and
+			// skip the destination again at its next attempt.
+			ordered := w.guards.inOrder(id)
+			w.guards.forget(id)
+			ordered.Unlock()
+		}
+	}
+}
+
 // rulesFor returns the client's guard rules for dest.
 func (c *Client) rulesFor(dest Destination) guardRules {
 	rate := dest.MaxPerSecond

@@ -51,6 +51,12 @@ const (
 	// EventCircuitClosed: a delivery to a destination whose circuit was
 	// open got an answer; sending resumes.
 	EventCircuitClosed EventName = "circuit_closed"
+	// EventDestinationGuardCleared: an operator cleared the destination's
+	// guard (Client.ClearDestinationGuard): its holds were lifted and its
+	// circuit closed. Delivery.DestinationID names it; At is when the guard
+	// would have let it be sent (zero or past: it held nothing), Count the
+	// failures in a row it had.
+	EventDestinationGuardCleared EventName = "destination_guard_cleared"
 	// EventRedriven: an operator moved a dead delivery back to pending.
 	EventRedriven EventName = "redriven"
 	// EventHistoryRemoved: the retention cleaner removed Count records of

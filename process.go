@@ -186,8 +186,18 @@ func (c *Client) resolve(ctx context.Context, claim Claim, run attemptRun) (a at
 	if !adm.ok {
 		// Held, over its rate or behind an open circuit: wait without
 		// spending an attempt, and claim nothing more for it until then.
+		// The delivery itself is due again within PausedRecheck, as a
+		// paused destination's is: claims skip it while the guard holds
+		// (this worker's by its block, the SQL store's by the stored
+		// state), and once an operator clears the guard
+		// (ClearDestinationGuard) it goes then, not when the hold of up
+		// to the policy's MaxDelay would have ended.
 		c.worker.block(d.DestinationID, adm.until)
-		return a, false, c.release(ctx, d, lease, adm.reason, adm.until, now, quietRelease)
+		at := adm.until
+		if recheck := now.Add(c.cfg.PausedRecheck); recheck.Before(at) {
+			at = recheck
+		}
+		return a, false, c.release(ctx, d, lease, adm.reason, at, now, quietRelease)
 	}
 	return attemptPlan{d: d, lease: lease, dest: dest, policy: policy, rules: rules, probe: adm.probe, now: now}, true, nil
 }

@@ -28,9 +28,12 @@ type worker struct {
 	limitCounts map[int]int
 	paused      map[string]time.Time // destination → skip claims until
 	blocked     map[string]time.Time // destination → held, rate-limited or open circuit until
-	guards      guardCache
-	due         time.Time // a wake-up the store announced for this time; zero: none
-	dests       destinationCache
+	// blockedRecheckAt is when recheckBlocked next reads the guard states
+	// of the blocked destinations.
+	blockedRecheckAt time.Time
+	guards           guardCache
+	due              time.Time // a wake-up the store announced for this time; zero: none
+	dests            destinationCache
 	// held are claims taken ahead (prefetched) that wait for a free slot.
 	// A claim is a commit, so the worker claims for the slots that will
 	// free up soon too and starts a held claim the moment a slot frees,
@@ -716,6 +719,7 @@ const writeAhead = 4
 func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error) {
 	w := &c.worker
 	now := c.clock.Now()
+	c.recheckBlocked(ctx, now)
 	w.mu.Lock()
 	free := min(ClaimAhead*c.cfg.Concurrency-w.inflight-w.held.n, ClaimAhead*c.cfg.BatchSize)
 	skip := skipping(w.paused, now, nil)

@@ -52,6 +52,17 @@ func holdNotStored(old, g hookrelay.GuardState) hookrelay.GuardState {
 	return g
 }
 
+// holdNeverShortened keeps a Retry-After hold until it runs out, whatever
+// the update made of it, as a store that worked out when a destination is
+// claimable again as the later of the stored time and the new one would:
+// an operator's clear is lost.
+func holdNeverShortened(old, g hookrelay.GuardState) hookrelay.GuardState {
+	if g.HeldUntil.Before(old.HeldUntil) {
+		g.HeldUntil = old.HeldUntil
+	}
+	return g
+}
+
 // coolDownNeverEnds stores an opened circuit as open for good: it never
 // half-opens for a probe.
 func coolDownNeverEnds(_, g hookrelay.GuardState) hookrelay.GuardState {

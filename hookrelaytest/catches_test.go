@@ -330,6 +330,11 @@ var brokenStores = []brokenStore{
 		caughtBy: []string{"DestinationGuard/RetryAfterHoldsTheWholeDestinationWithoutSpendingAttempts", "DestinationGuard/StateRoundTrips", "DestinationGuard/StartedWorkerHoldsEveryDeliveryOnRetryAfter"},
 	},
 	{
+		name:     "GuardClearNotStored",
+		harness:  func() hookrelaytest.Harness { return guardHarness(holdNeverShortened) },
+		caughtBy: []string{"DestinationGuard/AClearedGuardLetsEveryWorkerSendAtOnce"},
+	},
+	{
 		name:     "CircuitNeverHalfOpens",
 		harness:  func() hookrelaytest.Harness { return guardHarness(coolDownNeverEnds) },
 		caughtBy: []string{"DestinationGuard/CircuitOpensProbesOnceReopensAndCloses", "DestinationGuard/StartedWorkerOpensProbesOnceAndClosesTheCircuit"},

@@ -258,6 +258,45 @@ func RunDestinationGuard(t *testing.T, newHarness NewHarness) {
 		assert.Equal(t, hookrelay.StateDelivered, f.state(ids[0]).State)
 	})
 
+	t.Run("AClearedGuardLetsEveryWorkerSendAtOnce", func(t *testing.T) {
+		// A Retry-After hold of ten minutes behind an open circuit, which
+		// an operator clears from another process: the store's claims
+		// stop skipping the destination (the SQL store's claimable_at),
+		// and the deliveries go once they are due again (within
+		// PausedRecheck of the worker's look), not when the hold ends.
+		f := newGuardFleet(t, newHarness(t), 2, dest, engineOption(func(c *hookrelay.Config) {
+			c.CircuitFailureThreshold, c.CircuitCoolDown = 1, time.Hour
+		}))
+		ids := f.enqueue(3, "dest_1")
+		f.rec.Script = func(d hookrelay.Delivery, n int) RecipientAnswer {
+			if d.ID == ids[0] && n == 1 {
+				return Reject(hookrelay.ClassifyStatus(429, 10*time.Minute))
+			}
+			return Accept()
+		}
+		cs, err := f.h.Queue.Claim(ctx, hookrelay.ClaimParams{Now: f.clock.Now(), Limit: 1, LeaseFor: leaseFor, Holder: "worker-0"})
+		require.NoError(t, err)
+		require.Len(t, cs, 1)
+		require.NoError(t, f.clients[0].Process(ctx, cs[0]))
+		f.clock.Add(time.Second)
+		assert.Zero(t, f.step(10), "held")
+		f.clock.Add(time.Minute)
+		assert.Zero(t, f.step(10), "held a minute on")
+
+		require.NoError(t, f.clients[1].ClearDestinationGuard(ctx, "dest_1"))
+		gs, err := guardOf(t, f.h).GuardStates(ctx, hookrelay.GuardStatesParams{IDs: []string{"dest_1"}})
+		require.NoError(t, err)
+		require.Len(t, gs, 1)
+		assert.False(t, gs[0].ClaimableAt().After(f.clock.Now()), "claimable at once: %+v", gs[0])
+		assert.False(t, gs[0].IsOpen(), "the circuit is closed")
+		assert.Zero(t, gs[0].ConsecutiveFailures)
+		f.clock.Add(hookrelay.DefaultPausedRecheck)
+		for range 3 {
+			f.step(10)
+		}
+		f.assertDeliveredOnFirstAttempt(ids[1:])
+	})
+
 	t.Run("CircuitOpensProbesOnceReopensAndCloses", func(t *testing.T) {
 		var down atomic.Bool
 		down.Store(true)

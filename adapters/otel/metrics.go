@@ -25,7 +25,7 @@ const (
 	// AttrState is the state of records the retention cleaner removed.
 	AttrState = attribute.Key("hookrelay.state")
 	// AttrChange is a change of a destination's guard: destination_held,
-	// circuit_opened or circuit_closed.
+	// circuit_opened, circuit_closed or destination_guard_cleared.
 	AttrChange = attribute.Key("hookrelay.guard.change")
 )
 
@@ -95,7 +95,7 @@ func NewMetrics(cfg MetricsConfig) (*Metrics, error) {
 	m.removed = counter("hookrelay.history.removed", "{delivery}", "Records the retention cleaner removed, by destination and state.")
 	m.compacted = counter("hookrelay.attempts.compacted", "{delivery}", "Delivered records whose attempt details the retention cleaner compacted.")
 	m.republished = counter("hookrelay.republished", "{delivery}", "Pending deliveries published again because their broker message was presumably lost.")
-	m.guard = counter("hookrelay.guard.changes", "{change}", "Changes of a destination's guard: destination_held, circuit_opened, circuit_closed.")
+	m.guard = counter("hookrelay.guard.changes", "{change}", "Changes of a destination's guard: destination_held, circuit_opened, circuit_closed, destination_guard_cleared.")
 	var err error
 	m.latency, err = meter.Float64Histogram("hookrelay.attempt.duration", metric.WithUnit("s"),
 		metric.WithDescription("Send latency of each attempt by destination."),

@@ -40,7 +40,8 @@
 //	    presumably lost (Config.RecoverUnpublishedAfter).
 //	hookrelay_guard_changes_total{destination,change}
 //	    Changes of a destination's recipient guard: destination_held (a
-//	    Retry-After hold), circuit_opened, circuit_closed.
+//	    Retry-After hold), circuit_opened, circuit_closed,
+//	    destination_guard_cleared (an operator's ClearDestinationGuard).
 //
 // With Config.Stats set, at each scrape:
 //
@@ -202,7 +203,7 @@ func New(cfg Config) (*Metrics, error) {
 		republished: counter("hookrelay_republished_total",
 			"Pending deliveries published again because their broker message was presumably lost.", "destination"),
 		guard: counter("hookrelay_guard_changes_total",
-			"Changes of a destination's guard: destination_held (a Retry-After hold), circuit_opened, circuit_closed.", "destination", "change"),
+			"Changes of a destination's guard: destination_held (a Retry-After hold), circuit_opened, circuit_closed, destination_guard_cleared (by an operator).", "destination", "change"),
 		stats:        cfg.Stats,
 		clock:        cfg.Clock,
 		statsTimeout: cfg.StatsTimeout,

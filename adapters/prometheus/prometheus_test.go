@@ -265,7 +265,7 @@ func TestScrapeShowsTheGuard(t *testing.T) {
 	names := []string{"hookrelay_guard_changes_total", "hookrelay_circuit_open", "hookrelay_consecutive_failures",
 		"hookrelay_destination_held_seconds", "hookrelay_destination_failing_seconds"}
 	want := `
-# HELP hookrelay_guard_changes_total Changes of a destination's guard: destination_held (a Retry-After hold), circuit_opened, circuit_closed.
+# HELP hookrelay_guard_changes_total Changes of a destination's guard: destination_held (a Retry-After hold), circuit_opened, circuit_closed, destination_guard_cleared (by an operator).
 # TYPE hookrelay_guard_changes_total counter
 hookrelay_guard_changes_total{change="circuit_opened",destination="globex"} 1
 hookrelay_guard_changes_total{change="destination_held",destination="acme"} 1
@@ -295,7 +295,7 @@ hookrelay_destination_failing_seconds{destination="globex"} 8.8
 	// backlog gauges, the guard gauges of a destination with nothing to
 	// report are gone (an alert on hookrelay_circuit_open == 1 resolves).
 	want = `
-# HELP hookrelay_guard_changes_total Changes of a destination's guard: destination_held (a Retry-After hold), circuit_opened, circuit_closed.
+# HELP hookrelay_guard_changes_total Changes of a destination's guard: destination_held (a Retry-After hold), circuit_opened, circuit_closed, destination_guard_cleared (by an operator).
 # TYPE hookrelay_guard_changes_total counter
 hookrelay_guard_changes_total{change="circuit_closed",destination="globex"} 1
 hookrelay_guard_changes_total{change="circuit_opened",destination="globex"} 1

@@ -603,3 +603,23 @@ func (g *globals) destinationEnable(ctx context.Context, args []string) error {
 		return nil
 	})
 }
+
+// destinationClearGuard lifts a destination's holds and closes its circuit
+// (hookrelay.Client.ClearDestinationGuard): the workers sharing the
+// database send to it again within their PausedRecheck.
+func (g *globals) destinationClearGuard(ctx context.Context, args []string) error {
+	pos, err := parse(g.flagSet("destination clear-guard"), args, 1)
+	if err != nil {
+		return err
+	}
+	return g.withClient(ctx, false, func(_ *hooksql.Store, c *hookrelay.Client) error {
+		if err := c.ClearDestinationGuard(ctx, pos[0]); err != nil {
+			return err
+		}
+		if g.json {
+			return g.writeJSON(map[string]any{"destination": pos[0], "guard_cleared": true})
+		}
+		fmt.Fprintf(g.stdout, "destination %s guard cleared: holds lifted and circuit closed; its waiting deliveries go out again (its rate limit still holds)\n", pos[0])
+		return nil
+	})
+}

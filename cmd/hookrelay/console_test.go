@@ -40,6 +40,53 @@ func TestDestinationEnableReEnablesADisabledDestination(t *testing.T) {
 	})
 }
 
+func TestDestinationClearGuardLiftsHoldsAndClosesTheCircuit(t *testing.T) {
+	forEachDatabase(t, func(t *testing.T, db database) {
+		require.Equal(t, 0, db.cli(t, "migrate").code)
+		db.open(t)
+		db.seed(t, 1)
+		ctx := context.Background()
+		// A destination held for an hour behind an open circuit, with half
+		// a token in its bucket.
+		at := time.Now().UTC().Truncate(time.Second)
+		held := hookrelay.GuardState{Tokens: 0.5, RefilledAt: at, LimitedUntil: at.Add(time.Second), HeldUntil: at.Add(time.Hour),
+			ConsecutiveFailures: 5, Circuit: hookrelay.CircuitHalfOpen, OpenUntil: at.Add(2 * time.Minute), Probe: "whd_probe", FailingSince: at.Add(-time.Hour)}
+		_, err := db.store.UpdateGuard(ctx, hookrelay.UpdateGuardParams{DestinationID: "acct",
+			Update: func(hookrelay.GuardState) hookrelay.GuardState { return held }})
+		require.NoError(t, err)
+
+		r := db.cli(t, "destination", "clear-guard", "acct")
+		require.Equal(t, 0, r.code, r)
+		assert.Contains(t, r.stdout, "destination acct guard cleared")
+		gs, err := db.store.GuardStates(ctx, hookrelay.GuardStatesParams{IDs: []string{"acct"}})
+		require.NoError(t, err)
+		require.Len(t, gs, 1)
+		g := gs[0]
+		assert.Zero(t, g.HeldUntil)
+		assert.Zero(t, g.LimitedUntil)
+		assert.False(t, g.IsOpen(), "circuit closed: %+v", g)
+		assert.Zero(t, g.ConsecutiveFailures)
+		assert.Empty(t, g.Probe)
+		assert.Zero(t, g.ClaimableAt(), "claimable at once")
+		assert.InDelta(t, 0.5, g.Tokens, 1e-9, "the bucket is kept")
+		assert.True(t, g.RefilledAt.Equal(held.RefilledAt), "the bucket is kept")
+		assert.True(t, g.FailingSince.Equal(held.FailingSince), "the failing run is kept")
+
+		r = db.cli(t, "destination", "clear-guard", "--json", "acct")
+		require.Equal(t, 0, r.code, r)
+		assert.JSONEq(t, `{"destination":"acct","guard_cleared":true}`, r.stdout)
+		r = db.cli(t, "destination", "clear-guard", "nowhere")
+		assert.Equal(t, exitNotFound, r.code, r)
+		gs, err = db.store.GuardStates(ctx, hookrelay.GuardStatesParams{IDs: []string{"nowhere"}})
+		require.NoError(t, err)
+		assert.Empty(t, gs, "no guard row made for an unknown destination")
+		r = db.cli(t, "destination", "clear-guard")
+		assert.Equal(t, exitUsage, r.code, r)
+		r = db.cli(t, "destination", "clear-guard", "acct", "crm")
+		assert.Equal(t, exitUsage, r.code, r)
+	})
+}
+
 // The standalone console: loopback by default, the actor from --actor,
 // shut down cleanly by SIGINT.
 func TestConsoleServesTheOperatorPages(t *testing.T) {

@@ -2,7 +2,9 @@
 // migrate it, inspect dead-lettered deliveries, plan and run audited,
 // rate-limited redrives (and stop or resume them from any shell), pause,
 // resume and list destinations (which ones a publish of an event type
-// reaches), show per-destination stats, and purge old delivery history.
+// reaches), clear a destination's guard (its Retry-After hold, rate-limit
+// hold and open circuit), show per-destination stats, and purge old
+// delivery history.
 //
 //	hookrelay --dsn PATH|URL [--json] COMMAND [ARGS] [FLAGS]
 //
@@ -127,6 +129,8 @@ commands:
                                   destinations, their event types and state; with
                                   --event-type, what a publish of it would reach
   destination enable ID           re-enable a destination its recipient disabled (HTTP 410)
+  destination clear-guard ID      lift its Retry-After and rate-limit holds and close its
+                                  circuit breaker, once its recipient is fixed
   console [--addr 127.0.0.1:8089] [--actor NAME | --actor-header H] [--cross-tenant]
                                   serve the operator console (web page); loopback only
                                   by default; the actor is --actor (default $USER) or
@@ -182,10 +186,11 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		})
 	case "destination":
 		return g.sub(ctx, "destination", rest, map[string]command{
-			"pause":  func(ctx context.Context, a []string) error { return g.destination(ctx, a, true) },
-			"resume": func(ctx context.Context, a []string) error { return g.destination(ctx, a, false) },
-			"list":   g.destinationList,
-			"enable": g.destinationEnable,
+			"pause":       func(ctx context.Context, a []string) error { return g.destination(ctx, a, true) },
+			"resume":      func(ctx context.Context, a []string) error { return g.destination(ctx, a, false) },
+			"list":        g.destinationList,
+			"enable":      g.destinationEnable,
+			"clear-guard": g.destinationClearGuard,
 		})
 	case "console":
 		return g.console(ctx, rest)

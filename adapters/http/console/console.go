@@ -38,6 +38,10 @@ const (
 	ActionPauseDestination  Action = "destination.pause"
 	ActionResumeDestination Action = "destination.resume"
 	ActionEnableDestination Action = "destination.enable"
+	// ActionClearDestinationGuard lifts a destination's Retry-After and
+	// rate-limit holds and closes its circuit
+	// (hookrelay.Client.ClearDestinationGuard).
+	ActionClearDestinationGuard Action = "destination.clear_guard"
 )
 
 // ActionRequest is what Config.Authorize decides on.

@@ -322,6 +322,14 @@ func (r destinationRow) Guard() []guardTag {
 	return out
 }
 
+// Guarded reports whether the row's guard holds or counts anything an
+// operator may clear (hookrelay.Client.ClearDestinationGuard): an open or
+// half-open circuit, failures in a row, a Retry-After or rate-limit hold.
+func (r destinationRow) Guarded() bool {
+	return r.Circuit == hookrelay.CircuitOpen || r.Circuit == hookrelay.CircuitHalfOpen || r.ConsecutiveFailures > 0 ||
+		!r.HeldUntil.IsZero() || !r.RateLimitedUntil.IsZero()
+}
+
 func (h *Handler) destinationRows(ctx context.Context, now time.Time) ([]destinationRow, error) {
 	stats, err := h.cfg.Stats.Stats(ctx, hookrelay.StatsParams{Now: now})
 	if err != nil {
@@ -797,10 +805,11 @@ func (h *Handler) destinations(r *http.Request, p *page) (int, error) {
 
 func (h *Handler) destinationChange(r *http.Request, actor string) (string, int, error) {
 	id, op := r.PathValue("id"), r.PathValue("op")
-	actions := map[string]Action{"pause": ActionPauseDestination, "resume": ActionResumeDestination, "enable": ActionEnableDestination}
+	actions := map[string]Action{"pause": ActionPauseDestination, "resume": ActionResumeDestination, "enable": ActionEnableDestination,
+		"clear-guard": ActionClearDestinationGuard}
 	action, ok := actions[op]
 	if !ok {
-		return "", http.StatusNotFound, badForm("operation", fmt.Sprintf("%q is not pause, resume or enable", cut(op, 20)))
+		return "", http.StatusNotFound, badForm("operation", fmt.Sprintf("%q is not pause, resume, enable or clear-guard", cut(op, 20)))
 	}
 	// The hook is told the destination's tenant, so an operator scoped to
 	// some tenants cannot change another's destination by its ID.
@@ -818,6 +827,8 @@ func (h *Handler) destinationChange(r *http.Request, actor string) (string, int,
 		err = h.cfg.Client.ResumeDestination(r.Context(), id)
 	case ActionEnableDestination:
 		err = h.cfg.Client.EnableDestination(r.Context(), id)
+	case ActionClearDestinationGuard:
+		err = h.cfg.Client.ClearDestinationGuard(r.Context(), id)
 	}
 	if err != nil {
 		return "", 0, err
@@ -833,7 +844,7 @@ func (h *Handler) notice(r *http.Request) string {
 	q := r.URL.Query()
 	dest := q.Get("destination")
 	switch q.Get("notice") {
-	case "pause", "resume", "enable":
+	case "pause", "resume", "enable", "clear-guard":
 		if _, err := h.cfg.Client.DestinationStatus(r.Context(), dest); err != nil {
 			return ""
 		}
@@ -847,6 +858,8 @@ func (h *Handler) notice(r *http.Request) string {
 		return "Destination " + dest + " resumed."
 	case "enable":
 		return "Destination " + dest + " re-enabled."
+	case "clear-guard":
+		return "Destination " + dest + " guard cleared: its holds are lifted and its circuit closed; its rate limit still holds."
 	}
 	return ""
 }

@@ -3,10 +3,12 @@ package console_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -279,6 +281,84 @@ func TestDestinationActionsShowTheHookTheDestinationsTenant(t *testing.T) {
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	assert.NotContains(t, w.Body.String(), "shipping", "the notice names another tenant's destination")
 	assert.Contains(t, f.do("GET", "/destinations?notice=pause&destination=accounting", "alice", nil).Body.String(), "Destination accounting paused")
+}
+
+// syncBuffer is a log sink safe for the handler's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A tenant-scoped operator cannot clear another tenant's destination's
+// guard by naming it in the URL: the hook is told the destination's
+// tenant, and the hold and open circuit stay. Their own destination's is
+// cleared, from the button its held row shows, and the change is logged
+// with its actor.
+func TestClearGuardShowsTheHookTheDestinationsTenant(t *testing.T) {
+	var asked []console.ActionRequest
+	var log syncBuffer
+	f := newFixture(t, func(hc *hookrelay.Config, c *console.Config) {
+		c.Authorize = onlyTenant("prop_mgmt_co", &asked)
+		c.Stats = hookrelay.StatsWithGuard(c.Stats, hc.Destinations.(hookrelay.DestinationGuard))
+		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
+	f.seed()
+	ctx := context.Background()
+	held := func(g hookrelay.GuardState) hookrelay.GuardState {
+		g.HeldUntil, g.ConsecutiveFailures = base.Add(time.Hour), 3
+		g.Circuit, g.OpenUntil = hookrelay.CircuitOpen, base.Add(time.Minute)
+		return g
+	}
+	for _, id := range []string{"shipping", "accounting"} {
+		_, err := f.dests.UpdateGuard(ctx, hookrelay.UpdateGuardParams{DestinationID: id, Update: held})
+		require.NoError(t, err)
+	}
+	guardOf := func(id string) hookrelay.GuardState {
+		gs, err := f.dests.GuardStates(ctx, hookrelay.GuardStatesParams{IDs: []string{id}})
+		require.NoError(t, err)
+		require.Len(t, gs, 1)
+		return gs[0]
+	}
+
+	tok := f.token("alice", "/destinations")
+	w := f.do("POST", "/destinations/shipping/clear-guard", "alice", url.Values{"csrf_token": {tok}})
+	assert.Equal(t, http.StatusForbidden, w.Code, "alice clears shipping's guard: %s", w.Body.String())
+	last := asked[len(asked)-1]
+	assert.Equal(t, console.ActionClearDestinationGuard, last.Action)
+	assert.Equal(t, "shipping", last.DestinationID)
+	assert.Equal(t, []string{"other_co"}, last.Tenants, "the hook is told the destination's tenant")
+	g := guardOf("shipping")
+	assert.True(t, g.HeldUntil.Equal(base.Add(time.Hour)), "another tenant's hold stays: %+v", g)
+	assert.True(t, g.IsOpen(), "another tenant's circuit stays open")
+	assert.Equal(t, 3, g.ConsecutiveFailures)
+
+	page := f.do("GET", "/destinations", "alice", nil)
+	require.Equal(t, http.StatusOK, page.Code, page.Body.String())
+	assert.Contains(t, page.Body.String(), `id="clear-guard-accounting"`, "a held destination shows the button")
+	assert.NotContains(t, page.Body.String(), `id="clear-guard-orders"`, "a destination its guard holds nothing of shows none")
+
+	w = f.do("POST", "/destinations/accounting/clear-guard", "alice", url.Values{"csrf_token": {tok}})
+	require.Equal(t, http.StatusSeeOther, w.Code, w.Body.String())
+	g = guardOf("accounting")
+	assert.Zero(t, g.HeldUntil)
+	assert.False(t, g.IsOpen())
+	assert.Zero(t, g.ConsecutiveFailures)
+	assert.Contains(t, f.do("GET", w.Header().Get("Location"), "alice", nil).Body.String(), "Destination accounting guard cleared")
+	assert.Contains(t, log.String(), "destination_id=accounting operation=clear-guard actor=alice", "the change is logged with its actor")
+	assert.NotContains(t, log.String(), "destination_id=shipping operation=clear-guard", "a refused clear changed nothing")
+	assert.Equal(t, http.StatusNotFound, f.do("POST", "/destinations/nope/clear-guard", "alice", url.Values{"csrf_token": {tok}}).Code)
 }
 
 // A selection that names no tenant is told to the hook with the tenants

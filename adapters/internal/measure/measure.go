@@ -63,7 +63,8 @@ type Recorder interface {
 	// broker message was presumably lost.
 	Republished(ctx context.Context, destination string)
 	// GuardChanged counts a change of a destination's guard: change is the
-	// event kind (destination_held, circuit_opened, circuit_closed).
+	// event kind (destination_held, circuit_opened, circuit_closed,
+	// destination_guard_cleared).
 	GuardChanged(ctx context.Context, destination, change string)
 }
 
@@ -136,7 +137,7 @@ func Dispatch(ctx context.Context, e hookrelay.Event, r Recorder) {
 		r.AttemptsCompacted(ctx, dest, e.Count)
 	case hookrelay.EventRepublished:
 		r.Republished(ctx, dest)
-	case hookrelay.EventDestinationHeld, hookrelay.EventCircuitOpened, hookrelay.EventCircuitClosed:
+	case hookrelay.EventDestinationHeld, hookrelay.EventCircuitOpened, hookrelay.EventCircuitClosed, hookrelay.EventDestinationGuardCleared:
 		r.GuardChanged(ctx, dest, string(e.Name))
 	}
 }

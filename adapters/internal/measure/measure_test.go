@@ -93,6 +93,7 @@ func TestDispatchCountsEachAttemptByTheDecisionAfterIt(t *testing.T) {
 		{"held", hookrelay.Event{Name: hookrelay.EventDestinationHeld, Delivery: d}, []string{"guard acme destination_held"}},
 		{"circuit opened", hookrelay.Event{Name: hookrelay.EventCircuitOpened, Delivery: d}, []string{"guard acme circuit_opened"}},
 		{"circuit closed", hookrelay.Event{Name: hookrelay.EventCircuitClosed, Delivery: d}, []string{"guard acme circuit_closed"}},
+		{"guard cleared", hookrelay.Event{Name: hookrelay.EventDestinationGuardCleared, Delivery: d}, []string{"guard acme destination_guard_cleared"}},
 		{"free-text reason is bounded",
 			hookrelay.Event{Name: hookrelay.EventRetryScheduled, Delivery: d, Result: res(hookrelay.Retryable("Bearer abc123 refused"))},
 			[]string{"attempt acme retry_scheduled other"}},
