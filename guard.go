@@ -211,20 +211,31 @@ func (r guardRules) admit(g GuardState, now time.Time, probe string) (GuardState
 	if r.rate > 0 {
 		burst := max(r.rate, 1)
 		tokens := burst
+		at := now // the bucket's new refill time
 		if !g.RefilledAt.IsZero() {
 			// A clock that went back (before RefilledAt) refills nothing;
 			// it must not drain the bucket by the step times the rate.
 			tokens = min(burst, g.Tokens+r.rate*max(now.Sub(g.RefilledAt), 0).Seconds())
+			if back := g.RefilledAt.Sub(now); back > 0 && back.Seconds() <= burst/r.rate {
+				// A time read before a slower path to the store (a guard
+				// row another worker held locked) than an attempt that read
+				// a later one: the refill time stays, or the span between
+				// them was refilled twice and the bucket let more through
+				// than its rate. Further back than the bucket takes to fill
+				// (a clock that was set back) the refill starts afresh, so
+				// the destination is not held for the whole step.
+				at = g.RefilledAt
+			}
 		}
 		if tokens < 1 {
-			g.Tokens, g.RefilledAt, g.LimitedUntil = tokens, now, now.Add(r.tokenWait(tokens, now))
+			g.Tokens, g.RefilledAt, g.LimitedUntil = tokens, at, at.Add(r.tokenWait(tokens, at))
 			if isProbe {
 				// No probe after all: let the next send that has a token be it.
 				g.Circuit, g.Probe, g.OpenUntil = CircuitOpen, "", now
 			}
 			return g, admission{reason: ReasonDestinationRateLimited, until: g.LimitedUntil}
 		}
-		g.Tokens, g.RefilledAt = tokens-1, now
+		g.Tokens, g.RefilledAt = tokens-1, at
 	}
 	return g, admission{ok: true, probe: isProbe}
 }

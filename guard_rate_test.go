@@ -74,3 +74,27 @@ func TestARateLimitSurvivesTheClockGoingBack(t *testing.T) {
 		assert.False(t, a.until.After(earlier.Add(time.Second)), "held until %v, an hour after the clock went back to %v", a.until, earlier)
 	}
 }
+
+// An attempt whose time was read before a slower path to the store (a
+// destination read, a guard row another worker held locked) may take its
+// token after an attempt that read a later time. Its earlier time must not
+// move the bucket's refill time back: the span between the two was counted
+// as refill twice, and the bucket let more sends through than its rate.
+func TestALateAdmissionWithAnEarlierTimeDoesNotRefillTheBucketTwice(t *testing.T) {
+	c := newGuardClient(t)
+	ctx := context.Background()
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	d := Delivery{ID: "dlv_1", DestinationID: "dest_1"}
+	rules := c.rulesFor(Destination{ID: "dest_1", MaxPerSecond: 2})
+	sent := 0
+	for _, at := range []time.Duration{0, 0, time.Second, 500 * time.Millisecond, time.Second, time.Second} {
+		a, err := c.admitSend(ctx, d, rules, false, t0.Add(at))
+		require.NoError(t, err)
+		if a.ok {
+			sent++
+		}
+	}
+	// A bucket of two refilling at two a second lets at most 2 + 2·1 sends
+	// through from t0 to t0+1s, whatever order their times come in.
+	assert.LessOrEqual(t, sent, 4, "sends admitted within one second at two a second")
+}

@@ -49,6 +49,50 @@ func (l *eventLog) of(kind hookrelay.EventName) []hookrelay.Event {
 	return out
 }
 
+// inFlight returns how many claims the workers took have not ended
+// (delivered, retried, dead-lettered, released or a duplicate), counted
+// under one lock: counting the claims and the ends in separate looks could
+// miss a claim taken between them while counting its end, and so see the
+// workers idle while another claim was still being processed.
+func (l *eventLog) inFlight() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.inFlightLocked()
+}
+
+// whenIdle runs f, and reports true, if no claim is in flight, holding the
+// log's lock meanwhile. A worker observes a claim (EventClaimed) before it
+// reads the clock for the claim's attempt, and the observer takes this
+// lock: so an f that moves a mock clock on moves it either before such a
+// read or while no attempt is under way, never between an attempt's read
+// of the clock and its send. Checking first and moving the clock after, in
+// two steps, let a claim start between them, and its attempt then sent at
+// the time before the move, after other attempts had already been admitted
+// at the time after it.
+func (l *eventLog) whenIdle(f func()) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.inFlightLocked() != 0 {
+		return false
+	}
+	f()
+	return true
+}
+
+func (l *eventLog) inFlightLocked() int {
+	n := 0
+	for _, e := range l.events {
+		switch e.Name {
+		case hookrelay.EventClaimed:
+			n++
+		case hookrelay.EventDelivered, hookrelay.EventRetryScheduled, hookrelay.EventDeadLettered,
+			hookrelay.EventReleased, hookrelay.EventDuplicate:
+			n--
+		}
+	}
+	return n
+}
+
 type engineOption func(*hookrelay.Config)
 
 func newEngine(t *testing.T, h Harness, opts ...engineOption) *engine {
