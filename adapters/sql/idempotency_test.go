@@ -21,6 +21,18 @@ func TestIdempotencyStoreConformance(t *testing.T) {
 	})
 }
 
+// TestIdempotencyStorePurgeConformance runs the recipient kit's purge
+// cases, which the memory store runs too, on every configured backend.
+func TestIdempotencyStorePurgeConformance(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		recipienttest.RunPurge(t, func(t *testing.T) (recipient.IdempotencyStore, recipienttest.Purge) {
+			st := newStore(t, b, Options{}).IdempotencyStore()
+			st.purgeBatch = 2 // several batches over the cases' records
+			return st, st.Purge
+		})
+	})
+}
+
 func TestIdempotencyStorePurgeAndBadKeys(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
