@@ -22,6 +22,11 @@ import (
 // Store.IdempotencyStore; Migrate creates its table.
 type IdempotencyStore struct {
 	s *Store
+
+	// purgeBatch, when positive, replaces idemPurgeBatch; purgeCommitted
+	// is called after each of Purge's batches commits. Tests set them.
+	purgeBatch     int
+	purgeCommitted func(removed int64)
 }
 
 var _ recipient.IdempotencyStore = (*IdempotencyStore)(nil)
@@ -170,21 +175,79 @@ func (i *IdempotencyStore) heldOrLost(r sql.Result, err error, op string) error 
 	return nil
 }
 
-// Purge deletes records completed before before and returns how many it
-// deleted. Keep records longer than the sender's whole retry and redrive
-// horizon, or a late repeat runs the handler again.
+// idemPurgeBatch is how many records, in key order, one of Purge's
+// statements looks at: at most this many are deleted per transaction.
+const idemPurgeBatch = 5000
+
+// Purge deletes the records completed before before and returns how many
+// it deleted. Keep records longer than the sender's whole retry and
+// redrive horizon, or a late repeat runs the handler again. A record in
+// progress, its handler still running, is never deleted, however old: it
+// is completed, abandoned or taken over once stale by Begin.
+//
+// Purge walks the table in key order, a batch of up to 5000 records at a
+// time, each batch's DELETE committed on its own, so a large backlog is
+// never one long transaction holding its locks and growing the WAL or
+// undo log; records that are not removed are only looked at. It checks
+// ctx between batches. On an error or a cancellation part way it returns,
+// with the error, how many records the batches before it deleted: those
+// are gone, and the next Purge carries on with the rest.
 func (i *IdempotencyStore) Purge(ctx context.Context, before time.Time) (int64, error) {
+	s := i.s
 	b, err := encTime("before", before)
 	if err != nil {
 		return 0, err
 	}
-	r, err := i.s.db.ExecContext(ctx, i.s.q("DELETE FROM {i} WHERE state = ? AND completed_at < ?"), idemCompleted, b)
-	if err != nil {
-		return 0, i.s.dbErr("idempotency purge", err)
+	batch := idemPurgeBatch
+	if i.purgeBatch > 0 {
+		batch = i.purgeBatch
 	}
-	n, err := r.RowsAffected()
-	if err != nil {
-		return 0, i.s.dbErr("idempotency purge", err)
+	var (
+		total int64
+		from  *string // the last batch's last key; nil before the first
+	)
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, s.dbErr("idempotency purge", err)
+		}
+		// The batch is the keys after from up to the batch-th; the last
+		// batch has no upper end.
+		where, args := "", []any{}
+		if from != nil {
+			where, args = " WHERE idem_key > ?", []any{*from}
+		}
+		var to string
+		err := s.db.QueryRowContext(ctx, s.q("SELECT idem_key FROM {i}"+where+" ORDER BY idem_key LIMIT 1 OFFSET ?"),
+			append(args, batch-1)...).Scan(&to)
+		last := errors.Is(err, sql.ErrNoRows)
+		if err != nil && !last {
+			return total, s.dbErr("idempotency purge", err)
+		}
+		del := "DELETE FROM {i} WHERE state = ? AND completed_at < ?"
+		dargs := []any{idemCompleted, b}
+		if from != nil {
+			del += " AND idem_key > ?"
+			dargs = append(dargs, *from)
+		}
+		if !last {
+			del += " AND idem_key <= ?"
+			dargs = append(dargs, to)
+		}
+		r, err := s.db.ExecContext(ctx, s.q(del), dargs...)
+		if err != nil {
+			return total, s.dbErr("idempotency purge", err)
+		}
+		n, err := r.RowsAffected()
+		if err != nil {
+			return total, s.dbErr("idempotency purge", err)
+		}
+		total += n
+		if i.purgeCommitted != nil {
+			i.purgeCommitted(n)
+		}
+		if last {
+			return total, nil
+		}
+		from = &to
 	}
-	return n, nil
 }

@@ -85,9 +85,11 @@ func (s *MemoryStore) Abandon(_ context.Context, p AbandonParams) error {
 	return nil
 }
 
-// Purge deletes completed records completed before before and returns how
-// many it deleted. Keep records longer than the sender's whole retry and
-// redrive horizon, or a late repeat runs the handler again.
+// Purge deletes the records completed before before and returns how many
+// it deleted. Keep records longer than the sender's whole retry and
+// redrive horizon, or a late repeat runs the handler again. A record in
+// progress is never deleted, however old. It removes the same records as
+// hooksql's IdempotencyStore.Purge (recipienttest.RunPurge runs both).
 func (s *MemoryStore) Purge(before time.Time) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

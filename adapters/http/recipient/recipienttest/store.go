@@ -7,6 +7,9 @@
 //			return recipient.NewMemoryStore()
 //		})
 //	}
+//
+// RunPurge does the same for the stores' Purge methods, which are not part
+// of the interface: it takes a store and its Purge.
 package recipienttest
 
 import (
