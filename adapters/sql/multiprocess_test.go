@@ -328,9 +328,12 @@ func testManyProcesses(t *testing.T, b backend) {
 	for id, k := range accepted {
 		assert.Equal(t, 1, k, "accepted answers for %s", id)
 	}
+	// Both took part: each sent while the other held its claims (the
+	// Eventually above). Which of them the retries, the accepted answers,
+	// fall to is the scheduler's choice: under -race on a loaded machine
+	// one process took all 300, which is no fault.
 	t.Logf("deliveries accepted per process: %v", byWorker)
-	assert.Positive(t, byWorker["proc-a"], "proc-a took part")
-	assert.Positive(t, byWorker["proc-b"], "proc-b took part")
+	assert.Equal(t, 2, rc.sendersSeen(), "both processes sent")
 	requireDeliveredOnce(t, s, ids)
 }
 
