@@ -128,17 +128,38 @@ func (l *logBuffer) Contains(s string) bool {
 
 // dropConnections closes the queue's connection from the broker's side
 // when rabbitmqctl is at hand (as an operator or a network failure would),
-// else from the client's side.
+// else from the client's side. Only that connection: the broker is shared
+// with the other tests running at the same time (here and in other
+// packages or checkouts), and closing theirs failed them.
 func dropConnections(t *testing.T, q *hookamqp.Queue) {
 	t.Helper()
 	if path, err := exec.LookPath("rabbitmqctl"); err == nil {
-		out, err := exec.Command(path, "close_all_connections", "hookrelay test: connection dropped").CombinedOutput()
+		err := closeOnBroker(path, q.LocalAddr())
 		if err == nil {
 			return
 		}
-		t.Logf("rabbitmqctl close_all_connections: %v: %s; closing from the client side", err, out)
+		t.Logf("rabbitmqctl: %v; closing from the client side", err)
 	}
 	q.DropConnection()
+}
+
+// closeOnBroker closes the connection whose client side is local.
+func closeOnBroker(rabbitmqctl, local string) error {
+	out, err := exec.Command(rabbitmqctl, "list_connections", "pid", "name", "--silent").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("list_connections: %v: %s", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		pid, name, ok := strings.Cut(strings.TrimSpace(line), "\t")
+		if ok && strings.HasPrefix(name, local+" -> ") {
+			out, err := exec.Command(rabbitmqctl, "close_connection", pid, "hookrelay test: connection dropped").CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("close_connection: %v: %s", err, out)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("no connection from %s in list_connections: %s", local, out)
 }
 
 func TestConnectionDropMidRunLosesNothingAndAcknowledgesNothingTwice(t *testing.T) {
@@ -488,4 +509,22 @@ func TestAPayloadOverMaxMessageBytesIsRefusedBeforeItIsStored(t *testing.T) {
 	_, err := hookamqp.New(context.Background(), brokerURL(t), ledger, bad)
 	assert.ErrorIs(t, err, hookrelay.ErrInvalidConfig)
 	assert.ErrorContains(t, err, "MaxMessageBytes")
+}
+
+// TestDroppingOneQueuesConnectionLeavesTheOthersAlone: the connection-drop
+// tests share the broker with every other test of the machine (the
+// conformance suite's queues, other packages, other checkouts running at
+// the same time). Dropping one queue's connection must not close theirs:
+// closing every connection on the broker made unrelated runs fail with
+// ErrNotConnected while their queues reconnected.
+func TestDroppingOneQueuesConnectionLeavesTheOthersAlone(t *testing.T) {
+	bystander, err := amqp.Dial(brokerURL(t))
+	require.NoError(t, err)
+	defer bystander.Close()
+	q := newQueue(t, memory.NewStore(), testConfig(t))
+
+	dropConnections(t, q)
+	require.Eventually(t, func() bool { return q.Generation() >= 2 }, 15*time.Second, 10*time.Millisecond, "the queue reconnected")
+	time.Sleep(100 * time.Millisecond) // a close from the broker's side arrives at its own pace
+	assert.False(t, bystander.IsClosed(), "another connection on the broker was left open")
 }
