@@ -145,7 +145,8 @@ var _ hookrelay.MessageLimit = (*Queue)(nil)
 func (q *Queue) MaxEnvelopeBytes() int { return q.b.cfg.MaxMessageBytes }
 
 // New connects to url, declares the topology and starts consuming. Claims
-// are leased from ledger. It fails if the first connection fails;
+// are leased from ledger. ctx is New's own: the queue keeps consuming after
+// it ends. It fails if the first connection fails;
 // later drops are reconnected. A url that does not parse is refused with
 // an error wrapping hookrelay.ErrInvalidConfig; no error or log record
 // shows the url's user name or password.
@@ -316,7 +317,10 @@ func (b *broker) connect(ctx context.Context) error {
 	if err := cons.Qos(b.cfg.Prefetch, 0, false); err != nil {
 		return fail("set prefetch", err)
 	}
-	deliveries, err := cons.ConsumeWithContext(ctx, b.cfg.workQueue(), "", false, false, false, false, nil)
+	// Without ctx's cancellation: the client cancels the consumer when
+	// that context ends, and New's caller may end it as soon as New
+	// returned; the queue then consumed nothing, ever again.
+	deliveries, err := cons.ConsumeWithContext(context.WithoutCancel(ctx), b.cfg.workQueue(), "", false, false, false, false, nil)
 	if err != nil {
 		return fail("consume", err)
 	}

@@ -528,3 +528,36 @@ func TestDroppingOneQueuesConnectionLeavesTheOthersAlone(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // a close from the broker's side arrives at its own pace
 	assert.False(t, bystander.IsClosed(), "another connection on the broker was left open")
 }
+
+// enqueuedAndClaimed enqueues one delivery through q and reports whether a
+// claim receives it within a few seconds.
+func enqueuedAndClaimed(t *testing.T, q *hookamqp.Queue, ledger *memory.Store, eventID string) bool {
+	t.Helper()
+	ctx := context.Background()
+	c := brokertest.NewClient(t, q, ledger, &hookrelaytest.Recipient{})
+	id := brokertest.Enqueue(t, c, eventID)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		cs, err := q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
+		if err == nil && len(cs) == 1 {
+			return cs[0].Delivery.ID == id
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
+// TestTheContextGivenToNewBoundsOnlyNew: a context that ends after New
+// returned (a setup function's timeout, a request's context) cancelled the
+// consumer with it, and the queue never received a message again.
+func TestTheContextGivenToNewBoundsOnlyNew(t *testing.T) {
+	ledger := memory.NewStore()
+	cfg := testConfig(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	q, err := hookamqp.New(ctx, brokerURL(t), ledger, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, q.Close()) })
+	cancel()
+	time.Sleep(100 * time.Millisecond) // the client cancels a consumer whose context ended at its own pace
+	assert.True(t, enqueuedAndClaimed(t, q, ledger, "evt_after_setup"), "messages are consumed after New's context ended")
+}
