@@ -485,7 +485,13 @@ func (b *broker) Fetch(ctx context.Context, n int, wait time.Duration) ([]handle
 		select {
 		case d, ok := <-deliveries:
 			if !ok {
-				return out, nil // the channel closed; supervise reconnects
+				// The channel closed (supervise reconnects), or the broker
+				// cancelled the consumer and left the channel open (its
+				// queue was deleted, or the node holding it went away):
+				// then nothing would ever arrive again. Reconnecting
+				// declares the queues and consumes again.
+				b.dropIfCurrent(gen)
+				return out, nil
 			}
 			out = append(out, handle{d: d, gen: gen})
 			b.mu.Lock()
@@ -500,6 +506,19 @@ func (b *broker) Fetch(ctx context.Context, n int, wait time.Duration) ([]handle
 		}
 	}
 	return out, nil
+}
+
+// dropIfCurrent closes connection gen if it is still the current one, for
+// supervise to reconnect.
+func (b *broker) dropIfCurrent(gen uint64) {
+	b.mu.Lock()
+	conn := b.conn
+	current := gen == b.gen && !b.closing
+	b.mu.Unlock()
+	if current && conn != nil && !conn.IsClosed() {
+		b.cfg.Logger.Warn("hookamqp: the broker cancelled the consumer; reconnecting")
+		_ = conn.Close()
+	}
 }
 
 func (b *broker) Body(h handle) []byte { return h.d.Body }

@@ -561,3 +561,27 @@ func TestTheContextGivenToNewBoundsOnlyNew(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // the client cancels a consumer whose context ended at its own pace
 	assert.True(t, enqueuedAndClaimed(t, q, ledger, "evt_after_setup"), "messages are consumed after New's context ended")
 }
+
+// TestAConsumerCancelledByTheBrokerIsStartedAgain: the broker cancels a
+// consumer without closing its channel (its queue was deleted, or a
+// node holding it went away). The queue used to stay connected with no
+// consumer, claiming nothing forever; now it reconnects, which declares
+// the queues again and consumes.
+func TestAConsumerCancelledByTheBrokerIsStartedAgain(t *testing.T) {
+	ledger := memory.NewStore()
+	cfg := testConfig(t)
+	q := newQueue(t, ledger, cfg)
+	conn, err := amqp.Dial(brokerURL(t))
+	require.NoError(t, err)
+	defer conn.Close()
+	ch, err := conn.Channel()
+	require.NoError(t, err)
+	_, err = ch.QueueDelete(cfg.Name+".work", false, false, false)
+	require.NoError(t, err)
+	// A claim notices the cancelled consumer.
+	require.Eventually(t, func() bool {
+		_, _ = q.Claim(context.Background(), hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
+		return q.Generation() >= 2
+	}, 10*time.Second, 20*time.Millisecond, "the queue reconnected")
+	assert.True(t, enqueuedAndClaimed(t, q, ledger, "evt_after_cancel"), "messages are consumed again")
+}
