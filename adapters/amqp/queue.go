@@ -76,7 +76,9 @@ const DefaultPrefetch = hookrelay.ClaimAhead * hookrelay.DefaultConcurrency
 const DefaultMaxMessageBytes = 16 << 20
 
 // ErrNotConnected reports that the queue is between connections; the
-// worker backs off and claims again once it reconnected.
+// worker backs off and claims again once it reconnected. A publish waits
+// for the first reconnect attempt after a drop (while its context allows)
+// and fails with ErrNotConnected only when that attempt failed.
 var ErrNotConnected = errors.New("hookamqp: not connected to the broker")
 
 // Config configures a Queue. Zero fields take the documented defaults.
@@ -285,6 +287,13 @@ type broker struct {
 	// channel closed by the broker (an exception) takes the connection
 	// down with it, so the queue always reconnects as a whole.
 	connClosed, pubClosed, consClosed chan *amqp.Error
+	// attempted is closed when the next connection attempt (supervise's
+	// reconnect) has succeeded or failed, and replaced; lastErr is the
+	// last attempt's failure, nil once connected. A publish that finds the
+	// connection gone waits for that attempt, unless the broker was
+	// already found unreachable.
+	attempted chan struct{}
+	lastErr   error
 
 	done    chan struct{} // closed by Close
 	stopped chan struct{} // closed when supervise returns
@@ -331,8 +340,19 @@ func (b *broker) connect(ctx context.Context) error {
 	b.consClosed = cons.NotifyClose(make(chan *amqp.Error, 1))
 	b.gen++
 	b.handedOut = 0 // the old channel's messages went back with it
+	b.attemptedLocked(nil)
 	b.mu.Unlock()
 	return nil
+}
+
+// attemptedLocked records the end of a connection attempt (err nil: it
+// succeeded) and wakes the publishes waiting for it. b.mu must be held.
+func (b *broker) attemptedLocked(err error) {
+	b.lastErr = err
+	if b.attempted != nil {
+		close(b.attempted)
+	}
+	b.attempted = make(chan struct{})
 }
 
 func declare(ch *amqp.Channel, cfg Config) error {
@@ -385,6 +405,9 @@ func (b *broker) supervise() {
 			case <-timer.C:
 			}
 			if err := b.connect(context.Background()); err != nil {
+				b.mu.Lock()
+				b.attemptedLocked(err)
+				b.mu.Unlock()
 				b.cfg.Logger.Warn("hookamqp: reconnect failed", "error", err, "retry_in", wait)
 				wait = min(2*wait, 30*time.Second)
 				continue
@@ -406,18 +429,39 @@ func (b *broker) closeConn() error {
 }
 
 // send publishes one persistent message on the confirming channel; wait
-// for its confirm with confirmed.
+// for its confirm with confirmed. A connection found gone (it dropped and
+// supervise reconnects) is waited for, through the next connection
+// attempt, while ctx allows: a brief drop does not fail an enqueue. Once
+// an attempt failed (the broker is unreachable), send fails at once with
+// ErrNotConnected.
 func (b *broker) send(ctx context.Context, queue string, msg amqp.Publishing) (*amqp.DeferredConfirmation, error) {
-	b.mu.Lock()
-	pub := b.pub
-	b.mu.Unlock()
-	if pub == nil {
-		return nil, ErrNotConnected
-	}
 	msg.DeliveryMode = amqp.Persistent
 	msg.ContentType = "application/json"
-	dc, err := pub.PublishWithDeferredConfirmWithContext(ctx, "", queue, false, false, msg)
-	return dc, translate(err)
+	for waited := false; ; waited = true {
+		b.mu.Lock()
+		pub, attempted, lastErr := b.pub, b.attempted, b.lastErr
+		b.mu.Unlock()
+		if pub != nil && !pub.IsClosed() {
+			dc, err := pub.PublishWithDeferredConfirmWithContext(ctx, "", queue, false, false, msg)
+			if err == nil || waited || !errors.Is(err, amqp.ErrClosed) {
+				return dc, translate(err)
+			}
+			// Closed under the publish: wait for the reconnect.
+		}
+		if lastErr != nil {
+			return nil, fmt.Errorf("%w: %s", ErrNotConnected, lastErr.Error())
+		}
+		if waited {
+			return nil, ErrNotConnected
+		}
+		select {
+		case <-attempted:
+		case <-b.done:
+			return nil, ErrNotConnected
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %w", ErrNotConnected, ctx.Err())
+		}
+	}
 }
 
 func confirmed(ctx context.Context, queue string, dc *amqp.DeferredConfirmation) error {

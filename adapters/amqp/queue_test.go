@@ -585,3 +585,15 @@ func TestAConsumerCancelledByTheBrokerIsStartedAgain(t *testing.T) {
 	}, 10*time.Second, 20*time.Millisecond, "the queue reconnected")
 	assert.True(t, enqueuedAndClaimed(t, q, ledger, "evt_after_cancel"), "messages are consumed again")
 }
+
+// TestAnEnqueueDuringAReconnectWaitsForIt: a publish that finds the
+// connection just dropped waits for the reconnect (the first attempt comes
+// after Config.ReconnectDelay) instead of failing with ErrNotConnected:
+// a brief drop is not an error for the caller of Enqueue.
+func TestAnEnqueueDuringAReconnectWaitsForIt(t *testing.T) {
+	ledger := memory.NewStore()
+	q := newQueue(t, ledger, testConfig(t))
+	q.DropConnection()
+	assert.True(t, enqueuedAndClaimed(t, q, ledger, "evt_during_reconnect"), "the enqueue waited for the reconnect")
+	assert.EqualValues(t, 2, q.Generation())
+}
