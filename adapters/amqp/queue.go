@@ -75,10 +75,11 @@ const DefaultPrefetch = hookrelay.ClaimAhead * hookrelay.DefaultConcurrency
 // RabbitMQ 4's default max_message_size, 16 MiB.
 const DefaultMaxMessageBytes = 16 << 20
 
-// ErrNotConnected reports that the queue is between connections; the
-// worker backs off and claims again once it reconnected. A publish waits
-// for the first reconnect attempt after a drop (while its context allows)
-// and fails with ErrNotConnected only when that attempt failed.
+// ErrNotConnected reports that the queue is between connections and its
+// reconnect attempt failed; the worker backs off and claims again once it
+// reconnected. A claim or publish waits for the first reconnect attempt
+// after a drop (while its context allows) and fails with ErrNotConnected
+// only when that attempt failed.
 var ErrNotConnected = errors.New("hookamqp: not connected to the broker")
 
 // Config configures a Queue. Zero fields take the documented defaults.
@@ -448,19 +449,30 @@ func (b *broker) send(ctx context.Context, queue string, msg amqp.Publishing) (*
 			}
 			// Closed under the publish: wait for the reconnect.
 		}
-		if lastErr != nil {
-			return nil, fmt.Errorf("%w: %s", ErrNotConnected, lastErr.Error())
+		if err := b.awaitAttempt(ctx, attempted, lastErr, waited); err != nil {
+			return nil, err
 		}
-		if waited {
-			return nil, ErrNotConnected
-		}
-		select {
-		case <-attempted:
-		case <-b.done:
-			return nil, ErrNotConnected
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%w: %w", ErrNotConnected, ctx.Err())
-		}
+	}
+}
+
+// awaitAttempt waits, for an operation that found the connection gone,
+// for the connection attempt attempted reports, while ctx allows. It
+// fails at once with ErrNotConnected when the last attempt failed
+// (lastErr: the broker is unreachable) or the operation waited already.
+func (b *broker) awaitAttempt(ctx context.Context, attempted <-chan struct{}, lastErr error, waited bool) error {
+	if lastErr != nil {
+		return fmt.Errorf("%w: %s", ErrNotConnected, lastErr.Error())
+	}
+	if waited {
+		return ErrNotConnected
+	}
+	select {
+	case <-attempted:
+		return nil
+	case <-b.done:
+		return ErrNotConnected
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", ErrNotConnected, ctx.Err())
 	}
 }
 
@@ -509,16 +521,30 @@ func (b *broker) Publish(ctx context.Context, ds []hookrelay.Delivery) error {
 }
 
 func (b *broker) Fetch(ctx context.Context, n int, wait time.Duration) ([]handle, error) {
-	b.mu.Lock()
-	deliveries, gen := b.deliveries, b.gen
-	// A worker that claims ahead asks for more than the prefetch window
-	// lets through while it holds claims: waiting for those would cost
-	// every claim the whole wait.
-	n = min(n, b.cfg.Prefetch-b.handedOut)
-	b.mu.Unlock()
-	if deliveries == nil {
-		return nil, ErrNotConnected
+	var (
+		deliveries <-chan amqp.Delivery
+		gen        uint64
+		limit      int
+	)
+	// A connection found gone is waited for, as a publish waits: through
+	// the first reconnect attempt.
+	for waited := false; ; waited = true {
+		b.mu.Lock()
+		deliveries, gen = b.deliveries, b.gen
+		attempted, lastErr := b.attempted, b.lastErr
+		// A worker that claims ahead asks for more than the prefetch
+		// window lets through while it holds claims: waiting for those
+		// would cost every claim the whole wait.
+		limit = min(n, b.cfg.Prefetch-b.handedOut)
+		b.mu.Unlock()
+		if deliveries != nil {
+			break
+		}
+		if err := b.awaitAttempt(ctx, attempted, lastErr, waited); err != nil {
+			return nil, err
+		}
 	}
+	n = limit
 	var out []handle
 	if n <= 0 {
 		return out, nil

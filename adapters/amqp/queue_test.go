@@ -597,3 +597,26 @@ func TestAnEnqueueDuringAReconnectWaitsForIt(t *testing.T) {
 	assert.True(t, enqueuedAndClaimed(t, q, ledger, "evt_during_reconnect"), "the enqueue waited for the reconnect")
 	assert.EqualValues(t, 2, q.Generation())
 }
+
+// TestAClaimDuringAReconnectWaitsForIt: like a publish, a claim that finds
+// the connection just dropped waits for the first reconnect attempt
+// instead of failing with ErrNotConnected, so a brief drop costs the
+// worker no error and no backoff.
+func TestAClaimDuringAReconnectWaitsForIt(t *testing.T) {
+	ctx := context.Background()
+	ledger := memory.NewStore()
+	q := newQueue(t, ledger, testConfig(t))
+	c := brokertest.NewClient(t, q, ledger, &hookrelaytest.Recipient{})
+	id := brokertest.Enqueue(t, c, "evt_before_drop")
+	q.DropConnection()
+	time.Sleep(50 * time.Millisecond) // the queue noticed; it reconnects after ReconnectDelay (250ms)
+	cs, err := q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
+	require.NoError(t, err)
+	if len(cs) == 0 { // the message may still be on its way after the reconnect
+		require.Eventually(t, func() bool {
+			cs, err = q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
+			return err == nil && len(cs) == 1
+		}, 5*time.Second, 20*time.Millisecond)
+	}
+	assert.Equal(t, id, cs[0].Delivery.ID)
+}
