@@ -435,7 +435,7 @@ func (b *broker) closeConn() error {
 // attempt, while ctx allows: a brief drop does not fail an enqueue. Once
 // an attempt failed (the broker is unreachable), send fails at once with
 // ErrNotConnected.
-func (b *broker) send(ctx context.Context, queue string, msg amqp.Publishing) (*amqp.DeferredConfirmation, error) {
+func (b *broker) send(ctx context.Context, queue string, msg amqp.Publishing) (sent, error) {
 	msg.DeliveryMode = amqp.Persistent
 	msg.ContentType = "application/json"
 	for waited := false; ; waited = true {
@@ -445,15 +445,27 @@ func (b *broker) send(ctx context.Context, queue string, msg amqp.Publishing) (*
 		if pub != nil && !pub.IsClosed() {
 			dc, err := pub.PublishWithDeferredConfirmWithContext(ctx, "", queue, false, false, msg)
 			if err == nil || waited || !errors.Is(err, amqp.ErrClosed) {
-				return dc, translate(err)
+				return sent{dc, pub}, translate(err)
 			}
 			// Closed under the publish: wait for the reconnect.
 		}
 		if err := b.awaitAttempt(ctx, attempted, lastErr, waited); err != nil {
-			return nil, err
+			return sent{}, err
 		}
 	}
 }
+
+// sent is a publish awaiting its confirm, with the channel it went on.
+type sent struct {
+	dc *amqp.DeferredConfirmation
+	ch *amqp.Channel
+}
+
+// errConfirmLost reports that the channel closed before the broker
+// confirmed a publish: the broker may or may not have the message, and the
+// publish is tried again on the next connection (a copy it did take is
+// absorbed by the ledger).
+var errConfirmLost = errors.New("hookamqp: the channel closed before the broker confirmed the publish")
 
 // awaitAttempt waits, for an operation that found the connection gone,
 // for the connection attempt attempted reports, while ctx allows. It
@@ -476,46 +488,71 @@ func (b *broker) awaitAttempt(ctx context.Context, attempted <-chan struct{}, la
 	}
 }
 
-func confirmed(ctx context.Context, queue string, dc *amqp.DeferredConfirmation) error {
-	ok, err := dc.WaitContext(ctx)
+// confirmed waits for s's confirm: errConfirmLost when its channel
+// closed first.
+func confirmed(ctx context.Context, queue string, s sent) error {
+	ok, err := s.dc.WaitContext(ctx)
 	if err != nil {
 		return translate(err)
 	}
 	if !ok {
+		if s.ch.IsClosed() {
+			return errConfirmLost
+		}
 		return fmt.Errorf("hookamqp: publish to %s: refused by the broker", queue)
 	}
 	return nil
 }
 
-// publish sends one persistent message and waits for the broker's confirm.
+// publish sends one persistent message and waits for the broker's
+// confirm. It is for moving a consumed message (delayed redelivery,
+// dead-letter): a confirm cut off by a connection drop is an error, not
+// tried again, since the drop put the consumed message back already.
 func (b *broker) publish(ctx context.Context, queue string, msg amqp.Publishing) error {
-	dc, err := b.send(ctx, queue, msg)
+	s, err := b.send(ctx, queue, msg)
 	if err != nil {
 		return err
 	}
-	return confirmed(ctx, queue, dc)
+	return confirmed(ctx, queue, s)
 }
 
 // Publish sends every envelope, then waits for every confirm, so a batch
-// costs one round trip rather than one per delivery.
+// costs one round trip rather than one per delivery. The envelopes whose
+// confirms a connection drop cut off are sent once more, after the
+// reconnect.
 func (b *broker) Publish(ctx context.Context, ds []hookrelay.Delivery) error {
-	dcs := make([]*amqp.DeferredConfirmation, len(ds))
+	msgs := make([]amqp.Publishing, len(ds))
 	for i, d := range ds {
 		body, err := hookrelay.MarshalEnvelope(d)
 		if err != nil {
 			return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: d.ID, Err: err}
 		}
-		dcs[i], err = b.send(ctx, b.cfg.workQueue(), amqp.Publishing{
-			MessageId: d.ID, Headers: amqp.Table{HeaderDeliveryID: d.ID}, Body: body,
-		})
-		if err != nil {
-			return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: d.ID, Err: err}
-		}
+		msgs[i] = amqp.Publishing{MessageId: d.ID, Headers: amqp.Table{HeaderDeliveryID: d.ID}, Body: body}
 	}
-	for i, dc := range dcs {
-		if err := confirmed(ctx, b.cfg.workQueue(), dc); err != nil {
-			return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: ds[i].ID, Err: err}
+	todo := make([]int, len(ds))
+	for i := range todo {
+		todo[i] = i
+	}
+	for try := 0; len(todo) > 0; try++ {
+		ss := make([]sent, len(todo))
+		for j, i := range todo {
+			var err error
+			if ss[j], err = b.send(ctx, b.cfg.workQueue(), msgs[i]); err != nil {
+				return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: ds[i].ID, Err: err}
+			}
 		}
+		var lost []int
+		for j, i := range todo {
+			err := confirmed(ctx, b.cfg.workQueue(), ss[j])
+			if errors.Is(err, errConfirmLost) && try == 0 {
+				lost = append(lost, i)
+				continue
+			}
+			if err != nil {
+				return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: ds[i].ID, Err: err}
+			}
+		}
+		todo = lost
 	}
 	return nil
 }

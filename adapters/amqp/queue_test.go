@@ -620,3 +620,35 @@ func TestAClaimDuringAReconnectWaitsForIt(t *testing.T) {
 	}
 	assert.Equal(t, id, cs[0].Delivery.ID)
 }
+
+// TestAnEnqueueCutByADropIsPublishedAfterTheReconnect: messages published
+// just before the connection dropped, whose confirms never came, were
+// reported as "refused by the broker"; they are published again on the
+// new connection (at least once: a copy the broker did take is absorbed
+// by the ledger).
+func TestAnEnqueueCutByADropIsPublishedAfterTheReconnect(t *testing.T) {
+	ctx := context.Background()
+	ledger := memory.NewStore()
+	cfg := testConfig(t)
+	q, err := hookamqp.New(ctx, brokerURL(t), ledger, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = q.Close() }) // closing twice is harmless
+	c := brokertest.NewClient(t, q, ledger, &hookrelaytest.Recipient{})
+	const rounds, batch = 3, 300
+	for round := range rounds {
+		params := make([]hookrelay.EnqueueParams, batch)
+		for i := range params {
+			params[i] = hookrelay.EnqueueParams{EventID: fmt.Sprintf("evt_%d_%d", round, i), TenantID: "tenant_a",
+				DestinationID: "dest_1", EventType: "t", Payload: []byte(`{}`)}
+		}
+		gen := q.Generation()
+		done := make(chan error, 1)
+		go func() { _, err := c.EnqueueMany(ctx, params); done <- err }()
+		time.Sleep(time.Duration(round+1) * 2 * time.Millisecond)
+		q.DropConnection()
+		require.NoError(t, <-done, "round %d", round)
+		require.Eventually(t, func() bool { return q.Generation() > gen }, 5*time.Second, 5*time.Millisecond)
+	}
+	require.NoError(t, q.Close())
+	assert.GreaterOrEqual(t, depth(t, cfg)[cfg.Name+".work"], rounds*batch, "every delivery has a message")
+}
