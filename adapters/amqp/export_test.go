@@ -16,3 +16,11 @@ func (q *Queue) DropConnection() {
 	q.b.mu.Unlock()
 	_ = conn.Close()
 }
+
+// LocalAddr is the client side of the queue's connection, as RabbitMQ
+// names the connection ("127.0.0.1:54321 -> 127.0.0.1:5672").
+func (q *Queue) LocalAddr() string {
+	q.b.mu.Lock()
+	defer q.b.mu.Unlock()
+	return q.b.conn.LocalAddr().String()
+}

@@ -75,8 +75,11 @@ const DefaultPrefetch = hookrelay.ClaimAhead * hookrelay.DefaultConcurrency
 // RabbitMQ 4's default max_message_size, 16 MiB.
 const DefaultMaxMessageBytes = 16 << 20
 
-// ErrNotConnected reports that the queue is between connections; the
-// worker backs off and claims again once it reconnected.
+// ErrNotConnected reports that the queue is between connections and its
+// reconnect attempt failed; the worker backs off and claims again once it
+// reconnected. A claim or publish waits for the first reconnect attempt
+// after a drop (while its context allows) and fails with ErrNotConnected
+// only when that attempt failed.
 var ErrNotConnected = errors.New("hookamqp: not connected to the broker")
 
 // Config configures a Queue. Zero fields take the documented defaults.
@@ -145,7 +148,8 @@ var _ hookrelay.MessageLimit = (*Queue)(nil)
 func (q *Queue) MaxEnvelopeBytes() int { return q.b.cfg.MaxMessageBytes }
 
 // New connects to url, declares the topology and starts consuming. Claims
-// are leased from ledger. It fails if the first connection fails;
+// are leased from ledger. ctx is New's own: the queue keeps consuming after
+// it ends. It fails if the first connection fails;
 // later drops are reconnected. A url that does not parse is refused with
 // an error wrapping hookrelay.ErrInvalidConfig; no error or log record
 // shows the url's user name or password.
@@ -284,6 +288,13 @@ type broker struct {
 	// channel closed by the broker (an exception) takes the connection
 	// down with it, so the queue always reconnects as a whole.
 	connClosed, pubClosed, consClosed chan *amqp.Error
+	// attempted is closed when the next connection attempt (supervise's
+	// reconnect) has succeeded or failed, and replaced; lastErr is the
+	// last attempt's failure, nil once connected. A publish that finds the
+	// connection gone waits for that attempt, unless the broker was
+	// already found unreachable.
+	attempted chan struct{}
+	lastErr   error
 
 	done    chan struct{} // closed by Close
 	stopped chan struct{} // closed when supervise returns
@@ -316,7 +327,10 @@ func (b *broker) connect(ctx context.Context) error {
 	if err := cons.Qos(b.cfg.Prefetch, 0, false); err != nil {
 		return fail("set prefetch", err)
 	}
-	deliveries, err := cons.ConsumeWithContext(ctx, b.cfg.workQueue(), "", false, false, false, false, nil)
+	// Without ctx's cancellation: the client cancels the consumer when
+	// that context ends, and New's caller may end it as soon as New
+	// returned; the queue then consumed nothing, ever again.
+	deliveries, err := cons.ConsumeWithContext(context.WithoutCancel(ctx), b.cfg.workQueue(), "", false, false, false, false, nil)
 	if err != nil {
 		return fail("consume", err)
 	}
@@ -327,8 +341,19 @@ func (b *broker) connect(ctx context.Context) error {
 	b.consClosed = cons.NotifyClose(make(chan *amqp.Error, 1))
 	b.gen++
 	b.handedOut = 0 // the old channel's messages went back with it
+	b.attemptedLocked(nil)
 	b.mu.Unlock()
 	return nil
+}
+
+// attemptedLocked records the end of a connection attempt (err nil: it
+// succeeded) and wakes the publishes waiting for it. b.mu must be held.
+func (b *broker) attemptedLocked(err error) {
+	b.lastErr = err
+	if b.attempted != nil {
+		close(b.attempted)
+	}
+	b.attempted = make(chan struct{})
 }
 
 func declare(ch *amqp.Channel, cfg Config) error {
@@ -381,6 +406,9 @@ func (b *broker) supervise() {
 			case <-timer.C:
 			}
 			if err := b.connect(context.Background()); err != nil {
+				b.mu.Lock()
+				b.attemptedLocked(err)
+				b.mu.Unlock()
 				b.cfg.Logger.Warn("hookamqp: reconnect failed", "error", err, "retry_in", wait)
 				wait = min(2*wait, 30*time.Second)
 				continue
@@ -402,75 +430,158 @@ func (b *broker) closeConn() error {
 }
 
 // send publishes one persistent message on the confirming channel; wait
-// for its confirm with confirmed.
-func (b *broker) send(ctx context.Context, queue string, msg amqp.Publishing) (*amqp.DeferredConfirmation, error) {
-	b.mu.Lock()
-	pub := b.pub
-	b.mu.Unlock()
-	if pub == nil {
-		return nil, ErrNotConnected
-	}
+// for its confirm with confirmed. A connection found gone (it dropped and
+// supervise reconnects) is waited for, through the next connection
+// attempt, while ctx allows: a brief drop does not fail an enqueue. Once
+// an attempt failed (the broker is unreachable), send fails at once with
+// ErrNotConnected.
+func (b *broker) send(ctx context.Context, queue string, msg amqp.Publishing) (sent, error) {
 	msg.DeliveryMode = amqp.Persistent
 	msg.ContentType = "application/json"
-	dc, err := pub.PublishWithDeferredConfirmWithContext(ctx, "", queue, false, false, msg)
-	return dc, translate(err)
+	for waited := false; ; waited = true {
+		b.mu.Lock()
+		pub, attempted, lastErr := b.pub, b.attempted, b.lastErr
+		b.mu.Unlock()
+		if pub != nil && !pub.IsClosed() {
+			dc, err := pub.PublishWithDeferredConfirmWithContext(ctx, "", queue, false, false, msg)
+			if err == nil || waited || !errors.Is(err, amqp.ErrClosed) {
+				return sent{dc, pub}, translate(err)
+			}
+			// Closed under the publish: wait for the reconnect.
+		}
+		if err := b.awaitAttempt(ctx, attempted, lastErr, waited); err != nil {
+			return sent{}, err
+		}
+	}
 }
 
-func confirmed(ctx context.Context, queue string, dc *amqp.DeferredConfirmation) error {
-	ok, err := dc.WaitContext(ctx)
+// sent is a publish awaiting its confirm, with the channel it went on.
+type sent struct {
+	dc *amqp.DeferredConfirmation
+	ch *amqp.Channel
+}
+
+// errConfirmLost reports that the channel closed before the broker
+// confirmed a publish: the broker may or may not have the message, and the
+// publish is tried again on the next connection (a copy it did take is
+// absorbed by the ledger).
+var errConfirmLost = errors.New("hookamqp: the channel closed before the broker confirmed the publish")
+
+// awaitAttempt waits, for an operation that found the connection gone,
+// for the connection attempt attempted reports, while ctx allows. It
+// fails at once with ErrNotConnected when the last attempt failed
+// (lastErr: the broker is unreachable) or the operation waited already.
+func (b *broker) awaitAttempt(ctx context.Context, attempted <-chan struct{}, lastErr error, waited bool) error {
+	if lastErr != nil {
+		return fmt.Errorf("%w: %s", ErrNotConnected, lastErr.Error())
+	}
+	if waited {
+		return ErrNotConnected
+	}
+	select {
+	case <-attempted:
+		return nil
+	case <-b.done:
+		return ErrNotConnected
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", ErrNotConnected, ctx.Err())
+	}
+}
+
+// confirmed waits for s's confirm: errConfirmLost when its channel
+// closed first.
+func confirmed(ctx context.Context, queue string, s sent) error {
+	ok, err := s.dc.WaitContext(ctx)
 	if err != nil {
 		return translate(err)
 	}
 	if !ok {
+		if s.ch.IsClosed() {
+			return errConfirmLost
+		}
 		return fmt.Errorf("hookamqp: publish to %s: refused by the broker", queue)
 	}
 	return nil
 }
 
-// publish sends one persistent message and waits for the broker's confirm.
+// publish sends one persistent message and waits for the broker's
+// confirm. It is for moving a consumed message (delayed redelivery,
+// dead-letter): a confirm cut off by a connection drop is an error, not
+// tried again, since the drop put the consumed message back already.
 func (b *broker) publish(ctx context.Context, queue string, msg amqp.Publishing) error {
-	dc, err := b.send(ctx, queue, msg)
+	s, err := b.send(ctx, queue, msg)
 	if err != nil {
 		return err
 	}
-	return confirmed(ctx, queue, dc)
+	return confirmed(ctx, queue, s)
 }
 
 // Publish sends every envelope, then waits for every confirm, so a batch
-// costs one round trip rather than one per delivery.
+// costs one round trip rather than one per delivery. The envelopes whose
+// confirms a connection drop cut off are sent once more, after the
+// reconnect.
 func (b *broker) Publish(ctx context.Context, ds []hookrelay.Delivery) error {
-	dcs := make([]*amqp.DeferredConfirmation, len(ds))
+	msgs := make([]amqp.Publishing, len(ds))
 	for i, d := range ds {
 		body, err := hookrelay.MarshalEnvelope(d)
 		if err != nil {
 			return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: d.ID, Err: err}
 		}
-		dcs[i], err = b.send(ctx, b.cfg.workQueue(), amqp.Publishing{
-			MessageId: d.ID, Headers: amqp.Table{HeaderDeliveryID: d.ID}, Body: body,
-		})
-		if err != nil {
-			return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: d.ID, Err: err}
-		}
+		msgs[i] = amqp.Publishing{MessageId: d.ID, Headers: amqp.Table{HeaderDeliveryID: d.ID}, Body: body}
 	}
-	for i, dc := range dcs {
-		if err := confirmed(ctx, b.cfg.workQueue(), dc); err != nil {
-			return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: ds[i].ID, Err: err}
+	todo := make([]int, len(ds))
+	for i := range todo {
+		todo[i] = i
+	}
+	for try := 0; len(todo) > 0; try++ {
+		ss := make([]sent, len(todo))
+		for j, i := range todo {
+			var err error
+			if ss[j], err = b.send(ctx, b.cfg.workQueue(), msgs[i]); err != nil {
+				return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: ds[i].ID, Err: err}
+			}
 		}
+		var lost []int
+		for j, i := range todo {
+			err := confirmed(ctx, b.cfg.workQueue(), ss[j])
+			if errors.Is(err, errConfirmLost) && try == 0 {
+				lost = append(lost, i)
+				continue
+			}
+			if err != nil {
+				return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: ds[i].ID, Err: err}
+			}
+		}
+		todo = lost
 	}
 	return nil
 }
 
 func (b *broker) Fetch(ctx context.Context, n int, wait time.Duration) ([]handle, error) {
-	b.mu.Lock()
-	deliveries, gen := b.deliveries, b.gen
-	// A worker that claims ahead asks for more than the prefetch window
-	// lets through while it holds claims: waiting for those would cost
-	// every claim the whole wait.
-	n = min(n, b.cfg.Prefetch-b.handedOut)
-	b.mu.Unlock()
-	if deliveries == nil {
-		return nil, ErrNotConnected
+	var (
+		deliveries <-chan amqp.Delivery
+		gen        uint64
+		limit      int
+	)
+	// A connection found gone is waited for, as a publish waits: through
+	// the first reconnect attempt.
+	for waited := false; ; waited = true {
+		b.mu.Lock()
+		deliveries, gen = b.deliveries, b.gen
+		attempted, lastErr := b.attempted, b.lastErr
+		// A worker that claims ahead asks for more than the prefetch
+		// window lets through while it holds claims: waiting for those
+		// would cost every claim the whole wait.
+		limit = min(n, b.cfg.Prefetch-b.handedOut)
+		b.mu.Unlock()
+		if deliveries != nil {
+			break
+		}
+		if err := b.awaitAttempt(ctx, attempted, lastErr, waited); err != nil {
+			return nil, err
+		}
 	}
+	n = limit
 	var out []handle
 	if n <= 0 {
 		return out, nil
@@ -481,7 +592,13 @@ func (b *broker) Fetch(ctx context.Context, n int, wait time.Duration) ([]handle
 		select {
 		case d, ok := <-deliveries:
 			if !ok {
-				return out, nil // the channel closed; supervise reconnects
+				// The channel closed (supervise reconnects), or the broker
+				// cancelled the consumer and left the channel open (its
+				// queue was deleted, or the node holding it went away):
+				// then nothing would ever arrive again. Reconnecting
+				// declares the queues and consumes again.
+				b.dropIfCurrent(gen)
+				return out, nil
 			}
 			out = append(out, handle{d: d, gen: gen})
 			b.mu.Lock()
@@ -496,6 +613,19 @@ func (b *broker) Fetch(ctx context.Context, n int, wait time.Duration) ([]handle
 		}
 	}
 	return out, nil
+}
+
+// dropIfCurrent closes connection gen if it is still the current one, for
+// supervise to reconnect.
+func (b *broker) dropIfCurrent(gen uint64) {
+	b.mu.Lock()
+	conn := b.conn
+	current := gen == b.gen && !b.closing
+	b.mu.Unlock()
+	if current && conn != nil && !conn.IsClosed() {
+		b.cfg.Logger.Warn("hookamqp: the broker cancelled the consumer; reconnecting")
+		_ = conn.Close()
+	}
 }
 
 func (b *broker) Body(h handle) []byte { return h.d.Body }

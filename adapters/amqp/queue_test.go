@@ -128,17 +128,38 @@ func (l *logBuffer) Contains(s string) bool {
 
 // dropConnections closes the queue's connection from the broker's side
 // when rabbitmqctl is at hand (as an operator or a network failure would),
-// else from the client's side.
+// else from the client's side. Only that connection: the broker is shared
+// with the other tests running at the same time (here and in other
+// packages or checkouts), and closing theirs failed them.
 func dropConnections(t *testing.T, q *hookamqp.Queue) {
 	t.Helper()
 	if path, err := exec.LookPath("rabbitmqctl"); err == nil {
-		out, err := exec.Command(path, "close_all_connections", "hookrelay test: connection dropped").CombinedOutput()
+		err := closeOnBroker(path, q.LocalAddr())
 		if err == nil {
 			return
 		}
-		t.Logf("rabbitmqctl close_all_connections: %v: %s; closing from the client side", err, out)
+		t.Logf("rabbitmqctl: %v; closing from the client side", err)
 	}
 	q.DropConnection()
+}
+
+// closeOnBroker closes the connection whose client side is local.
+func closeOnBroker(rabbitmqctl, local string) error {
+	out, err := exec.Command(rabbitmqctl, "list_connections", "pid", "name", "--silent").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("list_connections: %v: %s", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		pid, name, ok := strings.Cut(strings.TrimSpace(line), "\t")
+		if ok && strings.HasPrefix(name, local+" -> ") {
+			out, err := exec.Command(rabbitmqctl, "close_connection", pid, "hookrelay test: connection dropped").CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("close_connection: %v: %s", err, out)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("no connection from %s in list_connections: %s", local, out)
 }
 
 func TestConnectionDropMidRunLosesNothingAndAcknowledgesNothingTwice(t *testing.T) {
@@ -488,4 +509,146 @@ func TestAPayloadOverMaxMessageBytesIsRefusedBeforeItIsStored(t *testing.T) {
 	_, err := hookamqp.New(context.Background(), brokerURL(t), ledger, bad)
 	assert.ErrorIs(t, err, hookrelay.ErrInvalidConfig)
 	assert.ErrorContains(t, err, "MaxMessageBytes")
+}
+
+// TestDroppingOneQueuesConnectionLeavesTheOthersAlone: the connection-drop
+// tests share the broker with every other test of the machine (the
+// conformance suite's queues, other packages, other checkouts running at
+// the same time). Dropping one queue's connection must not close theirs:
+// closing every connection on the broker made unrelated runs fail with
+// ErrNotConnected while their queues reconnected.
+func TestDroppingOneQueuesConnectionLeavesTheOthersAlone(t *testing.T) {
+	bystander, err := amqp.Dial(brokerURL(t))
+	require.NoError(t, err)
+	defer bystander.Close()
+	q := newQueue(t, memory.NewStore(), testConfig(t))
+
+	dropConnections(t, q)
+	require.Eventually(t, func() bool { return q.Generation() >= 2 }, 15*time.Second, 10*time.Millisecond, "the queue reconnected")
+	time.Sleep(100 * time.Millisecond) // a close from the broker's side arrives at its own pace
+	assert.False(t, bystander.IsClosed(), "another connection on the broker was left open")
+}
+
+// enqueuedAndClaimed enqueues one delivery through q and reports whether a
+// claim receives it within a few seconds.
+func enqueuedAndClaimed(t *testing.T, q *hookamqp.Queue, ledger *memory.Store, eventID string) bool {
+	t.Helper()
+	ctx := context.Background()
+	c := brokertest.NewClient(t, q, ledger, &hookrelaytest.Recipient{})
+	id := brokertest.Enqueue(t, c, eventID)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		cs, err := q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
+		if err == nil && len(cs) == 1 {
+			return cs[0].Delivery.ID == id
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
+// TestTheContextGivenToNewBoundsOnlyNew: a context that ends after New
+// returned (a setup function's timeout, a request's context) cancelled the
+// consumer with it, and the queue never received a message again.
+func TestTheContextGivenToNewBoundsOnlyNew(t *testing.T) {
+	ledger := memory.NewStore()
+	cfg := testConfig(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	q, err := hookamqp.New(ctx, brokerURL(t), ledger, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, q.Close()) })
+	cancel()
+	time.Sleep(100 * time.Millisecond) // the client cancels a consumer whose context ended at its own pace
+	assert.True(t, enqueuedAndClaimed(t, q, ledger, "evt_after_setup"), "messages are consumed after New's context ended")
+}
+
+// TestAConsumerCancelledByTheBrokerIsStartedAgain: the broker cancels a
+// consumer without closing its channel (its queue was deleted, or a
+// node holding it went away). The queue used to stay connected with no
+// consumer, claiming nothing forever; now it reconnects, which declares
+// the queues again and consumes.
+func TestAConsumerCancelledByTheBrokerIsStartedAgain(t *testing.T) {
+	ledger := memory.NewStore()
+	cfg := testConfig(t)
+	q := newQueue(t, ledger, cfg)
+	conn, err := amqp.Dial(brokerURL(t))
+	require.NoError(t, err)
+	defer conn.Close()
+	ch, err := conn.Channel()
+	require.NoError(t, err)
+	_, err = ch.QueueDelete(cfg.Name+".work", false, false, false)
+	require.NoError(t, err)
+	// A claim notices the cancelled consumer.
+	require.Eventually(t, func() bool {
+		_, _ = q.Claim(context.Background(), hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
+		return q.Generation() >= 2
+	}, 10*time.Second, 20*time.Millisecond, "the queue reconnected")
+	assert.True(t, enqueuedAndClaimed(t, q, ledger, "evt_after_cancel"), "messages are consumed again")
+}
+
+// TestAnEnqueueDuringAReconnectWaitsForIt: a publish that finds the
+// connection just dropped waits for the reconnect (the first attempt comes
+// after Config.ReconnectDelay) instead of failing with ErrNotConnected:
+// a brief drop is not an error for the caller of Enqueue.
+func TestAnEnqueueDuringAReconnectWaitsForIt(t *testing.T) {
+	ledger := memory.NewStore()
+	q := newQueue(t, ledger, testConfig(t))
+	q.DropConnection()
+	assert.True(t, enqueuedAndClaimed(t, q, ledger, "evt_during_reconnect"), "the enqueue waited for the reconnect")
+	assert.EqualValues(t, 2, q.Generation())
+}
+
+// TestAClaimDuringAReconnectWaitsForIt: like a publish, a claim that finds
+// the connection just dropped waits for the first reconnect attempt
+// instead of failing with ErrNotConnected, so a brief drop costs the
+// worker no error and no backoff.
+func TestAClaimDuringAReconnectWaitsForIt(t *testing.T) {
+	ctx := context.Background()
+	ledger := memory.NewStore()
+	q := newQueue(t, ledger, testConfig(t))
+	c := brokertest.NewClient(t, q, ledger, &hookrelaytest.Recipient{})
+	id := brokertest.Enqueue(t, c, "evt_before_drop")
+	q.DropConnection()
+	time.Sleep(50 * time.Millisecond) // the queue noticed; it reconnects after ReconnectDelay (250ms)
+	cs, err := q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
+	require.NoError(t, err)
+	if len(cs) == 0 { // the message may still be on its way after the reconnect
+		require.Eventually(t, func() bool {
+			cs, err = q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
+			return err == nil && len(cs) == 1
+		}, 5*time.Second, 20*time.Millisecond)
+	}
+	assert.Equal(t, id, cs[0].Delivery.ID)
+}
+
+// TestAnEnqueueCutByADropIsPublishedAfterTheReconnect: messages published
+// just before the connection dropped, whose confirms never came, were
+// reported as "refused by the broker"; they are published again on the
+// new connection (at least once: a copy the broker did take is absorbed
+// by the ledger).
+func TestAnEnqueueCutByADropIsPublishedAfterTheReconnect(t *testing.T) {
+	ctx := context.Background()
+	ledger := memory.NewStore()
+	cfg := testConfig(t)
+	q, err := hookamqp.New(ctx, brokerURL(t), ledger, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = q.Close() }) // closing twice is harmless
+	c := brokertest.NewClient(t, q, ledger, &hookrelaytest.Recipient{})
+	const rounds, batch = 3, 300
+	for round := range rounds {
+		params := make([]hookrelay.EnqueueParams, batch)
+		for i := range params {
+			params[i] = hookrelay.EnqueueParams{EventID: fmt.Sprintf("evt_%d_%d", round, i), TenantID: "tenant_a",
+				DestinationID: "dest_1", EventType: "t", Payload: []byte(`{}`)}
+		}
+		gen := q.Generation()
+		done := make(chan error, 1)
+		go func() { _, err := c.EnqueueMany(ctx, params); done <- err }()
+		time.Sleep(time.Duration(round+1) * 2 * time.Millisecond)
+		q.DropConnection()
+		require.NoError(t, <-done, "round %d", round)
+		require.Eventually(t, func() bool { return q.Generation() > gen }, 5*time.Second, 5*time.Millisecond)
+	}
+	require.NoError(t, q.Close())
+	assert.GreaterOrEqual(t, depth(t, cfg)[cfg.Name+".work"], rounds*batch, "every delivery has a message")
 }

@@ -27,6 +27,7 @@ import (
 	"log/slog"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -135,6 +136,23 @@ func New(ctx context.Context, js jetstream.JetStream, ledger hookrelay.LeaseLedg
 	if err := validate(cfg); err != nil {
 		return nil, err
 	}
+	cons, err := createTopology(ctx, js, cfg)
+	if err != nil {
+		return nil, err
+	}
+	b := &broker{js: js, cons: cons, cfg: cfg}
+	q, err := brokerq.New[jetstream.Msg](b, ledger, brokerq.Config{
+		MaxDelay: cfg.MaxRedeliveryDelay, SkipDelay: cfg.SkipDelay, ParkDelay: cfg.ParkDelay,
+		ErrorDelay: min(time.Second, cfg.MaxRedeliveryDelay), Logger: cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Queue{Queue: q, b: b}, nil
+}
+
+// createTopology creates or updates the streams and the consumer.
+func createTopology(ctx context.Context, js jetstream.JetStream, cfg Config) (jetstream.Consumer, error) {
 	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name: cfg.Stream, Subjects: []string{cfg.Subject},
 		Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage,
@@ -170,15 +188,7 @@ func New(ctx context.Context, js jetstream.JetStream, ledger hookrelay.LeaseLedg
 	if err != nil {
 		return nil, fmt.Errorf("hooknats: create consumer %s: %w", cfg.Consumer, err)
 	}
-	b := &broker{js: js, cons: cons, cfg: cfg}
-	q, err := brokerq.New[jetstream.Msg](b, ledger, brokerq.Config{
-		MaxDelay: cfg.MaxRedeliveryDelay, SkipDelay: cfg.SkipDelay, ParkDelay: cfg.ParkDelay,
-		ErrorDelay: min(time.Second, cfg.MaxRedeliveryDelay), Logger: cfg.Logger,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &Queue{Queue: q, b: b}, nil
+	return cons, nil
 }
 
 func setDefaults(cfg *Config) {
@@ -197,6 +207,9 @@ func setDefaults(cfg *Config) {
 	str(&cfg.DeadLetterStream, cfg.Stream+"_DEAD")
 	str(&cfg.DeadLetterSubject, cfg.Subject+".dead")
 	str(&cfg.Consumer, "hookrelay-worker")
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	dur(&cfg.AckWait, 5*time.Minute)
 	dur(&cfg.MaxRedeliveryDelay, time.Minute)
 	dur(&cfg.SkipDelay, time.Second)
@@ -244,9 +257,53 @@ func (q *Queue) Claim(ctx context.Context, p hookrelay.ClaimParams) ([]hookrelay
 
 // broker implements brokerq.Broker on JetStream.
 type broker struct {
-	js   jetstream.JetStream
-	cons jetstream.Consumer
-	cfg  Config
+	js  jetstream.JetStream
+	cfg Config
+
+	mu      sync.Mutex
+	cons    jetstream.Consumer
+	checked time.Time // when an empty fetch last asked whether the consumer exists
+}
+
+// consumerCheckEvery is how often an empty fetch asks the server whether
+// the consumer still exists. A fetch from a deleted consumer returns
+// nothing and no error, so without asking, a worker whose consumer or
+// stream an operator deleted would claim nothing, silently, until it was
+// restarted.
+const consumerCheckEvery = 2 * time.Second
+
+// consumer returns the consumer to fetch from.
+func (b *broker) consumer() jetstream.Consumer {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cons
+}
+
+// recreateIfGone asks the server, at most every consumerCheckEvery,
+// whether cons still exists, and creates the topology again (as New does)
+// when its stream or itself was deleted.
+func (b *broker) recreateIfGone(ctx context.Context, cons jetstream.Consumer) error {
+	b.mu.Lock()
+	if time.Since(b.checked) < consumerCheckEvery {
+		b.mu.Unlock()
+		return nil
+	}
+	b.checked = time.Now()
+	b.mu.Unlock()
+	_, err := cons.Info(ctx)
+	if !errors.Is(err, jetstream.ErrConsumerNotFound) && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil // there, or the server cannot say now: the next fetch tells
+	}
+	b.cfg.Logger.WarnContext(ctx, "hooknats: the consumer is gone; creating the streams and the consumer again",
+		"stream", b.cfg.Stream, "consumer", b.cfg.Consumer, "error", err.Error())
+	fresh, err := createTopology(ctx, b.js, b.cfg)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.cons = fresh
+	b.mu.Unlock()
+	return nil
 }
 
 // Publish sends every envelope, then waits for every server
@@ -291,10 +348,11 @@ func (b *broker) Publish(ctx context.Context, ds []hookrelay.Delivery) error {
 
 // Fetch asks the server for what it holds now: after the server's publish
 // acknowledgement a message is fetchable, so there is nothing to wait for.
-func (b *broker) Fetch(_ context.Context, n int, _ time.Duration) ([]jetstream.Msg, error) {
-	batch, err := b.cons.FetchNoWait(n)
+func (b *broker) Fetch(ctx context.Context, n int, _ time.Duration) ([]jetstream.Msg, error) {
+	cons := b.consumer()
+	batch, err := cons.FetchNoWait(n)
 	if err != nil {
-		return nil, translate(err)
+		return nil, translate(errors.Join(err, b.recreateIfGone(ctx, cons)))
 	}
 	var out []jetstream.Msg
 	for m := range batch.Messages() {
@@ -302,6 +360,9 @@ func (b *broker) Fetch(_ context.Context, n int, _ time.Duration) ([]jetstream.M
 	}
 	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
 		return out, translate(err)
+	}
+	if len(out) == 0 {
+		return nil, translate(b.recreateIfGone(ctx, cons))
 	}
 	return out, nil
 }

@@ -320,3 +320,46 @@ func enqueueIDs(t *testing.T, q *hooknats.Queue, ids []string) {
 	}
 	require.NoError(t, q.Enqueue(context.Background(), ds))
 }
+
+// TestADeletedConsumerIsCreatedAgain: an operator who deletes the durable
+// consumer, or the stream (to empty it), left every worker claiming
+// nothing, with no error (a fetch from a deleted consumer just times out
+// empty), until it was restarted. An empty claim now asks whether the
+// consumer exists and creates the topology again, as New does.
+func TestADeletedConsumerIsCreatedAgain(t *testing.T) {
+	for name, remove := range map[string]func(context.Context, jetstream.JetStream, hooknats.Config) error{
+		"consumer": func(ctx context.Context, js jetstream.JetStream, cfg hooknats.Config) error {
+			return js.DeleteConsumer(ctx, cfg.Stream, "hookrelay-worker")
+		},
+		"stream": func(ctx context.Context, js jetstream.JetStream, cfg hooknats.Config) error {
+			return js.DeleteStream(ctx, cfg.Stream)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			js := connect(t)
+			cfg := testConfig(t, js)
+			ledger := memory.NewStore()
+			q := newQueue(t, js, ledger, cfg)
+			require.NoError(t, remove(ctx, js, cfg))
+			claim := func() ([]hookrelay.Claim, error) {
+				return q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
+			}
+			_, err := claim() // finds the consumer gone
+			require.NoError(t, err)
+
+			c := brokertest.NewClient(t, q, ledger, &hookrelaytest.Recipient{})
+			id := brokertest.Enqueue(t, c, "evt_after_delete")
+			var (
+				claimed bool
+				last    error
+			)
+			for deadline := time.Now().Add(5 * time.Second); !claimed && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				var cs []hookrelay.Claim
+				cs, last = claim()
+				claimed = last == nil && len(cs) == 1 && cs[0].Delivery.ID == id
+			}
+			assert.True(t, claimed, "claimed after the %s was deleted; last claim error: %v", name, last)
+		})
+	}
+}
