@@ -227,3 +227,20 @@ func failingCLIIn(t *testing.T, dir, dsn, cmd string) (int, string) {
 	require.True(t, ok, "%s %s: %v\n%s", dsn, cmd, err, out)
 	return ee.ExitCode(), string(out)
 }
+
+// A command interrupted (Ctrl-C) before its database answered says so: it
+// reported "cannot reach the sqlite database: context canceled" with the
+// database's exit status, as if the database were down.
+func TestACommandInterruptedBeforeTheDatabaseAnsweredSaysSo(t *testing.T) {
+	db := database{dsn: filepath.Join(t.TempDir(), "hookrelay.db"), prefix: "hookrelay_"}
+	require.Zero(t, db.cli(t, "migrate").code)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, args := range [][]string{{"stats"}, {"dead", "list"}, {"migrate"}} {
+		var stdout, stderr strings.Builder
+		code := run(ctx, append([]string{"--dsn", db.dsn}, args...), &stdout, &stderr, func(string) string { return "" })
+		assert.Equal(t, exitFailed, code, "%q: %s", args, stderr.String())
+		assert.Contains(t, stderr.String(), "interrupted", "%q", args)
+		assert.NotContains(t, stderr.String(), "cannot reach", "%q", args)
+	}
+}

@@ -107,8 +107,14 @@ func (g *globals) openStore(ctx context.Context, mode access) (*hooksql.Store, e
 	if dialect == hooksql.SQLite && (dsn == "" || dsn == ":memory:") {
 		return nil, fail(exitUsage, "--dsn: an in-memory SQLite database holds nothing to operate on and would vanish with the command; give a file path")
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
+	// interrupted reports an operator's Ctrl-C (the parent's end, not the
+	// 15 s bound) as such, not as a database that could not be reached.
+	interrupted := func() error {
+		return fail(exitFailed, "interrupted before the %s database answered", dialect)
+	}
 	var s *hooksql.Store
 	switch {
 	case dialect == hooksql.SQLite && mode != accessMigrate:
@@ -131,6 +137,9 @@ func (g *globals) openStore(ctx context.Context, mode access) (*hooksql.Store, e
 	if errors.Is(err, hooksql.ErrInvalidDSN) {
 		return nil, fail(exitUsage, "--dsn: %v", err)
 	}
+	if err != nil && parent.Err() != nil {
+		return nil, interrupted()
+	}
 	if err != nil {
 		return nil, fail(exitDatabase, "cannot reach the %s database: %v", dialect, err)
 	}
@@ -138,6 +147,9 @@ func (g *globals) openStore(ctx context.Context, mode access) (*hooksql.Store, e
 		v, err := s.Version(ctx)
 		if err != nil {
 			_ = s.Close()
+			if parent.Err() != nil {
+				return nil, interrupted()
+			}
 			return nil, fail(exitDatabase, "cannot read the schema version: %v", err)
 		}
 		switch {
