@@ -25,9 +25,11 @@ import (
 // error instead.
 var ErrDatabase = errors.New("hooksql: database error")
 
-// ErrSchemaTooNew is returned by Migrate (and wrapped by operations that
-// check the schema) when the database was migrated by a newer version of
-// hookrelay than this one: this code would misread its tables.
+// ErrSchemaTooNew is wrapped by Migrate's error when the database was
+// migrated by a newer version of hookrelay than this one: this code would
+// misread its tables. Only Migrate checks: Open, New and the other
+// operations do not read the schema version, so a process that does not
+// call Migrate at start-up should compare Version with SchemaVersion.
 var ErrSchemaTooNew = errors.New("hooksql: database schema is newer than this library")
 
 // ErrTxConflict is matched (errors.Is) by the error of a statement run in

@@ -78,7 +78,9 @@ func (s *Store) migrations() ([]migration, error) {
 
 // Migrate creates or upgrades the Store's tables to SchemaVersion with the
 // embedded migrations. Running it again is a no-op; several processes may
-// run it at once (a database lock serializes them). A database at a newer
+// run it at once (a database lock serializes them; on PostgreSQL Migrate's
+// transaction is READ COMMITTED whatever default_transaction_isolation
+// says, so each sees what the one before it committed). A database at a newer
 // version than SchemaVersion is refused with an error wrapping
 // ErrSchemaTooNew and left untouched. On PostgreSQL and SQLite each step is
 // transactional; MariaDB and MySQL commit DDL implicitly, so there every
@@ -96,7 +98,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	case MySQL:
 		return s.migrateMySQL(ctx, ms)
 	default:
-		return s.inTx(ctx, "migrate", func(q querier) error {
+		return s.inTx(ctx, migrateOp, func(q querier) error {
 			if s.dialect == Postgres {
 				h := fnv.New64a()
 				h.Write([]byte("hookrelay migrate " + s.prefix))
@@ -108,6 +110,10 @@ func (s *Store) Migrate(ctx context.Context) error {
 		})
 	}
 }
+
+// migrateOp names Migrate's transaction, which runs at READ COMMITTED on
+// PostgreSQL whatever the database's default isolation (see inPoolTx).
+const migrateOp = "migrate"
 
 // migrateMySQL holds a named lock on one connection while it migrates.
 func (s *Store) migrateMySQL(ctx context.Context, ms []migration) error {

@@ -3,6 +3,7 @@ package hooksql
 import (
 	"context"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -311,4 +312,47 @@ func TestMigrateWidensMySQLColumnsOfAVersionTenDatabase(t *testing.T) {
 	got, err = s.Destination(ctx, large.ID)
 	require.NoError(t, err)
 	assert.Equal(t, large.Headers, got.Headers)
+}
+
+// TestConcurrentMigrationsAgreeUnderRepeatableRead: on a PostgreSQL
+// database whose default isolation is REPEATABLE READ or SERIALIZABLE
+// (default_transaction_isolation, set per database, role or DSN), several
+// processes migrating fresh tables at once still each succeed, and every
+// step is applied and recorded once.
+func TestConcurrentMigrationsAgreeUnderRepeatableRead(t *testing.T) {
+	b := postgresBackend(t)
+	for _, level := range []string{"repeatable%20read", "serializable"} {
+		t.Run(level, func(t *testing.T) {
+			ctx := context.Background()
+			db, err := openDB(Postgres, os.Getenv(b.envVar)+"&default_transaction_isolation="+level, 0)
+			require.NoError(t, err)
+			defer db.Close()
+			prefix := randomPrefix()
+			fresh, err := New(db, Options{Dialect: Postgres, TablePrefix: prefix})
+			require.NoError(t, err)
+			defer dropTables(t, fresh)
+			errs := make(chan error, 4)
+			start := make(chan struct{})
+			for range 4 {
+				go func() {
+					st, err := New(db, Options{Dialect: Postgres, TablePrefix: prefix})
+					if err == nil {
+						<-start
+						err = st.Migrate(ctx)
+					}
+					errs <- err
+				}()
+			}
+			close(start)
+			for range 4 {
+				assert.NoError(t, <-errs)
+			}
+			v, err := fresh.Version(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, SchemaVersion, v)
+			ms, err := fresh.migrations()
+			require.NoError(t, err)
+			assert.Len(t, queryColumn[int64](t, fresh, "SELECT version FROM {m}"), len(ms), "each migration recorded once")
+		})
+	}
 }

@@ -258,7 +258,7 @@ func driverDialect(d driver.Driver) (Dialect, bool) {
 // Open opens dsn with the driver for dialect (pgx for Postgres, mysql for
 // MySQL, modernc sqlite for SQLite), checks that the database answers and
 // returns a Store that owns the connection pool: Close closes it. It does not
-// migrate. opts.Dialect is ignored. A DSN the driver cannot read is
+// migrate, nor read the schema version (Migrate refuses a newer one). opts.Dialect is ignored. A DSN the driver cannot read is
 // refused, before anything is dialed, with an error wrapping ErrInvalidDSN;
 // a server that does not answer is ErrDatabase (or the context's error).
 // Errors never contain the DSN's password (nor, when pgx cannot parse it,
