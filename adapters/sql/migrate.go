@@ -115,6 +115,10 @@ func (s *Store) Migrate(ctx context.Context) error {
 // PostgreSQL whatever the database's default isolation (see inPoolTx).
 const migrateOp = "migrate"
 
+// mysqlLockWait is how many seconds one GET_LOCK of migrateMySQL waits
+// before ctx is looked at again; a variable for tests.
+var mysqlLockWait = 5
+
 // migrateMySQL holds a named lock on one connection while it migrates.
 func (s *Store) migrateMySQL(ctx context.Context, ms []migration) error {
 	conn, err := s.db.Conn(ctx)
@@ -123,12 +127,26 @@ func (s *Store) migrateMySQL(ctx context.Context, ms []migration) error {
 	}
 	defer conn.Close()
 	lock := "hookrelay_migrate_" + s.prefix
-	var got sql.NullInt64
-	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 60)", lock).Scan(&got); err != nil {
-		return s.dbErr("migrate: lock", err)
-	}
-	if got.Int64 != 1 {
-		return fmt.Errorf("%w: migrate: timed out waiting for lock %s held by another migration", ErrDatabase, lock)
+	// Waited for as long as ctx allows, as PostgreSQL's advisory lock is:
+	// another process's migration (an index on a large deliveries table)
+	// can take longer than any fixed wait, and a process started meanwhile
+	// gave up after 60 s with an error. GET_LOCK is asked again every
+	// mysqlLockWait seconds, so that ctx is looked at between waits.
+	for {
+		var got sql.NullInt64
+		err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, ?)", lock, mysqlLockWait).Scan(&got)
+		if err == nil && got.Valid && got.Int64 == 1 {
+			break // held now, whatever ctx says: released below
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return fmt.Errorf("%w: migrate: waiting for lock %s held by another migration: %w", ErrDatabase, lock, cerr)
+		}
+		if err != nil {
+			return s.dbErr("migrate: lock", err)
+		}
+		if !got.Valid {
+			return fmt.Errorf("%w: migrate: lock %s could not be taken", ErrDatabase, lock)
+		}
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK(?)", lock) //nolint:errcheck // the lock also ends with the session
 	return s.applyMigrations(ctx, conn, ms)

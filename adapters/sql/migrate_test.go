@@ -356,3 +356,43 @@ func TestConcurrentMigrationsAgreeUnderRepeatableRead(t *testing.T) {
 		})
 	}
 }
+
+// A MySQL Migrate started while another process migrates waits for it
+// however long it takes, as on PostgreSQL, until its context ends: it gave
+// up after GET_LOCK's 60 s with an error, and a migration creating an
+// index on a large deliveries table can take longer.
+func TestMySQLMigrateWaitsForAnotherMigrationPastOneLockWait(t *testing.T) {
+	b := backends[2]
+	require.Equal(t, MySQL, b.dialect)
+	b.skipUnlessConfigured(t)
+	wait := mysqlLockWait
+	mysqlLockWait = 1
+	t.Cleanup(func() { mysqlLockWait = wait })
+	s := newStore(t, b, Options{})
+	ctx := context.Background()
+	holder, err := s.DB().Conn(ctx)
+	require.NoError(t, err)
+	defer holder.Close()
+	var got int
+	require.NoError(t, holder.QueryRowContext(ctx, "SELECT GET_LOCK(?, 1)", "hookrelay_migrate_"+s.TablePrefix()).Scan(&got))
+	require.Equal(t, 1, got)
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		time.Sleep(2500 * time.Millisecond) // more than two of the migration's waits
+		_, _ = holder.ExecContext(ctx, "SELECT RELEASE_LOCK(?)", "hookrelay_migrate_"+s.TablePrefix())
+	}()
+	err = s.Migrate(ctx)
+	<-released
+	require.NoError(t, err, "Migrate waits for the other migration's lock")
+
+	// And gives up when its context ends, saying why.
+	require.NoError(t, holder.QueryRowContext(ctx, "SELECT GET_LOCK(?, 1)", "hookrelay_migrate_"+s.TablePrefix()).Scan(&got))
+	require.Equal(t, 1, got)
+	short, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	defer cancel()
+	err = s.Migrate(short)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), "held by another migration")
+	_, _ = holder.ExecContext(ctx, "SELECT RELEASE_LOCK(?)", "hookrelay_migrate_"+s.TablePrefix())
+}
