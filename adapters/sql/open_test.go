@@ -290,6 +290,10 @@ func TestOpenTellsAMalformedDSNFromADownServer(t *testing.T) {
 		{MySQL, "u@tcp(127.0.0.1:1/db"},
 		{MySQL, "u:s3cret-pw@tcp(127.0.0.1:1)/db?parseTime=maybe"},
 		{MySQL, "mysql://u@127.0.0.1:1/db"},
+		// Writes outside the store's own transactions would never commit.
+		{MySQL, "u:s3cret-pw@tcp(127.0.0.1:1)/db?autocommit=0"},
+		{MySQL, "u:s3cret-pw@tcp(127.0.0.1:1)/db?parseTime=true&autocommit=false"},
+		{MySQL, "u:s3cret-pw@tcp(127.0.0.1:1)/db?autocommit=%27OFF%27"},
 	} {
 		_, err := Open(ctx, c.dialect, c.dsn, Options{})
 		require.Error(t, err, c.dsn)

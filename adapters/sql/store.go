@@ -207,7 +207,10 @@ func (o Options) Validate() error {
 // unless the DSN sets it): without it the driver sends every statement that
 // has arguments as three round trips (prepare, execute, close). With it,
 // set maxAllowedPacket=0 too (Open does), or a payload near
-// Options.MaxPayloadBytes may make a statement the server refuses.
+// Options.MaxPayloadBytes may make a statement the server refuses. Leave
+// autocommit on (the server's default; Open refuses a DSN that turns it
+// off): the Store's single statements are not wrapped in transactions of
+// their own, and would never commit.
 //
 // With SQLite, every write transaction of the Store is BEGIN IMMEDIATE with
 // a busy timeout on its connection, whatever the DSN says. Prefer
@@ -414,6 +417,17 @@ func openMySQL(dsn string) (*sql.DB, error) {
 			return nil, errors.New("the DSN must be in go-sql-driver/mysql form, user:password@tcp(host:port)/dbname, not a URL")
 		}
 		return nil, err
+	}
+	if v, ok := cfg.Params["autocommit"]; ok {
+		switch strings.ToLower(strings.Trim(v, `'"`)) {
+		case "0", "false", "off":
+			// The store's single statements (a claim, a ledger write, a
+			// migration's version record) are not in a transaction of
+			// its own: with autocommit off each would wait in an open
+			// transaction that nothing commits, and be lost with its
+			// connection.
+			return nil, fmt.Errorf("the DSN sets autocommit=%s; hookrelay's writes outside its own transactions would never commit: remove it (the server's default, on, is needed)", v)
+		}
 	}
 	if !mysqlDSNSets(dsn, "interpolateParams") {
 		cfg.InterpolateParams = true
