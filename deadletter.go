@@ -27,6 +27,29 @@ type DeadLetterFilter struct {
 	DeadBefore time.Time
 }
 
+// MaxFilterValues bounds each list of a DeadLetterFilter (TenantIDs,
+// DestinationIDs, EventTypes, Reasons). A SQL store passes every value as
+// a statement parameter, and the dialects bound those (SQLite at 32,766,
+// PostgreSQL at 65,535): a longer list would fail there as a database
+// error and work on the memory store.
+const MaxFilterValues = 1000
+
+// Validate returns a *ValidationError (wrapping ErrInvalidRequest) naming
+// the first list of f, as "Filter.TenantIDs" and so on, that holds more
+// than MaxFilterValues values. Client.DeadLetters, Client.PlanRedrive and
+// Client.Redrive call it before the store sees the filter.
+func (f DeadLetterFilter) Validate() error {
+	for _, l := range []struct {
+		name string
+		vs   []string
+	}{{"TenantIDs", f.TenantIDs}, {"DestinationIDs", f.DestinationIDs}, {"EventTypes", f.EventTypes}, {"Reasons", f.Reasons}} {
+		if len(l.vs) > MaxFilterValues {
+			return invalid(ErrInvalidRequest, "Filter."+l.name, fmt.Sprintf("has %d values, over the %d-value limit", len(l.vs), MaxFilterValues))
+		}
+	}
+	return nil
+}
+
 // Matches reports whether a dead record falls in the selection. Adapters
 // that filter in memory use it; SQL adapters express the same rule in SQL.
 func (f DeadLetterFilter) Matches(d Delivery) bool {
@@ -179,6 +202,9 @@ func (c *Client) DeadLetters(ctx context.Context, params DeadLettersParams) (Dea
 	if params.Limit < 0 {
 		return DeadLettersPage{}, invalid(ErrInvalidRequest, "Limit", "must not be negative")
 	}
+	if err := params.Filter.Validate(); err != nil {
+		return DeadLettersPage{}, err
+	}
 	params.Limit = min(cmp.Or(params.Limit, DefaultDeadLettersLimit), MaxPageSize)
 	lp := ListDeadParams{Filter: params.Filter, Limit: params.Limit}
 	if params.Cursor != "" {
@@ -218,6 +244,9 @@ func (c *Client) PlanRedrive(ctx context.Context, filter DeadLetterFilter) (Redr
 	dl, ok := As[DeadLetterLedger](c.ledger)
 	if !ok {
 		return RedrivePlan{}, fmt.Errorf("plan redrive: %w (the Ledger is not a DeadLetterLedger)", ErrUnsupported)
+	}
+	if err := filter.Validate(); err != nil {
+		return RedrivePlan{}, err
 	}
 	rows, err := dl.PlanRedrive(ctx, filter)
 	if err != nil {

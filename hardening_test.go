@@ -216,3 +216,61 @@ func TestOpErrorQuotesADeliveryIDThatIsNotPlain(t *testing.T) {
 		assert.Equal(t, "hookrelay: ledger.get "+want+": down", e.Error())
 	}
 }
+
+// TestDeadLetterFilterListsAreBounded: each list of a selection takes
+// MaxFilterValues values and no more, whichever list it is and whichever
+// operator call gets it; the error names the list.
+func TestDeadLetterFilterListsAreBounded(t *testing.T) {
+	c, _ := newClient(t)
+	ctx := context.Background()
+	values := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = "v" + strings.Repeat("x", i%7) + string(rune('a'+i%26))
+		}
+		return out
+	}
+	for _, field := range []string{"TenantIDs", "DestinationIDs", "EventTypes", "Reasons"} {
+		filter := func(n int) hookrelay.DeadLetterFilter {
+			var f hookrelay.DeadLetterFilter
+			switch field {
+			case "TenantIDs":
+				f.TenantIDs = values(n)
+			case "DestinationIDs":
+				f.DestinationIDs = values(n)
+			case "EventTypes":
+				f.EventTypes = values(n)
+			case "Reasons":
+				f.Reasons = values(n)
+			}
+			return f
+		}
+		require.NoError(t, filter(hookrelay.MaxFilterValues).Validate(), field)
+		_, err := c.PlanRedrive(ctx, filter(hookrelay.MaxFilterValues))
+		require.NoError(t, err, "%s at the limit", field)
+		_, err = c.DeadLetters(ctx, hookrelay.DeadLettersParams{Filter: filter(hookrelay.MaxFilterValues)})
+		require.NoError(t, err, "%s at the limit", field)
+		for name, call := range map[string]func() error{
+			"Validate": func() error { return filter(hookrelay.MaxFilterValues + 1).Validate() },
+			"PlanRedrive": func() error {
+				_, err := c.PlanRedrive(ctx, filter(hookrelay.MaxFilterValues+1))
+				return err
+			},
+			"DeadLetters": func() error {
+				_, err := c.DeadLetters(ctx, hookrelay.DeadLettersParams{Filter: filter(hookrelay.MaxFilterValues + 1)})
+				return err
+			},
+			"Redrive": func() error {
+				_, err := c.Redrive(ctx, hookrelay.RedriveParams{Filter: filter(hookrelay.MaxFilterValues + 1), Actor: "ops", Reason: "r", RatePerSecond: 1})
+				return err
+			},
+		} {
+			err := call()
+			require.ErrorIs(t, err, hookrelay.ErrInvalidRequest, "%s with %s over the limit", name, field)
+			var ve *hookrelay.ValidationError
+			require.ErrorAs(t, err, &ve)
+			assert.Equal(t, "Filter."+field, ve.Field, name)
+			assert.Contains(t, ve.Problem, "1001 values, over the 1000-value limit", name)
+		}
+	}
+}

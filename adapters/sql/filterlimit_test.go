@@ -1,0 +1,65 @@
+package hooksql
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay"
+)
+
+// TestDeadLetterFilterOverTheLimitIsRefusedNamingTheList shows that a
+// selection of more values than a statement can carry (PostgreSQL, MySQL
+// and SQLite each bound a statement's parameters, 32,766 to 65,535) is
+// refused by the Client with a *hookrelay.ValidationError naming the list
+// and the limit, on every dialect, before the store sees it; and that a
+// list at the limit is a plain selection.
+func TestDeadLetterFilterOverTheLimitIsRefusedNamingTheList(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := newStore(t, b, Options{})
+		client, err := hookrelay.New(hookrelay.Config{Queue: s, Ledger: s, Destinations: s})
+		require.NoError(t, err)
+		list := func(n int) []string {
+			out := make([]string, n)
+			for i := range out {
+				out[i] = fmt.Sprintf("tenant_%06d", i)
+			}
+			return out
+		}
+		_, err = client.PlanRedrive(ctx, hookrelay.DeadLetterFilter{TenantIDs: list(hookrelay.MaxFilterValues)})
+		require.NoError(t, err, "a list at the limit")
+		_, err = client.DeadLetters(ctx, hookrelay.DeadLettersParams{Filter: hookrelay.DeadLetterFilter{DestinationIDs: list(hookrelay.MaxFilterValues)}})
+		require.NoError(t, err, "a list at the limit")
+
+		huge := list(70_000)
+		for name, call := range map[string]func() error{
+			"PlanRedrive": func() error {
+				_, err := client.PlanRedrive(ctx, hookrelay.DeadLetterFilter{TenantIDs: huge})
+				return err
+			},
+			"DeadLetters": func() error {
+				_, err := client.DeadLetters(ctx, hookrelay.DeadLettersParams{Filter: hookrelay.DeadLetterFilter{TenantIDs: huge}})
+				return err
+			},
+			"Redrive": func() error {
+				_, err := client.Redrive(ctx, hookrelay.RedriveParams{Filter: hookrelay.DeadLetterFilter{TenantIDs: huge}, Actor: "ops", Reason: "test", RatePerSecond: 1})
+				return err
+			},
+		} {
+			err := call()
+			require.ErrorIs(t, err, hookrelay.ErrInvalidRequest, "%s of %d tenants: %.300v", name, len(huge), err)
+			var ve *hookrelay.ValidationError
+			require.True(t, errors.As(err, &ve), name)
+			assert.Equal(t, "Filter.TenantIDs", ve.Field, name)
+			assert.Contains(t, ve.Problem, fmt.Sprint(hookrelay.MaxFilterValues), name)
+		}
+		audits, err := client.RedriveAudits(ctx, 0)
+		require.NoError(t, err)
+		assert.Empty(t, audits, "a refused redrive writes no audit entry")
+	})
+}
