@@ -36,8 +36,12 @@ const MaxFilterValues = 1000
 
 // Validate returns a *ValidationError (wrapping ErrInvalidRequest) naming
 // the first list of f, as "Filter.TenantIDs" and so on, that holds more
-// than MaxFilterValues values. Client.DeadLetters, Client.PlanRedrive and
-// Client.Redrive call it before the store sees the filter.
+// than MaxFilterValues values, or the first value, as
+// "Filter.TenantIDs[3]", that no record can hold: bytes that are not
+// UTF-8, or a NUL byte (PostgreSQL refuses such text as a statement
+// parameter, where another store would match nothing). Client.DeadLetters,
+// Client.PlanRedrive and Client.Redrive call it before the store sees the
+// filter.
 func (f DeadLetterFilter) Validate() error {
 	for _, l := range []struct {
 		name string
@@ -45,6 +49,11 @@ func (f DeadLetterFilter) Validate() error {
 	}{{"TenantIDs", f.TenantIDs}, {"DestinationIDs", f.DestinationIDs}, {"EventTypes", f.EventTypes}, {"Reasons", f.Reasons}} {
 		if len(l.vs) > MaxFilterValues {
 			return invalid(ErrInvalidRequest, "Filter."+l.name, fmt.Sprintf("has %d values, over the %d-value limit", len(l.vs), MaxFilterValues))
+		}
+		for i, v := range l.vs {
+			if problem := unstorableText(v); problem != "" {
+				return invalid(ErrInvalidRequest, fmt.Sprintf("Filter.%s[%d]", l.name, i), quote(v)+" "+problem)
+			}
 		}
 	}
 	return nil

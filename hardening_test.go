@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -271,6 +272,46 @@ func TestDeadLetterFilterListsAreBounded(t *testing.T) {
 			require.ErrorAs(t, err, &ve)
 			assert.Equal(t, "Filter."+field, ve.Field, name)
 			assert.Contains(t, ve.Problem, "1001 values, over the 1000-value limit", name)
+		}
+	}
+}
+
+// TestDeadLetterFilterValuesNoRecordHoldsAreRefused: a selection value
+// that is not UTF-8 or holds a NUL byte is refused naming the entry, by
+// every operator call, whatever the store.
+func TestDeadLetterFilterValuesNoRecordHoldsAreRefused(t *testing.T) {
+	c, _ := newClient(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		filter hookrelay.DeadLetterFilter
+		field  string
+	}{
+		{hookrelay.DeadLetterFilter{TenantIDs: []string{"tenant_a", "bad\xff"}}, "Filter.TenantIDs[1]"},
+		{hookrelay.DeadLetterFilter{DestinationIDs: []string{"nul\x00inside"}}, "Filter.DestinationIDs[0]"},
+		{hookrelay.DeadLetterFilter{EventTypes: []string{"a", "b", "\xc3"}}, "Filter.EventTypes[2]"},
+		{hookrelay.DeadLetterFilter{Reasons: []string{"\x00"}}, "Filter.Reasons[0]"},
+	} {
+		for name, call := range map[string]func() error{
+			"Validate": tc.filter.Validate,
+			"PlanRedrive": func() error {
+				_, err := c.PlanRedrive(ctx, tc.filter)
+				return err
+			},
+			"DeadLetters": func() error {
+				_, err := c.DeadLetters(ctx, hookrelay.DeadLettersParams{Filter: tc.filter})
+				return err
+			},
+			"Redrive": func() error {
+				_, err := c.Redrive(ctx, hookrelay.RedriveParams{Filter: tc.filter, Actor: "ops", Reason: "r", RatePerSecond: 1})
+				return err
+			},
+		} {
+			err := call()
+			require.ErrorIs(t, err, hookrelay.ErrInvalidRequest, "%s %s", name, tc.field)
+			var ve *hookrelay.ValidationError
+			require.ErrorAs(t, err, &ve)
+			assert.Equal(t, tc.field, ve.Field, name)
+			assert.True(t, utf8.ValidString(err.Error()), "%s: the error is UTF-8", name)
 		}
 	}
 }

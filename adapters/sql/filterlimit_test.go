@@ -63,3 +63,35 @@ func TestDeadLetterFilterOverTheLimitIsRefusedNamingTheList(t *testing.T) {
 		assert.Empty(t, audits, "a refused redrive writes no audit entry")
 	})
 }
+
+// TestDeadLetterFilterOfTextNoStoreHoldsIsRefusedNamingTheValue shows that
+// a selection value that is not UTF-8 or holds a NUL byte (no record can
+// have it; PostgreSQL refuses it as a statement parameter) is refused by
+// the Client with a *hookrelay.ValidationError naming the list entry, on
+// every dialect, rather than a database error on one and an empty answer
+// on the others.
+func TestDeadLetterFilterOfTextNoStoreHoldsIsRefusedNamingTheValue(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := newStore(t, b, Options{})
+		client, err := hookrelay.New(hookrelay.Config{Queue: s, Ledger: s, Destinations: s})
+		require.NoError(t, err)
+		for _, tc := range []struct {
+			filter hookrelay.DeadLetterFilter
+			field  string
+		}{
+			{hookrelay.DeadLetterFilter{TenantIDs: []string{"tenant_a", "bad\xff"}}, "Filter.TenantIDs[1]"},
+			{hookrelay.DeadLetterFilter{DestinationIDs: []string{"nul\x00inside"}}, "Filter.DestinationIDs[0]"},
+			{hookrelay.DeadLetterFilter{EventTypes: []string{"a", "b", "\xc3"}}, "Filter.EventTypes[2]"},
+			{hookrelay.DeadLetterFilter{Reasons: []string{"\x00"}}, "Filter.Reasons[0]"},
+		} {
+			_, err := client.PlanRedrive(ctx, tc.filter)
+			require.ErrorIs(t, err, hookrelay.ErrInvalidRequest, "%s: %.300v", tc.field, err)
+			var ve *hookrelay.ValidationError
+			require.True(t, errors.As(err, &ve), tc.field)
+			assert.Equal(t, tc.field, ve.Field)
+			_, err = client.DeadLetters(ctx, hookrelay.DeadLettersParams{Filter: tc.filter})
+			require.ErrorIs(t, err, hookrelay.ErrInvalidRequest, "%s: %.300v", tc.field, err)
+		}
+	})
+}
