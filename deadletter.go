@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,7 +40,9 @@ const MaxFilterValues = 1000
 // than MaxFilterValues values, or the first value, as
 // "Filter.TenantIDs[3]", that no record can hold: bytes that are not
 // UTF-8, or a NUL byte (PostgreSQL refuses such text as a statement
-// parameter, where another store would match nothing). Client.DeadLetters,
+// parameter, where another store would match nothing); or a DeadSince or
+// DeadBefore outside the years 1678 to 2262, which SQL stores cannot
+// encode. Client.DeadLetters,
 // Client.PlanRedrive and Client.Redrive call it before the store sees the
 // filter.
 func (f DeadLetterFilter) Validate() error {
@@ -54,6 +57,14 @@ func (f DeadLetterFilter) Validate() error {
 			if problem := unstorableText(v); problem != "" {
 				return invalid(ErrInvalidRequest, fmt.Sprintf("Filter.%s[%d]", l.name, i), quote(v)+" "+problem)
 			}
+		}
+	}
+	for _, b := range []struct {
+		name string
+		t    time.Time
+	}{{"DeadSince", f.DeadSince}, {"DeadBefore", f.DeadBefore}} {
+		if !b.t.IsZero() && (b.t.Before(minStorableTime) || b.t.After(maxStorableTime)) {
+			return invalid(ErrInvalidRequest, "Filter."+b.name, b.t.Format(time.RFC3339)+" is outside the storable range (years 1678 to 2262)")
 		}
 	}
 	return nil
@@ -121,7 +132,10 @@ func ParseDeadLetterCursor(s string) (DeadLetterCursor, error) {
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err == nil {
 		if ns, id, ok := strings.Cut(string(b), "|"); ok {
-			if n, perr := strconv.ParseInt(ns, 10, 64); perr == nil {
+			// A time or ID no record has (an edited token) is refused, as
+			// a store would refuse it differently: PostgreSQL refuses an
+			// ID that is not UTF-8, SQL stores a time they cannot encode.
+			if n, perr := strconv.ParseInt(ns, 10, 64); perr == nil && n != math.MinInt64 && unstorableText(id) == "" {
 				return DeadLetterCursor{DeadAt: time.Unix(0, n), ID: id}, nil
 			}
 		}

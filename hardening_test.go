@@ -2,7 +2,9 @@ package hookrelay_test
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -314,4 +316,47 @@ func TestDeadLetterFilterValuesNoRecordHoldsAreRefused(t *testing.T) {
 			assert.True(t, utf8.ValidString(err.Error()), "%s: the error is UTF-8", name)
 		}
 	}
+}
+
+// TestDeadLetterCursorAndTimeBoundsNoRecordHasAreRefused: an edited cursor
+// naming an ID no record holds or a time no store encodes, and a DeadSince
+// or DeadBefore outside the storable years, are refused naming the field;
+// a cursor the client made parses back.
+func TestDeadLetterCursorAndTimeBoundsNoRecordHasAreRefused(t *testing.T) {
+	c, _ := newClient(t)
+	ctx := context.Background()
+	at := time.Date(2026, 3, 1, 12, 0, 0, 123, time.UTC)
+	good := hookrelay.DeadLetterCursor{DeadAt: at, ID: "whd_é"}
+	got, err := hookrelay.ParseDeadLetterCursor(good.String())
+	require.NoError(t, err)
+	assert.True(t, got.DeadAt.Equal(at) && got.ID == good.ID, "%v", got)
+	for _, tok := range []string{
+		hookrelay.DeadLetterCursor{DeadAt: at, ID: "whd_\xff"}.String(),
+		hookrelay.DeadLetterCursor{DeadAt: at, ID: "whd_\x00"}.String(),
+		base64.RawURLEncoding.EncodeToString([]byte("-9223372036854775808|whd_1")),
+	} {
+		_, err := hookrelay.ParseDeadLetterCursor(tok)
+		require.ErrorIs(t, err, hookrelay.ErrInvalidRequest, tok)
+		_, err = c.DeadLetters(ctx, hookrelay.DeadLettersParams{Cursor: tok})
+		var ve *hookrelay.ValidationError
+		require.ErrorAs(t, err, &ve, tok)
+		assert.Equal(t, "Cursor", ve.Field)
+	}
+	ancient, far := time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		filter hookrelay.DeadLetterFilter
+		field  string
+	}{
+		{hookrelay.DeadLetterFilter{DeadSince: ancient}, "Filter.DeadSince"},
+		{hookrelay.DeadLetterFilter{DeadBefore: far}, "Filter.DeadBefore"},
+	} {
+		_, err := c.PlanRedrive(ctx, tc.filter)
+		var ve *hookrelay.ValidationError
+		require.ErrorAs(t, err, &ve, tc.field)
+		assert.Equal(t, tc.field, ve.Field)
+		_, err = c.DeadLetters(ctx, hookrelay.DeadLettersParams{Filter: tc.filter})
+		require.ErrorIs(t, err, hookrelay.ErrInvalidRequest, tc.field)
+	}
+	_, err = c.PlanRedrive(ctx, hookrelay.DeadLetterFilter{DeadSince: time.Unix(0, math.MinInt64+1), DeadBefore: time.Unix(0, math.MaxInt64)})
+	require.NoError(t, err, "the storable range's ends")
 }

@@ -2,9 +2,12 @@ package hooksql
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -93,5 +96,40 @@ func TestDeadLetterFilterOfTextNoStoreHoldsIsRefusedNamingTheValue(t *testing.T)
 			_, err = client.DeadLetters(ctx, hookrelay.DeadLettersParams{Filter: tc.filter})
 			require.ErrorIs(t, err, hookrelay.ErrInvalidRequest, "%s: %.300v", tc.field, err)
 		}
+	})
+}
+
+// TestDeadLetterCursorAndTimesNoStoreHoldsAreRefused shows that a cursor
+// whose ID is not UTF-8 (PostgreSQL refuses it as a parameter) or whose
+// time is outside the storable range, and a DeadSince or DeadBefore
+// outside it (every SQL store refuses to encode it), are refused by the
+// Client with a *hookrelay.ValidationError naming the field, on every
+// dialect, rather than a database or encoding error from one store and an
+// answer from another.
+func TestDeadLetterCursorAndTimesNoStoreHoldsAreRefused(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := newStore(t, b, Options{})
+		client, err := hookrelay.New(hookrelay.Config{Queue: s, Ledger: s, Destinations: s})
+		require.NoError(t, err)
+		ancient := time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC)
+		for _, tc := range []struct {
+			params hookrelay.DeadLettersParams
+			field  string
+		}{
+			{hookrelay.DeadLettersParams{Cursor: hookrelay.DeadLetterCursor{DeadAt: t0, ID: "whd_\xff"}.String()}, "Cursor"},
+			{hookrelay.DeadLettersParams{Cursor: hookrelay.DeadLetterCursor{DeadAt: t0, ID: "whd_\x00"}.String()}, "Cursor"},
+			{hookrelay.DeadLettersParams{Cursor: base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprintf("%d|whd_1", int64(math.MinInt64))))}, "Cursor"},
+			{hookrelay.DeadLettersParams{Filter: hookrelay.DeadLetterFilter{DeadSince: ancient}}, "Filter.DeadSince"},
+			{hookrelay.DeadLettersParams{Filter: hookrelay.DeadLetterFilter{DeadBefore: ancient}}, "Filter.DeadBefore"},
+		} {
+			_, err := client.DeadLetters(ctx, tc.params)
+			require.ErrorIs(t, err, hookrelay.ErrInvalidRequest, "%s: %.300v", tc.field, err)
+			var ve *hookrelay.ValidationError
+			require.True(t, errors.As(err, &ve), tc.field)
+			assert.Equal(t, tc.field, ve.Field)
+		}
+		_, err = client.PlanRedrive(ctx, hookrelay.DeadLetterFilter{DeadSince: ancient})
+		require.ErrorIs(t, err, hookrelay.ErrInvalidRequest, "PlanRedrive: %.300v", err)
 	})
 }
