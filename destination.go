@@ -72,13 +72,20 @@ type Destination struct {
 
 // ValidateHeaders checks a destination's Headers, as destination stores
 // do on Put (through ValidateLimits): it refuses the names the sender
-// never sends (see Destination.Headers), matched without regard to case.
-// It returns a *ValidationError (unwrapping to ErrInvalidDestination)
-// whose Field names the header, e.g. `Headers["Connection"]`, and never
-// holds a header's value.
+// never sends (see Destination.Headers), matched without regard to case,
+// and a name or value that is not valid UTF-8 or holds a NUL byte (a store
+// keeping text would change it). It returns a *ValidationError (unwrapping
+// to ErrInvalidDestination) whose Field names the header, e.g.
+// `Headers["Connection"]`, and never holds a header's value.
 func ValidateHeaders(headers map[string]string) error {
 	for _, name := range slices.Sorted(maps.Keys(headers)) {
-		if problem := reqheader.Unsendable(name, headers[name]); problem != "" {
+		problem := reqheader.Unsendable(name, headers[name])
+		if p := unstorableText(name); p != "" {
+			problem = "name " + p
+		} else if p := unstorableText(headers[name]); p != "" {
+			problem = "value " + p
+		}
+		if problem != "" {
 			return invalid(ErrInvalidDestination, fmt.Sprintf("Headers[%s]", quote(name)), problem)
 		}
 	}

@@ -141,14 +141,25 @@ const MaxDestinationSecrets = 16
 
 // ValidateLimits checks what a destination may ask of the sender: its rate
 // limit (MaxPerSecond must be finite and not negative), how many Secrets
-// sign each send (at most MaxDestinationSecrets) and its Headers
-// (ValidateHeaders). Stores call it on Put.
+// sign each send (at most MaxDestinationSecrets), that its URL and each
+// secret are valid UTF-8 without a NUL byte (a store keeping text would
+// change such bytes, and a changed secret signs with another key), and its
+// Headers (ValidateHeaders). Stores call it on Put. The errors never hold
+// the URL, a secret or a header's value.
 func (d Destination) ValidateLimits() error {
 	if !validRate(d.MaxPerSecond) {
 		return invalid(ErrInvalidDestination, "MaxPerSecond", fmt.Sprintf("is %v; it must be zero (no limit) or a finite positive rate", d.MaxPerSecond))
 	}
+	if problem := unstorableText(d.URL); problem != "" {
+		return invalid(ErrInvalidDestination, "URL", problem)
+	}
 	if len(d.Secrets) > MaxDestinationSecrets {
 		return invalid(ErrInvalidDestination, "Secrets", fmt.Sprintf("has %d secrets, over the limit of %d (each signs every send)", len(d.Secrets), MaxDestinationSecrets))
+	}
+	for i, secret := range d.Secrets {
+		if problem := unstorableText(secret); problem != "" {
+			return invalid(ErrInvalidDestination, fmt.Sprintf("Secrets[%d]", i), problem)
+		}
 	}
 	return ValidateHeaders(d.Headers)
 }

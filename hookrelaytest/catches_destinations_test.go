@@ -100,6 +100,26 @@ func (s *keepsFirstSecrets) Put(ctx context.Context, d hookrelay.Destination) er
 	return s.Destinations.Put(ctx, d)
 }
 
+// cleansText stores a URL, secrets and headers that are not UTF-8 or hold
+// a NUL byte with those bytes replaced, as the SQL store once did (a TEXT
+// column, JSON), instead of refusing them.
+type cleansText struct{ *memory.Destinations }
+
+func (s *cleansText) Put(ctx context.Context, d hookrelay.Destination) error {
+	d.URL = hookrelay.StorableText(d.URL)
+	secrets := make([]string, len(d.Secrets))
+	for i, v := range d.Secrets {
+		secrets[i] = hookrelay.StorableText(v)
+	}
+	d.Secrets = secrets
+	headers := make(map[string]string, len(d.Headers))
+	for k, v := range d.Headers {
+		headers[hookrelay.StorableText(k)] = hookrelay.StorableText(v)
+	}
+	d.Headers = headers
+	return s.Destinations.Put(ctx, d)
+}
+
 // foldsCase matches IDs without regard to case, as a case-insensitive
 // collation would.
 type foldsCase struct{ *memory.Destinations }

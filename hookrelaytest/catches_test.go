@@ -392,6 +392,11 @@ var brokenStores = []brokenStore{
 		caughtBy: []string{"Destinations/PutRefusesMoreSecretsThanEachSendShouldSign"},
 	},
 	{
+		name:     "PutCleansTextItCannotHold",
+		harness:  batchReaderHarness(func(d *memory.Destinations) hookrelaytest.DestinationStore { return &cleansText{d} }),
+		caughtBy: []string{"Destinations/PutRefusesAURLSecretOrHeaderThatIsNotUTF8"},
+	},
+	{
 		name:     "AuditForgetsWhoResumed",
 		harness:  func() hookrelaytest.Harness { return storeHarness(&forgetsResumer{Store: memory.NewStore()}) },
 		caughtBy: []string{"Redrive/StopBetweenBatchesFromAnotherClientThenResume", "Redrive/ResumeIsAuthorizedForWhoResumesIt"},
