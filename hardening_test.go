@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/adapters/memory"
 )
 
 func TestEnqueueBoundsTheScope(t *testing.T) {
@@ -359,4 +360,30 @@ func TestDeadLetterCursorAndTimeBoundsNoRecordHasAreRefused(t *testing.T) {
 	}
 	_, err = c.PlanRedrive(ctx, hookrelay.DeadLetterFilter{DeadSince: time.Unix(0, math.MinInt64+1), DeadBefore: time.Unix(0, math.MaxInt64)})
 	require.NoError(t, err, "the storable range's ends")
+}
+
+// TestPolicyVersionNoStoreHoldsIsRefused: a policy's Version is stored on
+// every record it makes, so one that is not UTF-8 or holds a NUL byte is
+// refused where the policy is given (Config.Policy, a destination's
+// Policy), naming Version, not at each enqueue as an invalid delivery
+// (the memory store) or stored changed (a SQL store keeping the
+// destination's policy as JSON).
+func TestPolicyVersionNoStoreHoldsIsRefused(t *testing.T) {
+	for _, v := range []string{"v\xff", "v\x00"} {
+		p := hookrelay.DefaultPolicy()
+		p.Version = v
+		err := p.Validate()
+		require.ErrorIs(t, err, hookrelay.ErrInvalidPolicy, "%q", v)
+		var ve *hookrelay.ValidationError
+		require.ErrorAs(t, err, &ve)
+		assert.Equal(t, "Version", ve.Field)
+
+		_, err = hookrelay.New(hookrelay.Config{Queue: memory.NewStore(), Ledger: memory.NewStore(), Destinations: memory.NewDestinations(), Policy: &p})
+		assert.ErrorIs(t, err, hookrelay.ErrInvalidPolicy, "Config.Policy %q", v)
+		err = memory.NewDestinations().Put(context.Background(), hookrelay.Destination{ID: "dest_1", URL: "https://hooks.example/in", Policy: &p})
+		assert.ErrorIs(t, err, hookrelay.ErrInvalidPolicy, "a destination's Policy %q", v)
+	}
+	p := hookrelay.DefaultPolicy()
+	p.Version = strings.Repeat("é", 32) // 64 bytes: at the limit
+	assert.NoError(t, p.Validate())
 }
