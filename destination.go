@@ -39,7 +39,8 @@ type Destination struct {
 	// this destination when non-nil.
 	Policy *Policy
 	// MaxConcurrency caps attempts in flight to this destination per worker;
-	// zero means the client's PerDestinationConcurrency. A worker learns it
+	// zero means the client's PerDestinationConcurrency. Stores refuse a
+	// negative cap and one over math.MaxInt32 on Put (ValidateLimits). A worker learns it
 	// when an attempt looks the destination up: attempts it started before
 	// (up to PerDestinationConcurrency, after a start or once the limit was
 	// lowered) that would exceed it wait for a free slot of the

@@ -140,7 +140,8 @@ func validRate(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v
 const MaxDestinationSecrets = 16
 
 // ValidateLimits checks what a destination may ask of the sender: its rate
-// limit (MaxPerSecond must be finite and not negative), how many Secrets
+// limit (MaxPerSecond must be finite and not negative), its MaxConcurrency
+// (zero or positive, at most math.MaxInt32), how many Secrets
 // sign each send (at most MaxDestinationSecrets), that its URL and each
 // secret are valid UTF-8 without a NUL byte (a store keeping text would
 // change such bytes, and a changed secret signs with another key), and its
@@ -149,6 +150,10 @@ const MaxDestinationSecrets = 16
 func (d Destination) ValidateLimits() error {
 	if !validRate(d.MaxPerSecond) {
 		return invalid(ErrInvalidDestination, "MaxPerSecond", fmt.Sprintf("is %v; it must be zero (no limit) or a finite positive rate", d.MaxPerSecond))
+	}
+	if d.MaxConcurrency < 0 || d.MaxConcurrency > math.MaxInt32 {
+		// A 32-bit integer column of PostgreSQL and MySQL holds it.
+		return invalid(ErrInvalidDestination, "MaxConcurrency", fmt.Sprintf("is %d; it must be zero (the client's PerDestinationConcurrency) or a positive cap of at most %d", d.MaxConcurrency, math.MaxInt32))
 	}
 	if problem := unstorableText(d.URL); problem != "" {
 		return invalid(ErrInvalidDestination, "URL", problem)

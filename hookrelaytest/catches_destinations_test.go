@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"unicode/utf8"
 
@@ -117,6 +118,16 @@ func (s *cleansText) Put(ctx context.Context, d hookrelay.Destination) error {
 		headers[hookrelay.StorableText(k)] = hookrelay.StorableText(v)
 	}
 	d.Headers = headers
+	return s.Destinations.Put(ctx, d)
+}
+
+// clampsConcurrency stores a MaxConcurrency out of range as the nearest
+// one a 32-bit column holds (a negative one as zero) instead of refusing
+// it.
+type clampsConcurrency struct{ *memory.Destinations }
+
+func (s *clampsConcurrency) Put(ctx context.Context, d hookrelay.Destination) error {
+	d.MaxConcurrency = min(max(d.MaxConcurrency, 0), math.MaxInt32)
 	return s.Destinations.Put(ctx, d)
 }
 

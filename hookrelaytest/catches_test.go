@@ -397,6 +397,11 @@ var brokenStores = []brokenStore{
 		caughtBy: []string{"Destinations/PutRefusesAURLSecretOrHeaderThatIsNotUTF8"},
 	},
 	{
+		name:     "PutClampsMaxConcurrency",
+		harness:  batchReaderHarness(func(d *memory.Destinations) hookrelaytest.DestinationStore { return &clampsConcurrency{d} }),
+		caughtBy: []string{"Destinations/PutRefusesAMaxConcurrencyOutOfRangeAndChangesNothing"},
+	},
+	{
 		name:     "AuditForgetsWhoResumed",
 		harness:  func() hookrelaytest.Harness { return storeHarness(&forgetsResumer{Store: memory.NewStore()}) },
 		caughtBy: []string{"Redrive/StopBetweenBatchesFromAnotherClientThenResume", "Redrive/ResumeIsAuthorizedForWhoResumesIt"},

@@ -39,8 +39,9 @@ func refusedPutChangedNothing(t *testing.T, h Harness, stored, bad hookrelay.Des
 // connection-specific or Host header (hookrelay.ValidateHeaders) are
 // refused with nothing stored, an ID or tenant no store can hold (empty for the
 // ID, over 255 bytes, not UTF-8, a NUL byte) and a URL, secret or header
-// that is not UTF-8 or holds a NUL byte are refused naming the field
-// with nothing stored, unknown IDs wrap
+// that is not UTF-8 or holds a NUL byte, and a MaxConcurrency below zero
+// or over math.MaxInt32, are refused naming the field with nothing
+// stored, unknown IDs wrap
 // ErrDestinationNotFound, Disable keeps its first reason, pausing and
 // resuming is seen by the next read, and a cancelled context is refused
 // (by Enable and ListDestinations too, when the store is a
@@ -177,6 +178,29 @@ func RunDestinations(t *testing.T, newHarness NewHarness) {
 			assert.NotContains(t, err.Error(), "s3cr3t", "%s: the error shows no secret or header value", tc.field)
 			assert.True(t, utf8.ValidString(err.Error()), "%s: the error is UTF-8", tc.field)
 			refusedPutChangedNothing(t, h, stored, bad, tc.field)
+		}
+	})
+
+	t.Run("PutRefusesAMaxConcurrencyOutOfRangeAndChangesNothing", func(t *testing.T) {
+		// A 32-bit integer column (PostgreSQL, MySQL) holds up to
+		// math.MaxInt32; every store takes that much and refuses more, and
+		// a negative cap, naming the field.
+		h := newHarness(t)
+		stored := full()
+		stored.MaxConcurrency = math.MaxInt32
+		require.NoError(t, h.Destinations.Put(ctx, stored), "MaxConcurrency at math.MaxInt32 is stored")
+		got, err := h.Destinations.Destination(ctx, stored.ID)
+		require.NoError(t, err)
+		assert.Equal(t, math.MaxInt32, got.MaxConcurrency)
+		for _, n := range []int{math.MaxInt32 + 1, math.MaxInt, -1} {
+			bad := full()
+			bad.URL, bad.MaxConcurrency = "https://hooks.example/v2", n
+			err := h.Destinations.Put(ctx, bad)
+			require.ErrorIs(t, err, hookrelay.ErrInvalidDestination, "MaxConcurrency %d: %.200v", n, err)
+			var ve *hookrelay.ValidationError
+			require.ErrorAs(t, err, &ve)
+			assert.Equal(t, "MaxConcurrency", ve.Field)
+			refusedPutChangedNothing(t, h, stored, bad, fmt.Sprintf("MaxConcurrency %d", n))
 		}
 	})
 
