@@ -199,7 +199,9 @@ type DestinationGuard interface {
 	// returns the stored state. The destination need not exist.
 	UpdateGuard(ctx context.Context, params UpdateGuardParams) (GuardState, error)
 	// GuardStates returns the stored states selected by params, ordered by
-	// DestinationID. Destinations never updated are omitted.
+	// DestinationID, each once (an ID listed twice is answered once),
+	// however many IDs params lists (a worker asks for every destination
+	// it holds back). Destinations never updated are omitted.
 	GuardStates(ctx context.Context, params GuardStatesParams) ([]GuardState, error)
 }
 

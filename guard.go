@@ -116,8 +116,10 @@ func (l *GuardMap) GuardStates(ctx context.Context, p GuardStatesParams) ([]Guar
 	defer l.mu.Unlock()
 	var out []GuardState
 	if len(p.IDs) > 0 {
+		seen := make(map[string]bool, len(p.IDs))
 		for _, id := range p.IDs {
-			if g, ok := l.m[id]; ok {
+			if g, ok := l.m[id]; ok && !seen[id] { // an ID asked twice is answered once
+				seen[id] = true
 				out = append(out, g)
 			}
 		}

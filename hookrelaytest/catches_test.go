@@ -315,6 +315,15 @@ var brokenStores = []brokenStore{
 		caughtBy: []string{"DestinationGuard/UpdatesAreAtomic"},
 	},
 	{
+		name: "GuardStatesReadsTheFirstChunkOnly",
+		harness: func() hookrelaytest.Harness {
+			h := storeHarness(memory.NewStore())
+			h.Destinations = &guardFirstChunkOnly{Destinations: memory.NewDestinations()}
+			return h
+		},
+		caughtBy: []string{"DestinationGuard/GuardStatesOfManyIDsAnswersEachStoredStateOnce"},
+	},
+	{
 		name:     "RateBucketNotKeptInTheStore",
 		harness:  func() hookrelaytest.Harness { return guardHarness(bucketPerCall) },
 		caughtBy: []string{"DestinationGuard/RateIsHonouredAcrossSeveralWorkers", "DestinationGuard/StateRoundTrips", "DestinationGuard/StartedWorkersHonourTheRate"},
