@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +26,48 @@ type DeadLetterFilter struct {
 	DeadSince time.Time
 	// DeadBefore selects records dead-lettered strictly before it.
 	DeadBefore time.Time
+}
+
+// MaxFilterValues bounds each list of a DeadLetterFilter (TenantIDs,
+// DestinationIDs, EventTypes, Reasons). A SQL store passes every value as
+// a statement parameter, and the dialects bound those (SQLite at 32,766,
+// PostgreSQL at 65,535): a longer list would fail there as a database
+// error and work on the memory store.
+const MaxFilterValues = 1000
+
+// Validate returns a *ValidationError (wrapping ErrInvalidRequest) naming
+// the first list of f, as "Filter.TenantIDs" and so on, that holds more
+// than MaxFilterValues values, or the first value, as
+// "Filter.TenantIDs[3]", that no record can hold: bytes that are not
+// UTF-8, or a NUL byte (PostgreSQL refuses such text as a statement
+// parameter, where another store would match nothing); or a DeadSince or
+// DeadBefore outside the years 1678 to 2262, which SQL stores cannot
+// encode. Client.DeadLetters,
+// Client.PlanRedrive and Client.Redrive call it before the store sees the
+// filter.
+func (f DeadLetterFilter) Validate() error {
+	for _, l := range []struct {
+		name string
+		vs   []string
+	}{{"TenantIDs", f.TenantIDs}, {"DestinationIDs", f.DestinationIDs}, {"EventTypes", f.EventTypes}, {"Reasons", f.Reasons}} {
+		if len(l.vs) > MaxFilterValues {
+			return invalid(ErrInvalidRequest, "Filter."+l.name, fmt.Sprintf("has %d values, over the %d-value limit", len(l.vs), MaxFilterValues))
+		}
+		for i, v := range l.vs {
+			if problem := unstorableText(v); problem != "" {
+				return invalid(ErrInvalidRequest, fmt.Sprintf("Filter.%s[%d]", l.name, i), quote(v)+" "+problem)
+			}
+		}
+	}
+	for _, b := range []struct {
+		name string
+		t    time.Time
+	}{{"DeadSince", f.DeadSince}, {"DeadBefore", f.DeadBefore}} {
+		if !b.t.IsZero() && (b.t.Before(minStorableTime) || b.t.After(maxStorableTime)) {
+			return invalid(ErrInvalidRequest, "Filter."+b.name, b.t.Format(time.RFC3339)+" is outside the storable range (years 1678 to 2262)")
+		}
+	}
+	return nil
 }
 
 // Matches reports whether a dead record falls in the selection. Adapters
@@ -89,7 +132,10 @@ func ParseDeadLetterCursor(s string) (DeadLetterCursor, error) {
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err == nil {
 		if ns, id, ok := strings.Cut(string(b), "|"); ok {
-			if n, perr := strconv.ParseInt(ns, 10, 64); perr == nil {
+			// A time or ID no record has (an edited token) is refused, as
+			// a store would refuse it differently: PostgreSQL refuses an
+			// ID that is not UTF-8, SQL stores a time they cannot encode.
+			if n, perr := strconv.ParseInt(ns, 10, 64); perr == nil && n != math.MinInt64 && unstorableText(id) == "" {
 				return DeadLetterCursor{DeadAt: time.Unix(0, n), ID: id}, nil
 			}
 		}
@@ -179,6 +225,9 @@ func (c *Client) DeadLetters(ctx context.Context, params DeadLettersParams) (Dea
 	if params.Limit < 0 {
 		return DeadLettersPage{}, invalid(ErrInvalidRequest, "Limit", "must not be negative")
 	}
+	if err := params.Filter.Validate(); err != nil {
+		return DeadLettersPage{}, err
+	}
 	params.Limit = min(cmp.Or(params.Limit, DefaultDeadLettersLimit), MaxPageSize)
 	lp := ListDeadParams{Filter: params.Filter, Limit: params.Limit}
 	if params.Cursor != "" {
@@ -218,6 +267,9 @@ func (c *Client) PlanRedrive(ctx context.Context, filter DeadLetterFilter) (Redr
 	dl, ok := As[DeadLetterLedger](c.ledger)
 	if !ok {
 		return RedrivePlan{}, fmt.Errorf("plan redrive: %w (the Ledger is not a DeadLetterLedger)", ErrUnsupported)
+	}
+	if err := filter.Validate(); err != nil {
+		return RedrivePlan{}, err
 	}
 	rows, err := dl.PlanRedrive(ctx, filter)
 	if err != nil {

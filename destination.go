@@ -39,7 +39,8 @@ type Destination struct {
 	// this destination when non-nil.
 	Policy *Policy
 	// MaxConcurrency caps attempts in flight to this destination per worker;
-	// zero means the client's PerDestinationConcurrency. A worker learns it
+	// zero means the client's PerDestinationConcurrency. Stores refuse a
+	// negative cap and one over math.MaxInt32 on Put (ValidateLimits). A worker learns it
 	// when an attempt looks the destination up: attempts it started before
 	// (up to PerDestinationConcurrency, after a start or once the limit was
 	// lowered) that would exceed it wait for a free slot of the
@@ -72,13 +73,20 @@ type Destination struct {
 
 // ValidateHeaders checks a destination's Headers, as destination stores
 // do on Put (through ValidateLimits): it refuses the names the sender
-// never sends (see Destination.Headers), matched without regard to case.
-// It returns a *ValidationError (unwrapping to ErrInvalidDestination)
-// whose Field names the header, e.g. `Headers["Connection"]`, and never
-// holds a header's value.
+// never sends (see Destination.Headers), matched without regard to case,
+// and a name or value that is not valid UTF-8 or holds a NUL byte (a store
+// keeping text would change it). It returns a *ValidationError (unwrapping
+// to ErrInvalidDestination) whose Field names the header, e.g.
+// `Headers["Connection"]`, and never holds a header's value.
 func ValidateHeaders(headers map[string]string) error {
 	for _, name := range slices.Sorted(maps.Keys(headers)) {
-		if problem := reqheader.Unsendable(name, headers[name]); problem != "" {
+		problem := reqheader.Unsendable(name, headers[name])
+		if p := unstorableText(name); p != "" {
+			problem = "name " + p
+		} else if p := unstorableText(headers[name]); p != "" {
+			problem = "value " + p
+		}
+		if problem != "" {
 			return invalid(ErrInvalidDestination, fmt.Sprintf("Headers[%s]", quote(name)), problem)
 		}
 	}
@@ -191,7 +199,9 @@ type DestinationGuard interface {
 	// returns the stored state. The destination need not exist.
 	UpdateGuard(ctx context.Context, params UpdateGuardParams) (GuardState, error)
 	// GuardStates returns the stored states selected by params, ordered by
-	// DestinationID. Destinations never updated are omitted.
+	// DestinationID, each once (an ID listed twice is answered once),
+	// however many IDs params lists (a worker asks for every destination
+	// it holds back). Destinations never updated are omitted.
 	GuardStates(ctx context.Context, params GuardStatesParams) ([]GuardState, error)
 }
 

@@ -116,8 +116,10 @@ func (l *GuardMap) GuardStates(ctx context.Context, p GuardStatesParams) ([]Guar
 	defer l.mu.Unlock()
 	var out []GuardState
 	if len(p.IDs) > 0 {
+		seen := make(map[string]bool, len(p.IDs))
 		for _, id := range p.IDs {
-			if g, ok := l.m[id]; ok {
+			if g, ok := l.m[id]; ok && !seen[id] { // an ID asked twice is answered once
+				seen[id] = true
 				out = append(out, g)
 			}
 		}
@@ -140,15 +142,31 @@ func validRate(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v
 const MaxDestinationSecrets = 16
 
 // ValidateLimits checks what a destination may ask of the sender: its rate
-// limit (MaxPerSecond must be finite and not negative), how many Secrets
-// sign each send (at most MaxDestinationSecrets) and its Headers
-// (ValidateHeaders). Stores call it on Put.
+// limit (MaxPerSecond must be finite and not negative), its MaxConcurrency
+// (zero or positive, at most math.MaxInt32), how many Secrets
+// sign each send (at most MaxDestinationSecrets), that its URL and each
+// secret are valid UTF-8 without a NUL byte (a store keeping text would
+// change such bytes, and a changed secret signs with another key), and its
+// Headers (ValidateHeaders). Stores call it on Put. The errors never hold
+// the URL, a secret or a header's value.
 func (d Destination) ValidateLimits() error {
 	if !validRate(d.MaxPerSecond) {
 		return invalid(ErrInvalidDestination, "MaxPerSecond", fmt.Sprintf("is %v; it must be zero (no limit) or a finite positive rate", d.MaxPerSecond))
 	}
+	if d.MaxConcurrency < 0 || d.MaxConcurrency > math.MaxInt32 {
+		// A 32-bit integer column of PostgreSQL and MySQL holds it.
+		return invalid(ErrInvalidDestination, "MaxConcurrency", fmt.Sprintf("is %d; it must be zero (the client's PerDestinationConcurrency) or a positive cap of at most %d", d.MaxConcurrency, math.MaxInt32))
+	}
+	if problem := unstorableText(d.URL); problem != "" {
+		return invalid(ErrInvalidDestination, "URL", problem)
+	}
 	if len(d.Secrets) > MaxDestinationSecrets {
 		return invalid(ErrInvalidDestination, "Secrets", fmt.Sprintf("has %d secrets, over the limit of %d (each signs every send)", len(d.Secrets), MaxDestinationSecrets))
+	}
+	for i, secret := range d.Secrets {
+		if problem := unstorableText(secret); problem != "" {
+			return invalid(ErrInvalidDestination, fmt.Sprintf("Secrets[%d]", i), problem)
+		}
 	}
 	return ValidateHeaders(d.Headers)
 }

@@ -2,15 +2,19 @@ package hookrelay_test
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/adapters/memory"
 )
 
 func TestEnqueueBoundsTheScope(t *testing.T) {
@@ -215,4 +219,171 @@ func TestOpErrorQuotesADeliveryIDThatIsNotPlain(t *testing.T) {
 		e.DeliveryID = id
 		assert.Equal(t, "hookrelay: ledger.get "+want+": down", e.Error())
 	}
+}
+
+// TestDeadLetterFilterListsAreBounded: each list of a selection takes
+// MaxFilterValues values and no more, whichever list it is and whichever
+// operator call gets it; the error names the list.
+func TestDeadLetterFilterListsAreBounded(t *testing.T) {
+	c, _ := newClient(t)
+	ctx := context.Background()
+	values := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = "v" + strings.Repeat("x", i%7) + string(rune('a'+i%26))
+		}
+		return out
+	}
+	for _, field := range []string{"TenantIDs", "DestinationIDs", "EventTypes", "Reasons"} {
+		filter := func(n int) hookrelay.DeadLetterFilter {
+			var f hookrelay.DeadLetterFilter
+			switch field {
+			case "TenantIDs":
+				f.TenantIDs = values(n)
+			case "DestinationIDs":
+				f.DestinationIDs = values(n)
+			case "EventTypes":
+				f.EventTypes = values(n)
+			case "Reasons":
+				f.Reasons = values(n)
+			}
+			return f
+		}
+		require.NoError(t, filter(hookrelay.MaxFilterValues).Validate(), field)
+		_, err := c.PlanRedrive(ctx, filter(hookrelay.MaxFilterValues))
+		require.NoError(t, err, "%s at the limit", field)
+		_, err = c.DeadLetters(ctx, hookrelay.DeadLettersParams{Filter: filter(hookrelay.MaxFilterValues)})
+		require.NoError(t, err, "%s at the limit", field)
+		for name, call := range map[string]func() error{
+			"Validate": func() error { return filter(hookrelay.MaxFilterValues + 1).Validate() },
+			"PlanRedrive": func() error {
+				_, err := c.PlanRedrive(ctx, filter(hookrelay.MaxFilterValues+1))
+				return err
+			},
+			"DeadLetters": func() error {
+				_, err := c.DeadLetters(ctx, hookrelay.DeadLettersParams{Filter: filter(hookrelay.MaxFilterValues + 1)})
+				return err
+			},
+			"Redrive": func() error {
+				_, err := c.Redrive(ctx, hookrelay.RedriveParams{Filter: filter(hookrelay.MaxFilterValues + 1), Actor: "ops", Reason: "r", RatePerSecond: 1})
+				return err
+			},
+		} {
+			err := call()
+			require.ErrorIs(t, err, hookrelay.ErrInvalidRequest, "%s with %s over the limit", name, field)
+			var ve *hookrelay.ValidationError
+			require.ErrorAs(t, err, &ve)
+			assert.Equal(t, "Filter."+field, ve.Field, name)
+			assert.Contains(t, ve.Problem, "1001 values, over the 1000-value limit", name)
+		}
+	}
+}
+
+// TestDeadLetterFilterValuesNoRecordHoldsAreRefused: a selection value
+// that is not UTF-8 or holds a NUL byte is refused naming the entry, by
+// every operator call, whatever the store.
+func TestDeadLetterFilterValuesNoRecordHoldsAreRefused(t *testing.T) {
+	c, _ := newClient(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		filter hookrelay.DeadLetterFilter
+		field  string
+	}{
+		{hookrelay.DeadLetterFilter{TenantIDs: []string{"tenant_a", "bad\xff"}}, "Filter.TenantIDs[1]"},
+		{hookrelay.DeadLetterFilter{DestinationIDs: []string{"nul\x00inside"}}, "Filter.DestinationIDs[0]"},
+		{hookrelay.DeadLetterFilter{EventTypes: []string{"a", "b", "\xc3"}}, "Filter.EventTypes[2]"},
+		{hookrelay.DeadLetterFilter{Reasons: []string{"\x00"}}, "Filter.Reasons[0]"},
+	} {
+		for name, call := range map[string]func() error{
+			"Validate": tc.filter.Validate,
+			"PlanRedrive": func() error {
+				_, err := c.PlanRedrive(ctx, tc.filter)
+				return err
+			},
+			"DeadLetters": func() error {
+				_, err := c.DeadLetters(ctx, hookrelay.DeadLettersParams{Filter: tc.filter})
+				return err
+			},
+			"Redrive": func() error {
+				_, err := c.Redrive(ctx, hookrelay.RedriveParams{Filter: tc.filter, Actor: "ops", Reason: "r", RatePerSecond: 1})
+				return err
+			},
+		} {
+			err := call()
+			require.ErrorIs(t, err, hookrelay.ErrInvalidRequest, "%s %s", name, tc.field)
+			var ve *hookrelay.ValidationError
+			require.ErrorAs(t, err, &ve)
+			assert.Equal(t, tc.field, ve.Field, name)
+			assert.True(t, utf8.ValidString(err.Error()), "%s: the error is UTF-8", name)
+		}
+	}
+}
+
+// TestDeadLetterCursorAndTimeBoundsNoRecordHasAreRefused: an edited cursor
+// naming an ID no record holds or a time no store encodes, and a DeadSince
+// or DeadBefore outside the storable years, are refused naming the field;
+// a cursor the client made parses back.
+func TestDeadLetterCursorAndTimeBoundsNoRecordHasAreRefused(t *testing.T) {
+	c, _ := newClient(t)
+	ctx := context.Background()
+	at := time.Date(2026, 3, 1, 12, 0, 0, 123, time.UTC)
+	good := hookrelay.DeadLetterCursor{DeadAt: at, ID: "whd_é"}
+	got, err := hookrelay.ParseDeadLetterCursor(good.String())
+	require.NoError(t, err)
+	assert.True(t, got.DeadAt.Equal(at) && got.ID == good.ID, "%v", got)
+	for _, tok := range []string{
+		hookrelay.DeadLetterCursor{DeadAt: at, ID: "whd_\xff"}.String(),
+		hookrelay.DeadLetterCursor{DeadAt: at, ID: "whd_\x00"}.String(),
+		base64.RawURLEncoding.EncodeToString([]byte("-9223372036854775808|whd_1")),
+	} {
+		_, err := hookrelay.ParseDeadLetterCursor(tok)
+		require.ErrorIs(t, err, hookrelay.ErrInvalidRequest, tok)
+		_, err = c.DeadLetters(ctx, hookrelay.DeadLettersParams{Cursor: tok})
+		var ve *hookrelay.ValidationError
+		require.ErrorAs(t, err, &ve, tok)
+		assert.Equal(t, "Cursor", ve.Field)
+	}
+	ancient, far := time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		filter hookrelay.DeadLetterFilter
+		field  string
+	}{
+		{hookrelay.DeadLetterFilter{DeadSince: ancient}, "Filter.DeadSince"},
+		{hookrelay.DeadLetterFilter{DeadBefore: far}, "Filter.DeadBefore"},
+	} {
+		_, err := c.PlanRedrive(ctx, tc.filter)
+		var ve *hookrelay.ValidationError
+		require.ErrorAs(t, err, &ve, tc.field)
+		assert.Equal(t, tc.field, ve.Field)
+		_, err = c.DeadLetters(ctx, hookrelay.DeadLettersParams{Filter: tc.filter})
+		require.ErrorIs(t, err, hookrelay.ErrInvalidRequest, tc.field)
+	}
+	_, err = c.PlanRedrive(ctx, hookrelay.DeadLetterFilter{DeadSince: time.Unix(0, math.MinInt64+1), DeadBefore: time.Unix(0, math.MaxInt64)})
+	require.NoError(t, err, "the storable range's ends")
+}
+
+// TestPolicyVersionNoStoreHoldsIsRefused: a policy's Version is stored on
+// every record it makes, so one that is not UTF-8 or holds a NUL byte is
+// refused where the policy is given (Config.Policy, a destination's
+// Policy), naming Version, not at each enqueue as an invalid delivery
+// (the memory store) or stored changed (a SQL store keeping the
+// destination's policy as JSON).
+func TestPolicyVersionNoStoreHoldsIsRefused(t *testing.T) {
+	for _, v := range []string{"v\xff", "v\x00"} {
+		p := hookrelay.DefaultPolicy()
+		p.Version = v
+		err := p.Validate()
+		require.ErrorIs(t, err, hookrelay.ErrInvalidPolicy, "%q", v)
+		var ve *hookrelay.ValidationError
+		require.ErrorAs(t, err, &ve)
+		assert.Equal(t, "Version", ve.Field)
+
+		_, err = hookrelay.New(hookrelay.Config{Queue: memory.NewStore(), Ledger: memory.NewStore(), Destinations: memory.NewDestinations(), Policy: &p})
+		assert.ErrorIs(t, err, hookrelay.ErrInvalidPolicy, "Config.Policy %q", v)
+		err = memory.NewDestinations().Put(context.Background(), hookrelay.Destination{ID: "dest_1", URL: "https://hooks.example/in", Policy: &p})
+		assert.ErrorIs(t, err, hookrelay.ErrInvalidPolicy, "a destination's Policy %q", v)
+	}
+	p := hookrelay.DefaultPolicy()
+	p.Version = strings.Repeat("é", 32) // 64 bytes: at the limit
+	assert.NoError(t, p.Validate())
 }

@@ -236,7 +236,8 @@ type RecoverUnpublishedParams struct {
 	Limit int
 	// SkipDestinations lists destinations whose deliveries are not taken:
 	// the worker passes those it knows are paused or disabled, whose
-	// messages wait in the broker without a lease by design.
+	// messages wait in the broker without a lease by design. It may list
+	// tens of thousands; every one is honoured.
 	SkipDestinations []string
 }
 

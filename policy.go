@@ -6,7 +6,8 @@ import "time"
 // long a delivery stays useful. Its Version is stored on every delivery
 // record, so a later replay uses the policy the record names.
 type Policy struct {
-	// Version names this policy; it is stored on each record.
+	// Version names this policy; it is stored on each record (at most 64
+	// bytes of UTF-8 without a NUL byte).
 	// Defaults to "default" in DefaultPolicy.
 	Version string
 	// MaxAttempts is the total attempt budget, including the first.
@@ -50,6 +51,9 @@ func (p Policy) Validate() error {
 		return invalid(ErrInvalidPolicy, "Version", "must not be empty")
 	case len(p.Version) > 64:
 		return invalid(ErrInvalidPolicy, "Version", "must be at most 64 bytes")
+	case unstorableText(p.Version) != "":
+		// Stored on every record the policy makes.
+		return invalid(ErrInvalidPolicy, "Version", unstorableText(p.Version))
 	case p.MaxAttempts < 1:
 		return invalid(ErrInvalidPolicy, "MaxAttempts", "must be at least 1")
 	case p.BaseDelay < 0:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"unicode/utf8"
 
@@ -97,6 +98,36 @@ func (s *keepsFirstSecrets) Put(ctx context.Context, d hookrelay.Destination) er
 	if len(d.Secrets) > hookrelay.MaxDestinationSecrets {
 		d.Secrets = d.Secrets[:hookrelay.MaxDestinationSecrets]
 	}
+	return s.Destinations.Put(ctx, d)
+}
+
+// cleansText stores a URL, secrets and headers that are not UTF-8 or hold
+// a NUL byte with those bytes replaced, as the SQL store once did (a TEXT
+// column, JSON), instead of refusing them.
+type cleansText struct{ *memory.Destinations }
+
+func (s *cleansText) Put(ctx context.Context, d hookrelay.Destination) error {
+	d.URL = hookrelay.StorableText(d.URL)
+	secrets := make([]string, len(d.Secrets))
+	for i, v := range d.Secrets {
+		secrets[i] = hookrelay.StorableText(v)
+	}
+	d.Secrets = secrets
+	headers := make(map[string]string, len(d.Headers))
+	for k, v := range d.Headers {
+		headers[hookrelay.StorableText(k)] = hookrelay.StorableText(v)
+	}
+	d.Headers = headers
+	return s.Destinations.Put(ctx, d)
+}
+
+// clampsConcurrency stores a MaxConcurrency out of range as the nearest
+// one a 32-bit column holds (a negative one as zero) instead of refusing
+// it.
+type clampsConcurrency struct{ *memory.Destinations }
+
+func (s *clampsConcurrency) Put(ctx context.Context, d hookrelay.Destination) error {
+	d.MaxConcurrency = min(max(d.MaxConcurrency, 0), math.MaxInt32)
 	return s.Destinations.Put(ctx, d)
 }
 

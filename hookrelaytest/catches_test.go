@@ -315,6 +315,22 @@ var brokenStores = []brokenStore{
 		caughtBy: []string{"DestinationGuard/UpdatesAreAtomic"},
 	},
 	{
+		name: "GuardStatesReadsTheFirstChunkOnly",
+		harness: func() hookrelaytest.Harness {
+			h := storeHarness(memory.NewStore())
+			h.Destinations = &guardFirstChunkOnly{Destinations: memory.NewDestinations()}
+			return h
+		},
+		caughtBy: []string{"DestinationGuard/GuardStatesOfManyIDsAnswersEachStoredStateOnce"},
+	},
+	{
+		name: "UnpublishedHonoursTheFirstSkipChunkOnly",
+		harness: func() hookrelaytest.Harness {
+			return storeHarness(&unpublishedSkipsFirstChunkOnly{Store: memory.NewStore()})
+		},
+		caughtBy: []string{"UnpublishedRecovery/ASkipListOfTensOfThousandsIsHonoured"},
+	},
+	{
 		name:     "RateBucketNotKeptInTheStore",
 		harness:  func() hookrelaytest.Harness { return guardHarness(bucketPerCall) },
 		caughtBy: []string{"DestinationGuard/RateIsHonouredAcrossSeveralWorkers", "DestinationGuard/StateRoundTrips", "DestinationGuard/StartedWorkersHonourTheRate"},
@@ -390,6 +406,16 @@ var brokenStores = []brokenStore{
 		name:     "PutKeepsTheFirstSecretsOfTooMany",
 		harness:  batchReaderHarness(func(d *memory.Destinations) hookrelaytest.DestinationStore { return &keepsFirstSecrets{d} }),
 		caughtBy: []string{"Destinations/PutRefusesMoreSecretsThanEachSendShouldSign"},
+	},
+	{
+		name:     "PutCleansTextItCannotHold",
+		harness:  batchReaderHarness(func(d *memory.Destinations) hookrelaytest.DestinationStore { return &cleansText{d} }),
+		caughtBy: []string{"Destinations/PutRefusesAURLSecretOrHeaderThatIsNotUTF8"},
+	},
+	{
+		name:     "PutClampsMaxConcurrency",
+		harness:  batchReaderHarness(func(d *memory.Destinations) hookrelaytest.DestinationStore { return &clampsConcurrency{d} }),
+		caughtBy: []string{"Destinations/PutRefusesAMaxConcurrencyOutOfRangeAndChangesNothing"},
 	},
 	{
 		name:     "AuditForgetsWhoResumed",
@@ -1261,4 +1287,14 @@ func (s *timesEndIn2038) RecordRetry(ctx context.Context, p hookrelay.RecordRetr
 		return fmt.Errorf("next_attempt_at %s is past 2038", p.NextAttemptAt.Format(time.RFC3339))
 	}
 	return s.Store.RecordRetry(ctx, p)
+}
+
+// unpublishedSkipsFirstChunkOnly honours the first 512 destinations of
+// the skip list only, as a store binding a statement per chunk of the
+// list but checking only the first would.
+type unpublishedSkipsFirstChunkOnly struct{ *memory.Store }
+
+func (s *unpublishedSkipsFirstChunkOnly) TakeUnpublished(ctx context.Context, p hookrelay.RecoverUnpublishedParams) ([]hookrelay.Delivery, error) {
+	p.SkipDestinations = p.SkipDestinations[:min(len(p.SkipDestinations), 512)]
+	return s.Store.TakeUnpublished(ctx, p)
 }

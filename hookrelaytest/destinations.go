@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -37,8 +38,10 @@ func refusedPutChangedNothing(t *testing.T, h Harness, stored, bad hookrelay.Des
 // DestinationStore: every field round-trips, a bad rate limit and a
 // connection-specific or Host header (hookrelay.ValidateHeaders) are
 // refused with nothing stored, an ID or tenant no store can hold (empty for the
-// ID, over 255 bytes, not UTF-8, a NUL byte) is refused naming the field
-// with nothing stored, unknown IDs wrap
+// ID, over 255 bytes, not UTF-8, a NUL byte) and a URL, secret or header
+// that is not UTF-8 or holds a NUL byte, and a MaxConcurrency below zero
+// or over math.MaxInt32, are refused naming the field with nothing
+// stored, unknown IDs wrap
 // ErrDestinationNotFound, Disable keeps its first reason, pausing and
 // resuming is seen by the next read, and a cancelled context is refused
 // (by Enable and ListDestinations too, when the store is a
@@ -143,6 +146,62 @@ func RunDestinations(t *testing.T, newHarness NewHarness) {
 		assert.Equal(t, "Secrets", ve.Field)
 		assert.NotContains(t, err.Error(), "whsec_", "the error shows no secret")
 		refusedPutChangedNothing(t, h, at, over, "too many secrets")
+	})
+
+	t.Run("PutRefusesAURLSecretOrHeaderThatIsNotUTF8", func(t *testing.T) {
+		// A store keeping text (a JSON column, a TEXT column) would change
+		// such bytes to U+FFFD: a secret signing with another key, a URL
+		// naming another path. Every store refuses them instead, naming
+		// the field and never showing a secret or a header's value.
+		h := newHarness(t)
+		stored := full()
+		require.NoError(t, h.Destinations.Put(ctx, stored))
+		for _, tc := range []struct {
+			field string
+			edit  func(*hookrelay.Destination)
+		}{
+			{"URL", func(d *hookrelay.Destination) { d.URL = "https://hooks.example/in\xff" }},
+			{"URL", func(d *hookrelay.Destination) { d.URL = "https://hooks.example/in\x00" }},
+			{"Secrets[1]", func(d *hookrelay.Destination) { d.Secrets[1] = "whsec_s3cr3t\xc3" }},
+			{"Secrets[0]", func(d *hookrelay.Destination) { d.Secrets[0] = "whsec_s3cr3t\x00" }},
+			{`Headers["X-Api-Key"]`, func(d *hookrelay.Destination) { d.Headers["X-Api-Key"] = "s3cr3t\xff" }},
+			{`Headers["X-Api-Key"]`, func(d *hookrelay.Destination) { d.Headers["X-Api-Key"] = "s3cr3t\x00" }},
+			{`Headers["X-\xff"]`, func(d *hookrelay.Destination) { d.Headers["X-\xff"] = "s3cr3t" }},
+		} {
+			bad := full()
+			tc.edit(&bad)
+			err := h.Destinations.Put(ctx, bad)
+			require.ErrorIs(t, err, hookrelay.ErrInvalidDestination, tc.field)
+			var ve *hookrelay.ValidationError
+			require.ErrorAs(t, err, &ve, tc.field)
+			assert.Equal(t, tc.field, ve.Field)
+			assert.NotContains(t, err.Error(), "s3cr3t", "%s: the error shows no secret or header value", tc.field)
+			assert.True(t, utf8.ValidString(err.Error()), "%s: the error is UTF-8", tc.field)
+			refusedPutChangedNothing(t, h, stored, bad, tc.field)
+		}
+	})
+
+	t.Run("PutRefusesAMaxConcurrencyOutOfRangeAndChangesNothing", func(t *testing.T) {
+		// A 32-bit integer column (PostgreSQL, MySQL) holds up to
+		// math.MaxInt32; every store takes that much and refuses more, and
+		// a negative cap, naming the field.
+		h := newHarness(t)
+		stored := full()
+		stored.MaxConcurrency = math.MaxInt32
+		require.NoError(t, h.Destinations.Put(ctx, stored), "MaxConcurrency at math.MaxInt32 is stored")
+		got, err := h.Destinations.Destination(ctx, stored.ID)
+		require.NoError(t, err)
+		assert.Equal(t, math.MaxInt32, got.MaxConcurrency)
+		for _, n := range []int{math.MaxInt32 + 1, math.MaxInt, -1} {
+			bad := full()
+			bad.URL, bad.MaxConcurrency = "https://hooks.example/v2", n
+			err := h.Destinations.Put(ctx, bad)
+			require.ErrorIs(t, err, hookrelay.ErrInvalidDestination, "MaxConcurrency %d: %.200v", n, err)
+			var ve *hookrelay.ValidationError
+			require.ErrorAs(t, err, &ve)
+			assert.Equal(t, "MaxConcurrency", ve.Field)
+			refusedPutChangedNothing(t, h, stored, bad, fmt.Sprintf("MaxConcurrency %d", n))
+		}
 	})
 
 	t.Run("PutRefusesAnIDOrTenantNoStoreCanHold", func(t *testing.T) {

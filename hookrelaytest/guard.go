@@ -183,6 +183,35 @@ func RunDestinationGuard(t *testing.T, newHarness NewHarness) {
 		assert.Empty(t, none)
 	})
 
+	t.Run("GuardStatesOfManyIDsAnswersEachStoredStateOnce", func(t *testing.T) {
+		// A worker asks for every destination it holds back at once: tens
+		// of thousands on a large store, more than one SQL statement's
+		// parameters (SQLite: 32,766; PostgreSQL: 65,535). An ID asked for
+		// twice is answered once, as a SQL IN list does.
+		g := guardOf(t, newHarness(t))
+		const n = 70_000
+		ids := make([]string, 0, n+1)
+		for i := range n {
+			ids = append(ids, fmt.Sprintf("dest_%05d", i))
+		}
+		ids = append(ids, "dest_00000")
+		stored := []string{"dest_00000", "dest_35000", fmt.Sprintf("dest_%05d", n-1)}
+		for _, id := range stored {
+			_, err := g.UpdateGuard(ctx, hookrelay.UpdateGuardParams{DestinationID: id, Update: func(s hookrelay.GuardState) hookrelay.GuardState {
+				s.ConsecutiveFailures = 1
+				return s
+			}})
+			require.NoError(t, err)
+		}
+		gs, err := g.GuardStates(ctx, hookrelay.GuardStatesParams{IDs: ids})
+		require.NoError(t, err, "%d IDs", len(ids))
+		got := make([]string, len(gs))
+		for i, s := range gs {
+			got[i] = s.DestinationID
+		}
+		assert.Equal(t, stored, got, "each stored state once, ordered by destination")
+	})
+
 	t.Run("RateIsHonouredAcrossSeveralWorkers", func(t *testing.T) {
 		limited := dest
 		limited.MaxPerSecond = 2

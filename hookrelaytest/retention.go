@@ -2,6 +2,7 @@ package hookrelaytest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -383,6 +384,23 @@ func RunUnpublishedRecovery(t *testing.T, newHarness NewHarness) {
 		assert.Equal(t, []string{paused.ID}, take(t, r, leaseAt.Add(grace)), "the destination no longer skipped")
 		assert.NotContains(t, take(t, r, base.Add(time.Hour+grace-time.Second)), later.ID, "due for less than the grace period")
 		assert.Contains(t, take(t, r, base.Add(time.Hour+grace)), later.ID, "due and unleased for the grace period")
+	})
+
+	t.Run("ASkipListOfTensOfThousandsIsHonoured", func(t *testing.T) {
+		// The worker skips every destination it holds back: on a large
+		// store more than one SQL statement's parameters (SQLite: 32,766;
+		// PostgreSQL: 65,535).
+		h, r := recovery(t)
+		held := newDelivery("evt_held", "dest_held", base)
+		free := newDelivery("evt_free", "dest_free", base)
+		_, err := h.Ledger.Create(ctx, []hookrelay.Delivery{held, free})
+		require.NoError(t, err)
+		skip := make([]string, 0, 70_001)
+		for i := range 70_000 {
+			skip = append(skip, fmt.Sprintf("dest_%05d", i))
+		}
+		skip = append(skip, "dest_held")
+		assert.Equal(t, []string{free.ID}, take(t, r, base.Add(grace), skip...), "every listed destination skipped, the others taken")
 	})
 
 	t.Run("ConcurrentCallersTakeEachRecordOnce", func(t *testing.T) {

@@ -57,8 +57,9 @@ func cloneDestination(d hookrelay.Destination) hookrelay.Destination {
 // Put adds or replaces a destination; the next attempt to it sees the change.
 // An ID or TenantID the SQL store cannot hold (an empty ID; over 255 bytes,
 // not UTF-8 or with a NUL byte), a malformed EventTypes pattern
-// (hookrelay.ValidateEventTypes), and a bad rate limit or a header the
-// sender never sends (hookrelay.Destination.ValidateLimits) are refused
+// (hookrelay.ValidateEventTypes), and a bad rate limit, a header the
+// sender never sends, or a URL, secret or header that is not UTF-8 or
+// holds a NUL byte (hookrelay.Destination.ValidateLimits) are refused
 // with a *hookrelay.ValidationError naming the field.
 func (s *Destinations) Put(ctx context.Context, d hookrelay.Destination) error {
 	if err := ctx.Err(); err != nil {

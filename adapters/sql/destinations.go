@@ -32,8 +32,11 @@ func destinationField(field, v string, required bool) error {
 // change. Secrets and headers are stored as JSON in the destinations table
 // (protect that table like any credential store); they never appear in
 // errors. An ID or TenantID no store can hold (empty ID; over 255 bytes,
-// not UTF-8 or with a NUL) and a malformed EventTypes pattern
-// (hookrelay.ValidateEventTypes) are refused with a
+// not UTF-8 or with a NUL), a malformed EventTypes pattern
+// (hookrelay.ValidateEventTypes), and a bad rate limit, too many secrets,
+// a header the sender never sends or a URL, secret or header that is not
+// UTF-8 or holds a NUL (hookrelay.Destination.ValidateLimits; stored as
+// text, such bytes would change) are refused with a
 // *hookrelay.ValidationError naming the field, unwrapping to
 // hookrelay.ErrInvalidDestination.
 func (s *Store) Put(ctx context.Context, d hookrelay.Destination) error {

@@ -94,30 +94,50 @@ func (s *Store) UpdateGuard(ctx context.Context, p hookrelay.UpdateGuardParams) 
 	return out, nil
 }
 
-// GuardStates implements hookrelay.DestinationGuard.
+// GuardStates implements hookrelay.DestinationGuard. IDs are read
+// destinationsByIDChunk at a time (a worker may ask for every destination
+// it holds back, more than a statement's parameters), each once; an ID no
+// destination can have (checkString) is not looked for.
 func (s *Store) GuardStates(ctx context.Context, p hookrelay.GuardStatesParams) ([]hookrelay.GuardState, error) {
-	query, args := "SELECT "+guardCols+" FROM {g}", []any(nil)
-	if len(p.IDs) > 0 {
-		query += " WHERE destination_id IN (" + placeholders(len(p.IDs)) + ")"
-		for _, id := range p.IDs {
-			args = append(args, id)
-		}
-	}
-	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
-	if err != nil {
-		return nil, s.dbErr("guard states", err)
-	}
-	defer rows.Close()
 	var out []hookrelay.GuardState
-	for rows.Next() {
-		g, err := scanGuard(rows)
+	read := func(where string, args []any) error {
+		rows, err := s.db.QueryContext(ctx, s.q("SELECT "+guardCols+" FROM {g}"+where), args...)
 		if err != nil {
-			return nil, s.dbErr("guard states", err)
+			return s.dbErr("guard states", err)
 		}
-		out = append(out, g)
+		defer rows.Close()
+		for rows.Next() {
+			g, err := scanGuard(rows)
+			if err != nil {
+				return s.dbErr("guard states", err)
+			}
+			out = append(out, g)
+		}
+		if err := rows.Err(); err != nil {
+			return s.dbErr("guard states", err)
+		}
+		return nil
 	}
-	if err := rows.Err(); err != nil {
-		return nil, s.dbErr("guard states", err)
+	if len(p.IDs) == 0 {
+		if err := read("", nil); err != nil {
+			return nil, err
+		}
+	} else {
+		seen := make(map[string]bool, len(p.IDs))
+		var want []any
+		for _, id := range p.IDs {
+			if !seen[id] && checkString("DestinationID", id, true) == nil {
+				seen[id] = true
+				want = append(want, id)
+			}
+		}
+		for len(want) > 0 {
+			chunk := want[:min(len(want), destinationsByIDChunk)]
+			want = want[len(chunk):]
+			if err := read(" WHERE destination_id IN ("+placeholders(len(chunk))+")", chunk); err != nil {
+				return nil, err
+			}
+		}
 	}
 	// Sorted here: database collations need not sort like Go strings.
 	slices.SortFunc(out, func(a, b hookrelay.GuardState) int { return strings.Compare(a.DestinationID, b.DestinationID) })
