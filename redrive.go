@@ -66,6 +66,12 @@ type RedriveAudit struct {
 	ResumedBy string
 	// LastDeliveryID is the last delivery handled: how far it got.
 	LastDeliveryID string
+	// Run numbers the runs of the redrive: 1 for Redrive's, one more at
+	// each ResumeRedrive. A run that finds a later one begun (a resume
+	// that came before it saw its stop) ends without changing the state,
+	// so one run at a time moves the selection. Zero in an entry written
+	// before it was recorded.
+	Run int64
 	// Error says why a failed or interrupted redrive ended.
 	Error     string
 	CreatedAt time.Time
@@ -120,12 +126,21 @@ type RedriveAuditUpdate struct {
 	StopRequestedBy string
 	// ResumedBy, when not empty, is recorded as who resumed it.
 	ResumedBy string
+	// NewRun adds one to Run (a resume begins a run).
+	NewRun bool
+	// IfRun, when not zero, makes the update apply only while Run equals
+	// it: otherwise nothing changes, not even UpdatedAt.
+	IfRun int64
 }
 
 // Apply changes a to what the update says, as RedriveAuditLog
 // implementations must: the state and error replaced when State is set, the
-// counts added to, the stop request cleared and then set, UpdatedAt = Now.
+// counts added to, the stop request cleared and then set, Run stepped,
+// UpdatedAt = Now; nothing at all when IfRun is set and is not a.Run.
 func (u RedriveAuditUpdate) Apply(a *RedriveAudit) {
+	if u.IfRun != 0 && a.Run != u.IfRun {
+		return
+	}
 	if u.State != "" {
 		a.State, a.Error = u.State, u.Error
 	}
@@ -142,6 +157,9 @@ func (u RedriveAuditUpdate) Apply(a *RedriveAudit) {
 	}
 	if u.ResumedBy != "" {
 		a.ResumedBy = u.ResumedBy
+	}
+	if u.NewRun {
+		a.Run++
 	}
 	a.UpdatedAt = u.Now
 }
@@ -245,7 +263,7 @@ func (c *Client) Redrive(ctx context.Context, params RedriveParams) (RedriveAudi
 		ID: "rdv_" + uuid.NewString(), Actor: params.Actor, Reason: params.Reason,
 		Filter: params.Filter, Snapshot: now, RatePerSecond: params.RatePerSecond,
 		BatchSize: params.BatchSize, Tenants: plan.Tenants, Matched: plan.Total,
-		State: RedriveRunning, CreatedAt: now, UpdatedAt: now,
+		State: RedriveRunning, Run: 1, CreatedAt: now, UpdatedAt: now,
 	}
 	if err := log.CreateRedriveAudit(ctx, audit); err != nil {
 		return RedriveAudit{}, opErr("ledger.create_redrive_audit", "", err)
@@ -259,8 +277,12 @@ func (c *Client) Redrive(ctx context.Context, params RedriveParams) (RedriveAudi
 // again, for actor: the one resuming it, who need not be the one who
 // started it. The rule is asked about what is left to move, in the
 // tenants the redrive was authorized for (its audit's Tenants): the only
-// ones it moves. The audit entry records actor as ResumedBy. It runs like
-// Redrive and returns the entry as it ended.
+// ones it moves. The audit entry records actor as ResumedBy and begins a
+// new Run: a run still waiting for its next slot when resumed (it had not
+// yet seen its stop) ends there, leaving the entry to this one, so one run
+// at a time moves the selection. It runs like Redrive and returns the
+// entry as it ended; the overtaken run's Redrive returns the entry as it
+// found it, with no error.
 func (c *Client) ResumeRedrive(ctx context.Context, id, actor string, progress func(RedriveAudit)) (RedriveAudit, error) {
 	dl, log, err := c.redriveStores()
 	if err != nil {
@@ -297,7 +319,7 @@ func (c *Client) ResumeRedrive(ctx context.Context, id, actor string, progress f
 	}); err != nil {
 		return a, err
 	}
-	a, err = log.UpdateRedriveAudit(ctx, RedriveAuditUpdate{ID: id, Now: c.clock.Now(), State: RedriveRunning, ClearStop: true, ResumedBy: actor})
+	a, err = log.UpdateRedriveAudit(ctx, RedriveAuditUpdate{ID: id, Now: c.clock.Now(), State: RedriveRunning, ClearStop: true, ResumedBy: actor, NewRun: true})
 	if err != nil {
 		return RedriveAudit{}, opErr("ledger.update_redrive_audit", "", err)
 	}
@@ -374,8 +396,14 @@ func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log Redriv
 	// tenant whose dead-letter committed after the plan stays dead.
 	filter.TenantIDs = a.Tenants
 	limiters := map[string]*rate.Limiter{}
+	// run is this run's number: a state it writes applies only while no
+	// later run (a resume elsewhere) has begun; its counts apply always.
+	run := a.Run
 	update := func(u RedriveAuditUpdate) error {
 		u.ID, u.Now = a.ID, c.clock.Now()
+		if u.State != "" {
+			u.IfRun = run
+		}
 		na, err := log.UpdateRedriveAudit(context.WithoutCancel(ctx), u)
 		if err != nil {
 			return opErr("ledger.update_redrive_audit", u.LastDeliveryID, err)
@@ -409,6 +437,9 @@ func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log Redriv
 			return fail(opErr("ledger.redrive_audit", "", err))
 		}
 		a = cur
+		if a.Run != run {
+			return a, nil // a resume began a later run, which goes on
+		}
 		if a.StopRequested {
 			err := update(RedriveAuditUpdate{State: RedriveStopped, Error: "stopped by " + a.StopRequestedBy})
 			return a, err
@@ -451,8 +482,8 @@ func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log Redriv
 			return interrupted()
 		case runErr != nil:
 			return fail(runErr)
-		case a.StopRequested:
-			continue // the loop's head records the stop
+		case a.StopRequested, a.Run != run:
+			continue // the loop's head records the stop, or ends this run
 		case page.Next == nil:
 			return a, update(RedriveAuditUpdate{State: RedriveFinished})
 		}
@@ -499,7 +530,7 @@ func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, log Redr
 		at := c.clock.Now()
 		if waited {
 			cur, err := log.RedriveAudit(ctx, a.ID)
-			if err == nil && cur.StopRequested {
+			if err == nil && (cur.StopRequested || cur.Run != a.Run) {
 				for _, rest := range slots[i:] {
 					rest.r.CancelAt(at)
 				}
