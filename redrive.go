@@ -278,8 +278,8 @@ func (c *Client) Redrive(ctx context.Context, params RedriveParams) (RedriveAudi
 // started it. The rule is asked about what is left to move, in the
 // tenants the redrive was authorized for (its audit's Tenants): the only
 // ones it moves. The audit entry records actor as ResumedBy and begins a
-// new Run: a run still waiting for its next slot when resumed (it had not
-// yet seen its stop) ends there, leaving the entry to this one, so one run
+// new Run: a run that had not yet seen its stop when resumed (it looks
+// every second while it waits for a slot) ends when it looks, leaving the entry to this one, so one run
 // at a time moves the selection. It runs like Redrive and returns the
 // entry as it ended; the overtaken run's Redrive returns the entry as it
 // found it, with no error.
@@ -327,7 +327,8 @@ func (c *Client) ResumeRedrive(ctx context.Context, id, actor string, progress f
 }
 
 // StopRedrive asks a running redrive to stop; it stops before its next
-// batch, in whichever process runs it, and nothing else is affected. The
+// move, in whichever process runs it — within a second on its clock
+// while it waits for a far rate slot — and nothing else is affected. The
 // request is durable. Stopping a stopped redrive is a no-op; stopping a
 // finished one returns an error wrapping ErrInvalidState.
 func (c *Client) StopRedrive(ctx context.Context, id, actor string) (RedriveAudit, error) {
@@ -495,8 +496,9 @@ func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log Redriv
 // reserves its slot on its destination's limiter up front; the batch then
 // runs in slot order, so a slow rate on one destination does not hold up
 // another destination's deliveries in the same batch. After every wait for
-// a slot it looks at the stop control again, so a stop takes effect within
-// one slot even at a low rate; it then returns early and the caller records
+// a slot, and at least every redriveStopPoll while waiting for a far one,
+// it looks at the stop control again, so a stop takes effect within
+// seconds even at a low rate; it then returns early and the caller records
 // the stop.
 func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, log RedriveAuditLog, a RedriveAudit, limiters map[string]*rate.Limiter, ds []Delivery) (moved, skipped int64, last string, err error) {
 	type slot struct {
@@ -521,7 +523,14 @@ func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, log Redr
 		// whether or not the clock has passed it by the time it is reached
 		// (a slow process, or a busy store, must not skip the check).
 		waited := s.at.After(now)
-		if err := c.sleepUntil(ctx, s.at); err != nil {
+		stop, err := c.waitForSlot(ctx, log, a, s.at)
+		if err == nil && stop {
+			for _, rest := range slots[i:] {
+				rest.r.CancelAt(c.clock.Now())
+			}
+			return moved, skipped, last, nil
+		}
+		if err != nil {
 			for _, rest := range slots[i:] {
 				rest.r.CancelAt(c.clock.Now())
 			}
@@ -581,6 +590,35 @@ func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, log Redr
 		c.observe(ctx, Event{Name: EventRedriven, Delivery: rec, Reason: s.d.LastReason, Time: at})
 	}
 	return moved, skipped, last, nil
+}
+
+// redriveStopPoll is how often a redrive waiting for a far slot looks at
+// its stop control.
+const redriveStopPoll = time.Second
+
+// waitForSlot waits on the client's clock until t, looking at the stop
+// control every redriveStopPoll on the way; stop reports a stop requested
+// (or a later run begun) before t. An error is ctx's, or the store's.
+func (c *Client) waitForSlot(ctx context.Context, log RedriveAuditLog, a RedriveAudit, t time.Time) (stop bool, err error) {
+	for {
+		next := c.clock.Now().Add(redriveStopPoll)
+		if !next.Before(t) {
+			return false, c.sleepUntil(ctx, t)
+		}
+		if err := c.sleepUntil(ctx, next); err != nil {
+			return false, err
+		}
+		cur, err := log.RedriveAudit(ctx, a.ID)
+		if err != nil {
+			if ctx.Err() != nil {
+				return false, ctx.Err()
+			}
+			return false, opErr("ledger.redrive_audit", "", err)
+		}
+		if cur.StopRequested || cur.Run != a.Run {
+			return true, nil
+		}
+	}
 }
 
 // sleepUntil waits on the client's clock until t or until ctx ends.
