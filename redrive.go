@@ -268,12 +268,14 @@ func (c *Client) Redrive(ctx context.Context, params RedriveParams) (RedriveAudi
 	if err := log.CreateRedriveAudit(ctx, audit); err != nil {
 		return RedriveAudit{}, opErr("ledger.create_redrive_audit", "", err)
 	}
-	return c.runRedrive(ctx, dl, log, audit, params.Progress)
+	return c.runRedrive(ctx, dl, log, audit, params.Progress, time.Time{})
 }
 
 // ResumeRedrive continues a stopped or failed redrive (or a running one
 // whose stop was requested but whose process died) with its recorded
-// selection, rate and batch size, after asking the authorization rule
+// selection, rate and batch size (the rate counted on from the runs
+// before: a destination's first move waits for its slot after their last
+// one), after asking the authorization rule
 // again, for actor: the one resuming it, who need not be the one who
 // started it. The rule is asked about what is left to move, in the
 // tenants the redrive was authorized for (its audit's Tenants): the only
@@ -319,11 +321,18 @@ func (c *Client) ResumeRedrive(ctx context.Context, id, actor string, progress f
 	}); err != nil {
 		return a, err
 	}
+	// The runs before moved nothing after the entry's last update: if
+	// they moved any, the rate's next slot of each destination is counted
+	// from there.
+	var lastRun time.Time
+	if a.Redriven > 0 {
+		lastRun = a.UpdatedAt
+	}
 	a, err = log.UpdateRedriveAudit(ctx, RedriveAuditUpdate{ID: id, Now: c.clock.Now(), State: RedriveRunning, ClearStop: true, ResumedBy: actor, NewRun: true})
 	if err != nil {
 		return RedriveAudit{}, opErr("ledger.update_redrive_audit", "", err)
 	}
-	return c.runRedrive(ctx, dl, log, a, progress)
+	return c.runRedrive(ctx, dl, log, a, progress, lastRun)
 }
 
 // StopRedrive asks a running redrive to stop; it stops before its next
@@ -389,8 +398,11 @@ func snapshotBound(before, snapshot time.Time) time.Time {
 }
 
 // runRedrive moves the audit's selection batch by batch, checking the stop
-// control before each batch and recording progress after it.
-func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log RedriveAuditLog, a RedriveAudit, progress func(RedriveAudit)) (RedriveAudit, error) {
+// control before each batch and recording progress after it. A resumed
+// run gives lastRun, when the runs before it last moved a delivery (or
+// later): each destination's first move waits for its slot after it, so a
+// stop and a resume do not let one more delivery per destination through.
+func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log RedriveAuditLog, a RedriveAudit, progress func(RedriveAudit), lastRun time.Time) (RedriveAudit, error) {
 	filter := a.Filter
 	filter.DeadBefore = snapshotBound(filter.DeadBefore, a.Snapshot)
 	// Move only the tenants that were authorized: a delivery of another
@@ -464,7 +476,7 @@ func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log Redriv
 			}
 			return a, nil
 		}
-		moved, skipped, last, runErr := c.redriveBatch(ctx, dl, log, a, limiters, page.Deliveries)
+		moved, skipped, last, runErr := c.redriveBatch(ctx, dl, log, a, limiters, lastRun, page.Deliveries)
 		if err := update(RedriveAuditUpdate{AddRedriven: moved, AddSkipped: skipped, LastDeliveryID: last}); err != nil {
 			return a, errors.Join(runErr, err)
 		}
@@ -500,7 +512,7 @@ func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log Redriv
 // it looks at the stop control again, so a stop takes effect within
 // seconds even at a low rate; it then returns early and the caller records
 // the stop.
-func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, log RedriveAuditLog, a RedriveAudit, limiters map[string]*rate.Limiter, ds []Delivery) (moved, skipped int64, last string, err error) {
+func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, log RedriveAuditLog, a RedriveAudit, limiters map[string]*rate.Limiter, lastRun time.Time, ds []Delivery) (moved, skipped int64, last string, err error) {
 	type slot struct {
 		d  Delivery
 		at time.Time
@@ -512,6 +524,9 @@ func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, log Redr
 		lim, ok := limiters[d.DestinationID]
 		if !ok {
 			lim = rate.NewLimiter(rate.Limit(a.RatePerSecond), 1)
+			if !lastRun.IsZero() {
+				lim.ReserveN(lastRun, 1) // a run before may have moved one then
+			}
 			limiters[d.DestinationID] = lim
 		}
 		r := lim.ReserveN(now, 1)
