@@ -66,6 +66,12 @@ type RedriveAudit struct {
 	ResumedBy string
 	// LastDeliveryID is the last delivery handled: how far it got.
 	LastDeliveryID string
+	// Run numbers the runs of the redrive: 1 for Redrive's, one more at
+	// each ResumeRedrive. A run that finds a later one begun (a resume
+	// that came before it saw its stop) ends without changing the state,
+	// so one run at a time moves the selection. Zero in an entry written
+	// before it was recorded.
+	Run int64
 	// Error says why a failed or interrupted redrive ended.
 	Error     string
 	CreatedAt time.Time
@@ -120,12 +126,21 @@ type RedriveAuditUpdate struct {
 	StopRequestedBy string
 	// ResumedBy, when not empty, is recorded as who resumed it.
 	ResumedBy string
+	// NewRun adds one to Run (a resume begins a run).
+	NewRun bool
+	// IfRun, when not zero, makes the update apply only while Run equals
+	// it: otherwise nothing changes, not even UpdatedAt.
+	IfRun int64
 }
 
 // Apply changes a to what the update says, as RedriveAuditLog
 // implementations must: the state and error replaced when State is set, the
-// counts added to, the stop request cleared and then set, UpdatedAt = Now.
+// counts added to, the stop request cleared and then set, Run stepped,
+// UpdatedAt = Now; nothing at all when IfRun is set and is not a.Run.
 func (u RedriveAuditUpdate) Apply(a *RedriveAudit) {
+	if u.IfRun != 0 && a.Run != u.IfRun {
+		return
+	}
 	if u.State != "" {
 		a.State, a.Error = u.State, u.Error
 	}
@@ -142,6 +157,9 @@ func (u RedriveAuditUpdate) Apply(a *RedriveAudit) {
 	}
 	if u.ResumedBy != "" {
 		a.ResumedBy = u.ResumedBy
+	}
+	if u.NewRun {
+		a.Run++
 	}
 	a.UpdatedAt = u.Now
 }
@@ -245,22 +263,28 @@ func (c *Client) Redrive(ctx context.Context, params RedriveParams) (RedriveAudi
 		ID: "rdv_" + uuid.NewString(), Actor: params.Actor, Reason: params.Reason,
 		Filter: params.Filter, Snapshot: now, RatePerSecond: params.RatePerSecond,
 		BatchSize: params.BatchSize, Tenants: plan.Tenants, Matched: plan.Total,
-		State: RedriveRunning, CreatedAt: now, UpdatedAt: now,
+		State: RedriveRunning, Run: 1, CreatedAt: now, UpdatedAt: now,
 	}
 	if err := log.CreateRedriveAudit(ctx, audit); err != nil {
 		return RedriveAudit{}, opErr("ledger.create_redrive_audit", "", err)
 	}
-	return c.runRedrive(ctx, dl, log, audit, params.Progress)
+	return c.runRedrive(ctx, dl, log, audit, params.Progress, time.Time{})
 }
 
 // ResumeRedrive continues a stopped or failed redrive (or a running one
 // whose stop was requested but whose process died) with its recorded
-// selection, rate and batch size, after asking the authorization rule
+// selection, rate and batch size (the rate counted on from the runs
+// before: a destination's first move waits for its slot after their last
+// one), after asking the authorization rule
 // again, for actor: the one resuming it, who need not be the one who
 // started it. The rule is asked about what is left to move, in the
 // tenants the redrive was authorized for (its audit's Tenants): the only
-// ones it moves. The audit entry records actor as ResumedBy. It runs like
-// Redrive and returns the entry as it ended.
+// ones it moves. The audit entry records actor as ResumedBy and begins a
+// new Run: a run that had not yet seen its stop when resumed (it looks
+// every second while it waits for a slot) ends when it looks, leaving the entry to this one, so one run
+// at a time moves the selection. It runs like Redrive and returns the
+// entry as it ended; the overtaken run's Redrive returns the entry as it
+// found it, with no error.
 func (c *Client) ResumeRedrive(ctx context.Context, id, actor string, progress func(RedriveAudit)) (RedriveAudit, error) {
 	dl, log, err := c.redriveStores()
 	if err != nil {
@@ -297,15 +321,23 @@ func (c *Client) ResumeRedrive(ctx context.Context, id, actor string, progress f
 	}); err != nil {
 		return a, err
 	}
-	a, err = log.UpdateRedriveAudit(ctx, RedriveAuditUpdate{ID: id, Now: c.clock.Now(), State: RedriveRunning, ClearStop: true, ResumedBy: actor})
+	// The runs before moved nothing after the entry's last update: if
+	// they moved any, the rate's next slot of each destination is counted
+	// from there.
+	var lastRun time.Time
+	if a.Redriven > 0 {
+		lastRun = a.UpdatedAt
+	}
+	a, err = log.UpdateRedriveAudit(ctx, RedriveAuditUpdate{ID: id, Now: c.clock.Now(), State: RedriveRunning, ClearStop: true, ResumedBy: actor, NewRun: true})
 	if err != nil {
 		return RedriveAudit{}, opErr("ledger.update_redrive_audit", "", err)
 	}
-	return c.runRedrive(ctx, dl, log, a, progress)
+	return c.runRedrive(ctx, dl, log, a, progress, lastRun)
 }
 
 // StopRedrive asks a running redrive to stop; it stops before its next
-// batch, in whichever process runs it, and nothing else is affected. The
+// move, in whichever process runs it — within a second on its clock
+// while it waits for a far rate slot — and nothing else is affected. The
 // request is durable. Stopping a stopped redrive is a no-op; stopping a
 // finished one returns an error wrapping ErrInvalidState.
 func (c *Client) StopRedrive(ctx context.Context, id, actor string) (RedriveAudit, error) {
@@ -366,16 +398,25 @@ func snapshotBound(before, snapshot time.Time) time.Time {
 }
 
 // runRedrive moves the audit's selection batch by batch, checking the stop
-// control before each batch and recording progress after it.
-func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log RedriveAuditLog, a RedriveAudit, progress func(RedriveAudit)) (RedriveAudit, error) {
+// control before each batch and recording progress after it. A resumed
+// run gives lastRun, when the runs before it last moved a delivery (or
+// later): each destination's first move waits for its slot after it, so a
+// stop and a resume do not let one more delivery per destination through.
+func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log RedriveAuditLog, a RedriveAudit, progress func(RedriveAudit), lastRun time.Time) (RedriveAudit, error) {
 	filter := a.Filter
 	filter.DeadBefore = snapshotBound(filter.DeadBefore, a.Snapshot)
 	// Move only the tenants that were authorized: a delivery of another
 	// tenant whose dead-letter committed after the plan stays dead.
 	filter.TenantIDs = a.Tenants
 	limiters := map[string]*rate.Limiter{}
+	// run is this run's number: a state it writes applies only while no
+	// later run (a resume elsewhere) has begun; its counts apply always.
+	run := a.Run
 	update := func(u RedriveAuditUpdate) error {
 		u.ID, u.Now = a.ID, c.clock.Now()
+		if u.State != "" {
+			u.IfRun = run
+		}
 		na, err := log.UpdateRedriveAudit(context.WithoutCancel(ctx), u)
 		if err != nil {
 			return opErr("ledger.update_redrive_audit", u.LastDeliveryID, err)
@@ -409,6 +450,9 @@ func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log Redriv
 			return fail(opErr("ledger.redrive_audit", "", err))
 		}
 		a = cur
+		if a.Run != run {
+			return a, nil // a resume began a later run, which goes on
+		}
 		if a.StopRequested {
 			err := update(RedriveAuditUpdate{State: RedriveStopped, Error: "stopped by " + a.StopRequestedBy})
 			return a, err
@@ -432,7 +476,7 @@ func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log Redriv
 			}
 			return a, nil
 		}
-		moved, skipped, last, runErr := c.redriveBatch(ctx, dl, log, a, limiters, page.Deliveries)
+		moved, skipped, last, runErr := c.redriveBatch(ctx, dl, log, a, limiters, lastRun, page.Deliveries)
 		if err := update(RedriveAuditUpdate{AddRedriven: moved, AddSkipped: skipped, LastDeliveryID: last}); err != nil {
 			return a, errors.Join(runErr, err)
 		}
@@ -451,8 +495,8 @@ func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log Redriv
 			return interrupted()
 		case runErr != nil:
 			return fail(runErr)
-		case a.StopRequested:
-			continue // the loop's head records the stop
+		case a.StopRequested, a.Run != run:
+			continue // the loop's head records the stop, or ends this run
 		case page.Next == nil:
 			return a, update(RedriveAuditUpdate{State: RedriveFinished})
 		}
@@ -464,10 +508,11 @@ func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log Redriv
 // reserves its slot on its destination's limiter up front; the batch then
 // runs in slot order, so a slow rate on one destination does not hold up
 // another destination's deliveries in the same batch. After every wait for
-// a slot it looks at the stop control again, so a stop takes effect within
-// one slot even at a low rate; it then returns early and the caller records
+// a slot, and at least every redriveStopPoll while waiting for a far one,
+// it looks at the stop control again, so a stop takes effect within
+// seconds even at a low rate; it then returns early and the caller records
 // the stop.
-func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, log RedriveAuditLog, a RedriveAudit, limiters map[string]*rate.Limiter, ds []Delivery) (moved, skipped int64, last string, err error) {
+func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, log RedriveAuditLog, a RedriveAudit, limiters map[string]*rate.Limiter, lastRun time.Time, ds []Delivery) (moved, skipped int64, last string, err error) {
 	type slot struct {
 		d  Delivery
 		at time.Time
@@ -479,6 +524,9 @@ func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, log Redr
 		lim, ok := limiters[d.DestinationID]
 		if !ok {
 			lim = rate.NewLimiter(rate.Limit(a.RatePerSecond), 1)
+			if !lastRun.IsZero() {
+				lim.ReserveN(lastRun, 1) // a run before may have moved one then
+			}
 			limiters[d.DestinationID] = lim
 		}
 		r := lim.ReserveN(now, 1)
@@ -490,7 +538,14 @@ func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, log Redr
 		// whether or not the clock has passed it by the time it is reached
 		// (a slow process, or a busy store, must not skip the check).
 		waited := s.at.After(now)
-		if err := c.sleepUntil(ctx, s.at); err != nil {
+		stop, err := c.waitForSlot(ctx, log, a, s.at)
+		if err == nil && stop {
+			for _, rest := range slots[i:] {
+				rest.r.CancelAt(c.clock.Now())
+			}
+			return moved, skipped, last, nil
+		}
+		if err != nil {
 			for _, rest := range slots[i:] {
 				rest.r.CancelAt(c.clock.Now())
 			}
@@ -499,7 +554,7 @@ func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, log Redr
 		at := c.clock.Now()
 		if waited {
 			cur, err := log.RedriveAudit(ctx, a.ID)
-			if err == nil && cur.StopRequested {
+			if err == nil && (cur.StopRequested || cur.Run != a.Run) {
 				for _, rest := range slots[i:] {
 					rest.r.CancelAt(at)
 				}
@@ -550,6 +605,35 @@ func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, log Redr
 		c.observe(ctx, Event{Name: EventRedriven, Delivery: rec, Reason: s.d.LastReason, Time: at})
 	}
 	return moved, skipped, last, nil
+}
+
+// redriveStopPoll is how often a redrive waiting for a far slot looks at
+// its stop control.
+const redriveStopPoll = time.Second
+
+// waitForSlot waits on the client's clock until t, looking at the stop
+// control every redriveStopPoll on the way; stop reports a stop requested
+// (or a later run begun) before t. An error is ctx's, or the store's.
+func (c *Client) waitForSlot(ctx context.Context, log RedriveAuditLog, a RedriveAudit, t time.Time) (stop bool, err error) {
+	for {
+		next := c.clock.Now().Add(redriveStopPoll)
+		if !next.Before(t) {
+			return false, c.sleepUntil(ctx, t)
+		}
+		if err := c.sleepUntil(ctx, next); err != nil {
+			return false, err
+		}
+		cur, err := log.RedriveAudit(ctx, a.ID)
+		if err != nil {
+			if ctx.Err() != nil {
+				return false, ctx.Err()
+			}
+			return false, opErr("ledger.redrive_audit", "", err)
+		}
+		if cur.StopRequested || cur.Run != a.Run {
+			return true, nil
+		}
+	}
 }
 
 // sleepUntil waits on the client's clock until t or until ctx ends.

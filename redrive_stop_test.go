@@ -311,3 +311,153 @@ func TestRedriveEndedAfterAMoveOnALedgerQueueIsInterrupted(t *testing.T) {
 	}
 	assert.Equal(t, 1, pending, "the moved delivery is claimable, the other still dead")
 }
+
+// A stop asked of a redrive at a low rate (one delivery per 1000 s) takes
+// effect within seconds, not at its next slot a quarter of an hour away:
+// the wait for a far slot looks at the stop control as it goes.
+func TestRedriveStopIsSeenWhileWaitingForAFarSlot(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC))
+	store := memory.NewStore()
+	client := refusedClient(t, clk, store, store)
+	deadPayments(t, client, store, clk)
+
+	ids := make(chan string, 1)
+	done := make(chan hookrelay.RedriveAudit, 1)
+	go func() {
+		a, err := client.Redrive(ctx, hookrelay.RedriveParams{
+			Filter: hookrelay.DeadLetterFilter{DestinationIDs: []string{"accounting"}},
+			Actor:  "alice", Reason: "credentials fixed", RatePerSecond: 0.001,
+			Progress: func(a hookrelay.RedriveAudit) {
+				select {
+				case ids <- a.ID:
+				default:
+				}
+			},
+		})
+		assert.NoError(t, err)
+		done <- a
+	}()
+	id := <-ids
+	require.Eventually(t, func() bool {
+		page, err := client.DeadLetters(ctx, hookrelay.DeadLettersParams{})
+		return err == nil && len(page.Deliveries) == 2
+	}, 10*time.Second, time.Millisecond, "the first move, due at once")
+	stoppedAt := clk.Now()
+	_, err := client.StopRedrive(ctx, id, "bob")
+	require.NoError(t, err)
+
+	var a hookrelay.RedriveAudit
+	for range 100 { // at most 10 s on the redrive's clock
+		select {
+		case a = <-done:
+		case <-time.After(20 * time.Millisecond):
+			clk.Add(100 * time.Millisecond)
+			continue
+		}
+		break
+	}
+	if a.ID == "" {
+		t.Error("the redrive did not end within 10 s of the stop on its clock")
+		// Let the redrive end, so that it does not outlive the test.
+		for range 1000 {
+			clk.Add(10 * time.Second)
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+		return
+	}
+	assert.Equal(t, hookrelay.RedriveStopped, a.State)
+	assert.EqualValues(t, 1, a.Redriven)
+	assert.Equal(t, "bob", a.StopRequestedBy)
+	assert.Less(t, clk.Now().Sub(stoppedAt), 10*time.Second)
+}
+
+// A resumed redrive keeps its rate across the stop: the first delivery it
+// moves to a destination waits for that destination's next slot after the
+// stopped run's last move, instead of going at once (a stop and a resume
+// would otherwise let one more delivery per destination through each time).
+func TestResumedRedriveKeepsItsRateAcrossTheStop(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC))
+	store := memory.NewStore()
+	var mu sync.Mutex
+	var moved []time.Time
+	dests := memory.NewDestinations(hookrelay.Destination{ID: "accounting", TenantID: "tenant_a", URL: "https://accounting.example/"})
+	client, err := hookrelay.New(hookrelay.Config{
+		Queue: store, Ledger: store, Destinations: dests, Clock: clk,
+		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result {
+			return hookrelay.Permanent(hookrelay.ReasonAuthRejected).WithStatus(401)
+		}),
+		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
+			if e.Name == hookrelay.EventRedriven {
+				mu.Lock()
+				moved = append(moved, e.Time)
+				mu.Unlock()
+			}
+		}),
+	})
+	require.NoError(t, err)
+	deadPayments(t, client, store, clk)
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(moved) }
+
+	ids := make(chan string, 1)
+	done := make(chan hookrelay.RedriveAudit, 1)
+	go func() {
+		a, err := client.Redrive(ctx, hookrelay.RedriveParams{
+			Actor: "alice", Reason: "credentials fixed", RatePerSecond: 0.1, // ten seconds apart
+			Progress: func(a hookrelay.RedriveAudit) {
+				select {
+				case ids <- a.ID:
+				default:
+				}
+			},
+		})
+		assert.NoError(t, err)
+		done <- a
+	}()
+	id := <-ids
+	require.Eventually(t, func() bool { return count() == 1 }, 10*time.Second, time.Millisecond)
+	_, err = client.StopRedrive(ctx, id, "bob")
+	require.NoError(t, err)
+	var a hookrelay.RedriveAudit
+	require.Eventually(t, func() bool {
+		select {
+		case a = <-done:
+			return true
+		default:
+			clk.Add(100 * time.Millisecond)
+			return false
+		}
+	}, 10*time.Second, time.Millisecond)
+	require.Equal(t, hookrelay.RedriveStopped, a.State)
+	require.Equal(t, 1, count())
+
+	resumed := make(chan hookrelay.RedriveAudit, 1)
+	go func() {
+		a, err := client.ResumeRedrive(ctx, id, "bob", nil)
+		assert.NoError(t, err)
+		resumed <- a
+	}()
+	require.Eventually(t, func() bool {
+		select {
+		case a = <-resumed:
+			return true
+		default:
+			clk.Add(100 * time.Millisecond)
+			return false
+		}
+	}, 20*time.Second, time.Millisecond)
+	assert.Equal(t, hookrelay.RedriveFinished, a.State)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, moved, 3)
+	for i := 1; i < len(moved); i++ {
+		assert.GreaterOrEqual(t, moved[i].Sub(moved[i-1]), 10*time.Second, "move %d came %v after the one before", i, moved[i].Sub(moved[i-1]))
+	}
+}

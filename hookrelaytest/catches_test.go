@@ -423,6 +423,11 @@ var brokenStores = []brokenStore{
 		caughtBy: []string{"Redrive/StopBetweenBatchesFromAnotherClientThenResume", "Redrive/ResumeIsAuthorizedForWhoResumesIt"},
 	},
 	{
+		name:     "AuditForgetsTheRun",
+		harness:  func() hookrelaytest.Harness { return storeHarness(&forgetsRun{Store: memory.NewStore()}) },
+		caughtBy: []string{"Redrive/AResumeBeforeTheStopIsSeenLeavesOneRun"},
+	},
+	{
 		name:     "BatchReadFoldsCase",
 		harness:  batchReaderHarness(func(d *memory.Destinations) hookrelaytest.DestinationStore { return &foldsCase{d} }),
 		caughtBy: []string{"DestinationBatchReader/IDsMatchExactly"},
@@ -1008,6 +1013,14 @@ type forgetsResumer struct{ *memory.Store }
 
 func (s *forgetsResumer) UpdateRedriveAudit(ctx context.Context, u hookrelay.RedriveAuditUpdate) (hookrelay.RedriveAudit, error) {
 	u.ResumedBy = ""
+	return s.Store.UpdateRedriveAudit(ctx, u)
+}
+
+// forgetsRun does not count a redrive's runs: a resume does not step Run.
+type forgetsRun struct{ *memory.Store }
+
+func (s *forgetsRun) UpdateRedriveAudit(ctx context.Context, u hookrelay.RedriveAuditUpdate) (hookrelay.RedriveAudit, error) {
+	u.NewRun = false
 	return s.Store.UpdateRedriveAudit(ctx, u)
 }
 

@@ -835,6 +835,76 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 		assert.Len(t, e.redrivenEvents(), int(r.a.Redriven))
 	})
 
+	// An operator stops a slow redrive and resumes it before its process
+	// reached its next slot, where it would have seen the stop: the resume
+	// clears the stop, so that process must see that a later run took the
+	// redrive over and end, not go on beside it (two runs over one
+	// selection, each at the full rate, counting the other's moves as
+	// skipped).
+	t.Run("AResumeBeforeTheStopIsSeenLeavesOneRun", func(t *testing.T) {
+		h := newHarness(t)
+		e := redriveEngine(t, h, nil)
+		e.rec.Script = failTimes(1, hookrelay.Permanent(hookrelay.ReasonBadRequest))
+		for i := range 4 {
+			e.enqueue(fmt.Sprintf("evt_%d", i), "dest_1")
+		}
+		e.step()
+		other, err := hookrelay.New(hookrelay.Config{Queue: h.Queue, Ledger: h.Ledger, Destinations: h.Destinations, Clock: e.clock})
+		require.NoError(t, err)
+		type result struct {
+			a   hookrelay.RedriveAudit
+			err error
+		}
+		ids := make(chan string, 1)
+		first, resumed := make(chan result, 1), make(chan result, 1)
+		go func() {
+			a, err := e.client.Redrive(ctx, hookrelay.RedriveParams{
+				Actor: "ops", Reason: "slow", RatePerSecond: 0.1, // ten seconds apart
+				Progress: func(a hookrelay.RedriveAudit) {
+					select {
+					case ids <- a.ID:
+					default:
+					}
+				},
+			})
+			first <- result{a, err}
+		}()
+		id := <-ids
+		require.Eventually(t, func() bool { return len(e.redrivenEvents()) == 1 }, 20*time.Second, time.Millisecond)
+		// The first run now sleeps until its next slot, ten seconds on.
+		_, err = other.StopRedrive(ctx, id, "oncall")
+		require.NoError(t, err)
+		go func() {
+			a, err := other.ResumeRedrive(ctx, id, "oncall", nil)
+			resumed <- result{a, err}
+		}()
+		var r1, r2 result
+		got1, got2 := false, false
+		require.Eventually(t, func() bool {
+			select {
+			case r1 = <-first:
+				got1 = true
+			case r2 = <-resumed:
+				got2 = true
+			default:
+				e.clock.Add(time.Second)
+			}
+			return got1 && got2
+		}, 30*time.Second, time.Millisecond)
+		require.NoError(t, r1.err)
+		require.NoError(t, r2.err)
+		assert.Equal(t, hookrelay.RedriveFinished, r2.a.State)
+		status, err := other.RedriveStatus(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, hookrelay.RedriveFinished, status.State)
+		assert.EqualValues(t, 4, status.Matched)
+		assert.EqualValues(t, 4, status.Redriven, "every move is counted once")
+		assert.EqualValues(t, 0, status.Skipped, "nothing else moved them: no run counted another run's moves")
+		dead, err := e.client.PlanRedrive(ctx, hookrelay.DeadLetterFilter{})
+		require.NoError(t, err)
+		assert.Zero(t, dead.Total, "every delivery moved")
+	})
+
 	t.Run("CancelledContextLeavesItStoppedAndResumable", func(t *testing.T) {
 		e := redriveEngine(t, newHarness(t), nil)
 		e.rec.Script = failTimes(1, hookrelay.Permanent(hookrelay.ReasonBadRequest))

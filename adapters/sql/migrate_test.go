@@ -169,11 +169,12 @@ func TestMigrateUpgradesAVersionEightPostgresDatabase(t *testing.T) {
 }
 
 // undoVersion10 takes version 10's columns away again, and version 11's
-// (their records are deleted by each test with the versions it undoes).
+// and 12's (their records are deleted by each test with the versions it undoes).
 var undoVersion10 = []string{
 	"ALTER TABLE {d} DROP COLUMN delivering_attempt", "ALTER TABLE {d} DROP COLUMN delivering_started_at",
 	"ALTER TABLE {d} DROP COLUMN delivering_finished_at", "ALTER TABLE {d} DROP COLUMN delivering_status_code",
 	"ALTER TABLE {d} DROP COLUMN delivering_detail", "ALTER TABLE {r} DROP COLUMN resumed_by",
+	"ALTER TABLE {r} DROP COLUMN redrive_run",
 }
 
 // TestMigrateUpgradesAVersionNineDatabase: a database at version 9 with a
@@ -296,7 +297,7 @@ func TestMigrateWidensMySQLColumnsOfAVersionTenDatabase(t *testing.T) {
 		"ALTER TABLE {dst} MODIFY url BLOB NOT NULL", "ALTER TABLE {dst} MODIFY secrets BLOB NOT NULL",
 		"ALTER TABLE {dst} MODIFY headers BLOB NOT NULL", "ALTER TABLE {dst} MODIFY policy BLOB NOT NULL",
 		"ALTER TABLE {dst} MODIFY event_types BLOB NOT NULL", "ALTER TABLE {r} MODIFY tenants BLOB NOT NULL",
-		"ALTER TABLE {i} MODIFY header BLOB NOT NULL")
+		"ALTER TABLE {i} MODIFY header BLOB NOT NULL", "ALTER TABLE {r} DROP COLUMN redrive_run")
 	small := hookrelay.Destination{ID: "dst_small", URL: "https://hooks.example/in", Secrets: []string{"whsec_a"}, Headers: map[string]string{"X-A": "b"}}
 	require.NoError(t, s.Put(ctx, small))
 	large := hookrelay.Destination{ID: "dst_large", URL: "https://hooks.example/in", Headers: map[string]string{"X-Big": strings.Repeat("h", 70<<10)}}

@@ -203,7 +203,7 @@ func (s *Store) RedriveDelivery(ctx context.Context, p hookrelay.RedriveDelivery
 }
 
 const auditCols = "id, created_at, actor, tenant_id, selection, delivery_count, state, updated_at, reason, tenants, snapshot_at," +
-	" rate_per_second, batch_size, redriven, skipped, stop_requested, stop_requested_by, last_delivery_id, error, resumed_by"
+	" rate_per_second, batch_size, redriven, skipped, stop_requested, stop_requested_by, last_delivery_id, error, resumed_by, redrive_run"
 
 // auditRow encodes an audit entry in auditCols order. The selection is the
 // filter as JSON; tenant_id holds the tenant of a single-tenant redrive.
@@ -232,7 +232,7 @@ func auditRow(a hookrelay.RedriveAudit) ([]any, error) {
 	return []any{
 		a.ID, times[0], hookrelay.StorableText(a.Actor), tenant, string(sel), a.Matched, string(a.State), times[1],
 		hookrelay.StorableText(a.Reason), string(tenants), times[2], a.RatePerSecond, a.BatchSize, a.Redriven, a.Skipped,
-		boolInt(a.StopRequested), hookrelay.StorableText(a.StopRequestedBy), a.LastDeliveryID, hookrelay.StorableText(a.Error), hookrelay.StorableText(a.ResumedBy),
+		boolInt(a.StopRequested), hookrelay.StorableText(a.StopRequestedBy), a.LastDeliveryID, hookrelay.StorableText(a.Error), hookrelay.StorableText(a.ResumedBy), a.Run,
 	}, nil
 }
 
@@ -246,7 +246,7 @@ func scanAudit(r scanner) (hookrelay.RedriveAudit, error) {
 		stop                       int
 	)
 	if err := r.Scan(&a.ID, &created, &a.Actor, &tenant, &sel, &a.Matched, &state, &updated, &a.Reason, &tnts, &snapshot,
-		&a.RatePerSecond, &a.BatchSize, &a.Redriven, &a.Skipped, &stop, &a.StopRequestedBy, &a.LastDeliveryID, &a.Error, &a.ResumedBy); err != nil {
+		&a.RatePerSecond, &a.BatchSize, &a.Redriven, &a.Skipped, &stop, &a.StopRequestedBy, &a.LastDeliveryID, &a.Error, &a.ResumedBy, &a.Run); err != nil {
 		return a, err
 	}
 	if err := json.Unmarshal([]byte(sel), &a.Filter); err != nil {
