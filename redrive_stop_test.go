@@ -80,22 +80,7 @@ func TestRedriveStopIsSeenAtASlotAlreadyDue(t *testing.T) {
 	client := refusedClient(t, clk, store, ledger)
 	deadPayments(t, client, store, clk)
 
-	ids := make(chan string, 1)
-	done := make(chan hookrelay.RedriveAudit, 1)
-	go func() {
-		a, err := client.Redrive(ctx, hookrelay.RedriveParams{
-			Filter: hookrelay.DeadLetterFilter{DestinationIDs: []string{"accounting"}},
-			Actor:  "alice", Reason: "credentials fixed", RatePerSecond: 1,
-			Progress: func(a hookrelay.RedriveAudit) {
-				select {
-				case ids <- a.ID:
-				default:
-				}
-			},
-		})
-		assert.NoError(t, err)
-		done <- a
-	}()
+	ids, done := startRedrive(ctx, t, client, hookrelay.DeadLetterFilter{DestinationIDs: []string{"accounting"}}, 1)
 	<-ledger.entered // the first move, due at once, is under way
 	id := <-ids
 	_, err := client.StopRedrive(ctx, id, "bob")
@@ -323,22 +308,7 @@ func TestRedriveStopIsSeenWhileWaitingForAFarSlot(t *testing.T) {
 	client := refusedClient(t, clk, store, store)
 	deadPayments(t, client, store, clk)
 
-	ids := make(chan string, 1)
-	done := make(chan hookrelay.RedriveAudit, 1)
-	go func() {
-		a, err := client.Redrive(ctx, hookrelay.RedriveParams{
-			Filter: hookrelay.DeadLetterFilter{DestinationIDs: []string{"accounting"}},
-			Actor:  "alice", Reason: "credentials fixed", RatePerSecond: 0.001,
-			Progress: func(a hookrelay.RedriveAudit) {
-				select {
-				case ids <- a.ID:
-				default:
-				}
-			},
-		})
-		assert.NoError(t, err)
-		done <- a
-	}()
+	ids, done := startRedrive(ctx, t, client, hookrelay.DeadLetterFilter{DestinationIDs: []string{"accounting"}}, 0.001)
 	id := <-ids
 	require.Eventually(t, func() bool {
 		page, err := client.DeadLetters(ctx, hookrelay.DeadLettersParams{})
@@ -406,21 +376,7 @@ func TestResumedRedriveKeepsItsRateAcrossTheStop(t *testing.T) {
 	deadPayments(t, client, store, clk)
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(moved) }
 
-	ids := make(chan string, 1)
-	done := make(chan hookrelay.RedriveAudit, 1)
-	go func() {
-		a, err := client.Redrive(ctx, hookrelay.RedriveParams{
-			Actor: "alice", Reason: "credentials fixed", RatePerSecond: 0.1, // ten seconds apart
-			Progress: func(a hookrelay.RedriveAudit) {
-				select {
-				case ids <- a.ID:
-				default:
-				}
-			},
-		})
-		assert.NoError(t, err)
-		done <- a
-	}()
+	ids, done := startRedrive(ctx, t, client, hookrelay.DeadLetterFilter{}, 0.1) // ten seconds apart
 	id := <-ids
 	require.Eventually(t, func() bool { return count() == 1 }, 10*time.Second, time.Millisecond)
 	_, err = client.StopRedrive(ctx, id, "bob")
@@ -460,4 +416,26 @@ func TestResumedRedriveKeepsItsRateAcrossTheStop(t *testing.T) {
 	for i := 1; i < len(moved); i++ {
 		assert.GreaterOrEqual(t, moved[i].Sub(moved[i-1]), 10*time.Second, "move %d came %v after the one before", i, moved[i].Sub(moved[i-1]))
 	}
+}
+
+// startRedrive starts alice's redrive of filter at rate on client in a
+// goroutine: ids gets its audit ID at its first progress report, done its
+// final audit.
+func startRedrive(ctx context.Context, t *testing.T, client *hookrelay.Client, filter hookrelay.DeadLetterFilter, rate float64) (<-chan string, <-chan hookrelay.RedriveAudit) {
+	ids := make(chan string, 1)
+	done := make(chan hookrelay.RedriveAudit, 1)
+	go func() {
+		a, err := client.Redrive(ctx, hookrelay.RedriveParams{
+			Filter: filter, Actor: "alice", Reason: "credentials fixed", RatePerSecond: rate,
+			Progress: func(a hookrelay.RedriveAudit) {
+				select {
+				case ids <- a.ID:
+				default:
+				}
+			},
+		})
+		assert.NoError(t, err)
+		done <- a
+	}()
+	return ids, done
 }
