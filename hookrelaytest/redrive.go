@@ -797,29 +797,12 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 		e.step()
 		other, err := hookrelay.New(hookrelay.Config{Queue: h.Queue, Ledger: h.Ledger, Destinations: h.Destinations, Clock: e.clock})
 		require.NoError(t, err)
-		ids := make(chan string, 1)
-		type result struct {
-			a   hookrelay.RedriveAudit
-			err error
-		}
-		res := make(chan result, 1)
-		go func() {
-			a, err := e.client.Redrive(ctx, hookrelay.RedriveParams{
-				Actor: "ops", Reason: "slow", RatePerSecond: 0.1, // one batch of five, ten seconds apart
-				Progress: func(a hookrelay.RedriveAudit) {
-					select {
-					case ids <- a.ID:
-					default:
-					}
-				},
-			})
-			res <- result{a, err}
-		}()
+		ids, res := startSlowRedrive(ctx, e.client) // one batch of five, ten seconds apart
 		id := <-ids
 		require.Eventually(t, func() bool { return len(e.redrivenEvents()) == 1 }, 20*time.Second, time.Millisecond)
 		_, err = other.StopRedrive(ctx, id, "oncall")
 		require.NoError(t, err)
-		var r result
+		var r redriveResult
 		require.Eventually(t, func() bool {
 			select {
 			case r = <-res:
@@ -851,24 +834,8 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 		e.step()
 		other, err := hookrelay.New(hookrelay.Config{Queue: h.Queue, Ledger: h.Ledger, Destinations: h.Destinations, Clock: e.clock})
 		require.NoError(t, err)
-		type result struct {
-			a   hookrelay.RedriveAudit
-			err error
-		}
-		ids := make(chan string, 1)
-		first, resumed := make(chan result, 1), make(chan result, 1)
-		go func() {
-			a, err := e.client.Redrive(ctx, hookrelay.RedriveParams{
-				Actor: "ops", Reason: "slow", RatePerSecond: 0.1, // ten seconds apart
-				Progress: func(a hookrelay.RedriveAudit) {
-					select {
-					case ids <- a.ID:
-					default:
-					}
-				},
-			})
-			first <- result{a, err}
-		}()
+		ids, first := startSlowRedrive(ctx, e.client) // ten seconds apart
+		resumed := make(chan redriveResult, 1)
 		id := <-ids
 		require.Eventually(t, func() bool { return len(e.redrivenEvents()) == 1 }, 20*time.Second, time.Millisecond)
 		// The first run now sleeps until its next slot, ten seconds on.
@@ -876,9 +843,9 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 		require.NoError(t, err)
 		go func() {
 			a, err := other.ResumeRedrive(ctx, id, "oncall", nil)
-			resumed <- result{a, err}
+			resumed <- redriveResult{a, err}
 		}()
-		var r1, r2 result
+		var r1, r2 redriveResult
 		got1, got2 := false, false
 		require.Eventually(t, func() bool {
 			select {
@@ -1228,4 +1195,31 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 		_, err = e.client.Redrive(ctx, hookrelay.RedriveParams{Actor: "a", Reason: "r", RatePerSecond: 1})
 		assert.ErrorIs(t, err, hookrelay.ErrUnsupported)
 	})
+}
+
+// redriveResult is what a Redrive run in a goroutine returned.
+type redriveResult struct {
+	a   hookrelay.RedriveAudit
+	err error
+}
+
+// startSlowRedrive starts a redrive of every dead letter on c at 0.1 per
+// second (ten seconds apart) in a goroutine: ids gets its audit ID at its
+// first progress report, res what Redrive returned.
+func startSlowRedrive(ctx context.Context, c *hookrelay.Client) (<-chan string, <-chan redriveResult) {
+	ids := make(chan string, 1)
+	res := make(chan redriveResult, 1)
+	go func() {
+		a, err := c.Redrive(ctx, hookrelay.RedriveParams{
+			Actor: "ops", Reason: "slow", RatePerSecond: 0.1,
+			Progress: func(a hookrelay.RedriveAudit) {
+				select {
+				case ids <- a.ID:
+				default:
+				}
+			},
+		})
+		res <- redriveResult{a, err}
+	}()
+	return ids, res
 }
