@@ -192,29 +192,19 @@ func TestWorkerCleanerReportsAFailedPassAndTriesAgain(t *testing.T) {
 	var mu sync.Mutex
 	var ops []string
 	removed := make(chan struct{})
-	c, err := hookrelay.New(hookrelay.Config{
-		Queue: store, Ledger: store, Destinations: memory.NewDestinations(hookrelay.Destination{ID: "ok", URL: "https://ok.example/"}),
-		Clock: clk, PollInterval: 24 * time.Hour,
-		Retention: &hookrelay.RetentionPolicy{Interval: time.Minute},
-		Sender:    hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result { return hookrelay.Delivered(204) }),
-		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
-			mu.Lock()
-			defer mu.Unlock()
-			switch e.Name {
-			case hookrelay.EventWorkerError:
-				var oe *hookrelay.OpError
-				if errors.As(e.Err, &oe) {
-					ops = append(ops, oe.Op)
-				}
-			case hookrelay.EventHistoryRemoved:
-				close(removed)
+	c, res := startedCleaner(ctx, t, store, clk, func(e hookrelay.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e.Name {
+		case hookrelay.EventWorkerError:
+			var oe *hookrelay.OpError
+			if errors.As(e.Err, &oe) {
+				ops = append(ops, oe.Op)
 			}
-		}),
+		case hookrelay.EventHistoryRemoved:
+			close(removed)
+		}
 	})
-	require.NoError(t, err)
-	res, err := c.Enqueue(ctx, hookrelay.EnqueueParams{EventID: "evt_1", TenantID: "t", DestinationID: "ok", EventType: "x", Payload: []byte(`{}`)})
-	require.NoError(t, err)
-	require.NoError(t, c.Start(ctx))
 	defer func() { require.NoError(t, c.Stop(ctx)) }()
 	require.Eventually(t, func() bool { ok, _ := store.WasDelivered(ctx, res.ID); return ok }, 5*time.Second, time.Millisecond)
 	stepUntilClosed(t, clk, removed, "the pass after the failure")
@@ -337,31 +327,43 @@ func TestWorkerCleanerReportsWhatAFailedCallRemoved(t *testing.T) {
 	var removed int64
 	failed := make(chan struct{})
 	var failedOnce sync.Once
+	c, res := startedCleaner(ctx, t, store, clk, func(e hookrelay.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e.Name {
+		case hookrelay.EventWorkerError:
+			failedOnce.Do(func() { close(failed) })
+		case hookrelay.EventHistoryRemoved:
+			removed += e.Count
+		}
+	})
+	defer func() { require.NoError(t, c.Stop(ctx)) }()
+	stepUntilClosed(t, clk, failed, "the failed call") // the first call that removes something fails
+	_, err := store.Get(ctx, res.ID)
+	require.ErrorIs(t, err, hookrelay.ErrNotFound, "the failed call removed it")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.EqualValues(t, 1, removed, "and its removal is reported")
+}
+
+// startedCleaner starts a client on store with a cleaner pass every minute
+// of clk and a sender that delivers, after enqueueing one delivery (res) to
+// destination "ok"; observe sees every event.
+func startedCleaner(ctx context.Context, t *testing.T, store interface {
+	hookrelay.Queue
+	hookrelay.Ledger
+}, clk *clock.Mock, observe func(hookrelay.Event)) (*hookrelay.Client, hookrelay.EnqueueResult) {
+	t.Helper()
 	c, err := hookrelay.New(hookrelay.Config{
 		Queue: store, Ledger: store, Destinations: memory.NewDestinations(hookrelay.Destination{ID: "ok", URL: "https://ok.example/"}),
 		Clock: clk, PollInterval: 24 * time.Hour,
 		Retention: &hookrelay.RetentionPolicy{Interval: time.Minute},
 		Sender:    hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result { return hookrelay.Delivered(204) }),
-		Observer: hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) {
-			mu.Lock()
-			defer mu.Unlock()
-			switch e.Name {
-			case hookrelay.EventWorkerError:
-				failedOnce.Do(func() { close(failed) })
-			case hookrelay.EventHistoryRemoved:
-				removed += e.Count
-			}
-		}),
+		Observer:  hookrelay.ObserverFunc(func(_ context.Context, e hookrelay.Event) { observe(e) }),
 	})
 	require.NoError(t, err)
 	res, err := c.Enqueue(ctx, hookrelay.EnqueueParams{EventID: "evt_1", TenantID: "t", DestinationID: "ok", EventType: "x", Payload: []byte(`{}`)})
 	require.NoError(t, err)
 	require.NoError(t, c.Start(ctx))
-	defer func() { require.NoError(t, c.Stop(ctx)) }()
-	stepUntilClosed(t, clk, failed, "the failed call") // the first call that removes something fails
-	_, err = store.Get(ctx, res.ID)
-	require.ErrorIs(t, err, hookrelay.ErrNotFound, "the failed call removed it")
-	mu.Lock()
-	defer mu.Unlock()
-	assert.EqualValues(t, 1, removed, "and its removal is reported")
+	return c, res
 }
