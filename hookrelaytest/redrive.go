@@ -845,6 +845,14 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 			a, err := other.ResumeRedrive(ctx, id, "oncall", nil)
 			resumed <- redriveResult{a, err}
 		}()
+		// The clock stands still until the resume has cleared the stop:
+		// moved on before, the first run could see the stop and end, and
+		// the case would not test a resume that came first.
+		require.Eventually(t, func() bool {
+			a, err := other.RedriveStatus(ctx, id)
+			require.NoError(t, err)
+			return a.ResumedBy == "oncall" && a.StopRequestedBy == ""
+		}, 20*time.Second, time.Millisecond, "the resume clears the stop")
 		var r1, r2 redriveResult
 		got1, got2 := false, false
 		require.Eventually(t, func() bool {
