@@ -165,7 +165,7 @@ func (c *Client) resolve(ctx context.Context, claim Claim, run attemptRun) (a at
 		if dest.Disabled {
 			reason = ReasonDestinationDisabled
 		}
-		return a, false, c.release(ctx, d, lease, reason, now.Add(c.cfg.PausedRecheck), now, quietRelease)
+		return a, false, c.release(ctx, d, lease, reason, now.Add(c.cfg.PausedRecheck), now)
 	}
 	if run.overLimit != nil && run.overLimit(claim) {
 		// Before the rate limit takes a token: this attempt waits for a
@@ -197,7 +197,7 @@ func (c *Client) resolve(ctx context.Context, claim Claim, run attemptRun) (a at
 		if recheck := now.Add(c.cfg.PausedRecheck); recheck.Before(at) {
 			at = recheck
 		}
-		return a, false, c.release(ctx, d, lease, adm.reason, at, now, quietRelease)
+		return a, false, c.release(ctx, d, lease, adm.reason, at, now)
 	}
 	return attemptPlan{d: d, lease: lease, dest: dest, policy: policy, rules: rules, probe: adm.probe, now: now}, true, nil
 }
@@ -229,7 +229,7 @@ func (c *Client) send(ctx context.Context, a attemptPlan) (Result, time.Time, er
 		if a.probe {
 			c.giveBackProbe(context.WithoutCancel(ctx), a.d, finished)
 		}
-		if err := c.release(context.WithoutCancel(ctx), a.d, a.lease, ReasonSenderError, finished, finished, announceRelease); err != nil {
+		if err := c.release(context.WithoutCancel(ctx), a.d, a.lease, ReasonSenderError, finished, finished); err != nil {
 			return res, finished, err
 		}
 		return res, finished, ctx.Err()
@@ -376,24 +376,21 @@ func (c *Client) failBeforeSend(ctx context.Context, d Delivery, lease Lease, er
 		return err
 	}
 	now := c.clock.Now()
-	if rerr := c.release(context.WithoutCancel(ctx), d, lease, ReasonSenderError, now, now, announceRelease); rerr != nil {
+	if rerr := c.release(context.WithoutCancel(ctx), d, lease, ReasonSenderError, now, now); rerr != nil {
 		return rerr
 	}
 	return ctx.Err()
 }
 
-// announceRelease and quietRelease tell release whether the queue is to
-// announce the release (ReleaseParams.Announce): announced when the worker
-// stops or a call's context ended, so nothing here takes the delivery and
-// workers in other processes should at once; quiet in normal operation (a
-// destination without room, paused or held), where an announcement would
-// wake every worker to find the destination as it was.
-const (
-	announceRelease = true
-	quietRelease    = false
-)
-
-func (c *Client) release(ctx context.Context, d Delivery, lease Lease, reason string, at, now time.Time, announce bool) error {
+// release hands a claim back without spending an attempt. It asks the
+// queue to announce the release (ReleaseParams.Announce) when the reason
+// says nothing here will take the delivery — the worker stopping, or a
+// call's context that ended — so that workers in other processes take it
+// at once; not for the releases of normal operation (a destination
+// without room, paused or held), where an announcement would wake every
+// worker to find the destination as it was.
+func (c *Client) release(ctx context.Context, d Delivery, lease Lease, reason string, at, now time.Time) error {
+	announce := reason == ReasonWorkerStopped || reason == ReasonSenderError
 	if at.After(maxStorableTime) {
 		// A PausedRecheck (or a hold) of centuries: no store keeps the
 		// time, and a refused release would leave the delivery to be

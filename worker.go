@@ -644,7 +644,7 @@ func (c *Client) overLimit(ctx context.Context, r *attemptRunner, cl Claim, sett
 	w.mu.Unlock()
 	if draining {
 		now := c.clock.Now()
-		if err := c.release(settleCtx, cl.Delivery, cl.Lease, ReasonWorkerStopped, now, now, announceRelease); err != nil {
+		if err := c.release(settleCtx, cl.Delivery, cl.Lease, ReasonWorkerStopped, now, now); err != nil {
 			c.observe(ctx, Event{Name: EventWorkerError, Delivery: cl.Delivery, Err: err})
 		}
 		return true
@@ -785,7 +785,7 @@ func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error
 		// claim back at once, no attempt spent.
 		stopCtx := context.WithoutCancel(ctx)
 		for _, cl := range claims {
-			if err := c.release(stopCtx, cl.Delivery, cl.Lease, ReasonWorkerStopped, now, now, announceRelease); err != nil {
+			if err := c.release(stopCtx, cl.Delivery, cl.Lease, ReasonWorkerStopped, now, now); err != nil {
 				c.observe(stopCtx, Event{Name: EventWorkerError, Delivery: cl.Delivery, Err: err})
 			}
 		}
@@ -797,7 +797,7 @@ func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error
 	excess := c.keepOrHandBack(claims)
 	c.startHeld(ctx, launch)
 	for _, cl := range excess {
-		if err := c.release(context.WithoutCancel(ctx), cl.Delivery, cl.Lease, ReasonDestinationSaturated, now, now, quietRelease); err != nil {
+		if err := c.release(context.WithoutCancel(ctx), cl.Delivery, cl.Lease, ReasonDestinationSaturated, now, now); err != nil {
 			c.observe(ctx, Event{Name: EventWorkerError, Delivery: cl.Delivery, Err: err})
 		}
 	}
@@ -971,7 +971,7 @@ func (c *Client) startHeld(ctx context.Context, launch func(Claim)) {
 		launch(cl)
 	}
 	for _, cl := range stalePops {
-		if err := c.release(context.WithoutCancel(ctx), cl.Delivery, cl.Lease, ReasonDestinationSaturated, now, now, quietRelease); err != nil {
+		if err := c.release(context.WithoutCancel(ctx), cl.Delivery, cl.Lease, ReasonDestinationSaturated, now, now); err != nil {
 			c.observe(ctx, Event{Name: EventWorkerError, Delivery: cl.Delivery, Err: err})
 		}
 	}
@@ -988,7 +988,7 @@ func (c *Client) releaseHeld(ctx context.Context) {
 	ctx = context.WithoutCancel(ctx)
 	for _, cl := range held {
 		now := c.clock.Now()
-		if err := c.release(ctx, cl.Delivery, cl.Lease, ReasonWorkerStopped, now, now, announceRelease); err != nil {
+		if err := c.release(ctx, cl.Delivery, cl.Lease, ReasonWorkerStopped, now, now); err != nil {
 			c.observe(ctx, Event{Name: EventWorkerError, Delivery: cl.Delivery, Err: err})
 		}
 	}
