@@ -537,36 +537,14 @@ func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, log Redr
 		// A slot the rate put in the future is where a stop is looked for,
 		// whether or not the clock has passed it by the time it is reached
 		// (a slow process, or a busy store, must not skip the check).
-		waited := s.at.After(now)
-		stop, err := c.waitForSlot(ctx, log, a, s.at)
-		if err == nil && stop {
-			for _, rest := range slots[i:] {
-				rest.r.CancelAt(c.clock.Now())
-			}
-			return moved, skipped, last, nil
-		}
-		if err != nil {
+		stop, err := c.waitForSlot(ctx, log, a, s.at, s.at.After(now))
+		if err != nil || stop {
 			for _, rest := range slots[i:] {
 				rest.r.CancelAt(c.clock.Now())
 			}
 			return moved, skipped, last, err
 		}
 		at := c.clock.Now()
-		if waited {
-			cur, err := log.RedriveAudit(ctx, a.ID)
-			if err == nil && (cur.StopRequested || cur.Run != a.Run) {
-				for _, rest := range slots[i:] {
-					rest.r.CancelAt(at)
-				}
-				return moved, skipped, last, nil
-			}
-			if err != nil {
-				for _, rest := range slots[i:] {
-					rest.r.CancelAt(at)
-				}
-				return moved, skipped, last, opErr("ledger.redrive_audit", "", err)
-			}
-		}
 		rec, ok, err := dl.RedriveDelivery(ctx, RedriveDeliveryParams{ID: s.d.ID, AuditID: a.ID, Now: at})
 		if errors.Is(err, ErrNotFound) {
 			// A cleaner with RemoveDead took it since the listing: no
@@ -611,16 +589,18 @@ func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, log Redr
 // its stop control.
 const redriveStopPoll = time.Second
 
-// waitForSlot waits on the client's clock until t, looking at the stop
-// control every redriveStopPoll on the way; stop reports a stop requested
-// (or a later run begun) before t. An error is ctx's, or the store's.
-func (c *Client) waitForSlot(ctx context.Context, log RedriveAuditLog, a RedriveAudit, t time.Time) (stop bool, err error) {
-	for {
+// waitForSlot waits on the client's clock until t. When the slot was in
+// the future (waited), it looks at the stop control every redriveStopPoll
+// on the way and once more at t; stop reports a stop requested (or a later
+// run begun). An error is ctx's, or the store's.
+func (c *Client) waitForSlot(ctx context.Context, log RedriveAuditLog, a RedriveAudit, t time.Time, waited bool) (stop bool, err error) {
+	for waited {
 		next := c.clock.Now().Add(redriveStopPoll)
-		if !next.Before(t) {
-			return false, c.sleepUntil(ctx, t)
+		until := t
+		if next.Before(t) {
+			until = next
 		}
-		if err := c.sleepUntil(ctx, next); err != nil {
+		if err := c.sleepUntil(ctx, until); err != nil {
 			return false, err
 		}
 		cur, err := log.RedriveAudit(ctx, a.ID)
@@ -633,7 +613,11 @@ func (c *Client) waitForSlot(ctx context.Context, log RedriveAuditLog, a Redrive
 		if cur.StopRequested || cur.Run != a.Run {
 			return true, nil
 		}
+		if !next.Before(t) {
+			return false, nil
+		}
 	}
+	return false, c.sleepUntil(ctx, t)
 }
 
 // sleepUntil waits on the client's clock until t or until ctx ends.
