@@ -98,8 +98,17 @@ func (s *Store) Migrate(ctx context.Context) error {
 	case MySQL:
 		return s.migrateMySQL(ctx, ms)
 	default:
-		return s.inTx(ctx, migrateOp, func(q querier) error {
+		return s.inTx(ctx, "migrate", func(q querier) error {
 			if s.dialect == Postgres {
+				// Each statement after the migration lock must see what the
+				// process that held it before committed. Under a REPEATABLE
+				// READ or SERIALIZABLE default (default_transaction_isolation)
+				// the snapshot would be taken by the lock statement, before
+				// it waits, and the steps the other process applied
+				// meanwhile would be applied again.
+				if _, err := q.ExecContext(ctx, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"); err != nil {
+					return s.dbErr("migrate: isolation", err)
+				}
 				h := fnv.New64a()
 				h.Write([]byte("hookrelay migrate " + s.prefix))
 				if _, err := q.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", int64(h.Sum64())); err != nil {
@@ -110,10 +119,6 @@ func (s *Store) Migrate(ctx context.Context) error {
 		})
 	}
 }
-
-// migrateOp names Migrate's transaction, which runs at READ COMMITTED on
-// PostgreSQL whatever the database's default isolation (see inPoolTx).
-const migrateOp = "migrate"
 
 // mysqlLockWait is how many seconds one GET_LOCK of migrateMySQL waits
 // before ctx is looked at again; a variable for tests.

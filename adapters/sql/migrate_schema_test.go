@@ -116,7 +116,7 @@ func applySteps(t *testing.T, s *Store, ms []migration) {
 		require.NoError(t, s.applyMigrations(ctx, conn, ms))
 		return
 	}
-	require.NoError(t, s.inTx(ctx, migrateOp, func(q querier) error { return s.applyMigrations(ctx, q, ms) }))
+	require.NoError(t, s.inTx(ctx, "migrate", func(q querier) error { return s.applyMigrations(ctx, q, ms) }))
 }
 
 // copyRows copies table's rows from one Store to another at an older

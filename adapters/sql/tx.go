@@ -82,15 +82,9 @@ func (c *conflict) Is(target error) bool { return target == ErrTxConflict }
 
 func (s *Store) inPoolTx(ctx context.Context, op string, fn func(q querier) error) error {
 	var opts *sql.TxOptions
-	if s.dialect == MySQL || op == migrateOp {
-		// MySQL: READ COMMITTED keeps InnoDB from taking gap locks on the
-		// claim index, which would block concurrent enqueues. Migrate
-		// (PostgreSQL): each statement after the migration lock must see
-		// what the process that held it before committed. Under a
-		// REPEATABLE READ or SERIALIZABLE default
-		// (default_transaction_isolation) the transaction's snapshot is
-		// taken by the lock statement, before it waits, and the steps the
-		// other process applied meanwhile would be applied again.
+	if s.dialect == MySQL {
+		// READ COMMITTED keeps InnoDB from taking gap locks on the claim
+		// index, which would block concurrent enqueues.
 		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 	}
 	tx, err := s.db.BeginTx(ctx, opts)
