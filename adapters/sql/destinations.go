@@ -106,6 +106,38 @@ var _ hookrelay.DestinationBatchReader = (*Store)(nil)
 // under every dialect's parameter limit.
 const destinationsByIDChunk = 512
 
+// idChunks returns the distinct IDs of ids that a store can hold
+// (checkString(field, …)) as statement arguments, at most
+// destinationsByIDChunk to a chunk, each chunk padded to a power of two by
+// repeating its last ID: an IN list of them is one of at most ten
+// statement texts, whatever the lists, where one per length would have a
+// connection prepare (and keep) hundreds.
+func idChunks(field string, ids []string) [][]any {
+	seen := make(map[string]bool, len(ids))
+	var want []string
+	for _, id := range ids {
+		if !seen[id] && checkString(field, id, true) == nil {
+			seen[id] = true
+			want = append(want, id)
+		}
+	}
+	var chunks [][]any
+	for len(want) > 0 {
+		n := min(len(want), destinationsByIDChunk)
+		padded := 1
+		for padded < n {
+			padded *= 2
+		}
+		args := make([]any, padded)
+		for i := range padded {
+			args[i] = want[min(i, n-1)]
+		}
+		chunks = append(chunks, args)
+		want = want[n:]
+	}
+	return chunks
+}
+
 // DestinationsByID implements hookrelay.DestinationBatchReader: one
 // SELECT … WHERE id IN (…) per 512 IDs. A chunk's placeholders are padded
 // to a power of two (repeating its last ID), so the statement texts a
@@ -118,28 +150,9 @@ func (s *Store) DestinationsByID(ctx context.Context, ids []string) ([]hookrelay
 	if err := ctx.Err(); err != nil { // refused even when there is nothing to read
 		return nil, s.dbErr("destinations by ID", err)
 	}
-	seen := make(map[string]bool, len(ids))
-	var want []string
-	for _, id := range ids {
-		if !seen[id] && checkString("ID", id, true) == nil {
-			seen[id] = true
-			want = append(want, id)
-		}
-	}
 	out := []hookrelay.Destination{}
-	for len(want) > 0 {
-		n := min(len(want), destinationsByIDChunk)
-		chunk := want[:n]
-		want = want[n:]
-		padded := 1
-		for padded < n {
-			padded *= 2
-		}
-		args := make([]any, padded)
-		for i := range padded {
-			args[i] = chunk[min(i, n-1)]
-		}
-		rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+destinationCols+` FROM {dst} WHERE id IN (`+placeholders(padded)+`)`), args...)
+	for _, args := range idChunks("ID", ids) {
+		rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+destinationCols+` FROM {dst} WHERE id IN (`+placeholders(len(args))+`)`), args...)
 		if err != nil {
 			return nil, s.dbErr("destinations by ID", err)
 		}

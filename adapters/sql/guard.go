@@ -123,18 +123,8 @@ func (s *Store) GuardStates(ctx context.Context, p hookrelay.GuardStatesParams) 
 			return nil, err
 		}
 	} else {
-		seen := make(map[string]bool, len(p.IDs))
-		var want []any
-		for _, id := range p.IDs {
-			if !seen[id] && checkString("DestinationID", id, true) == nil {
-				seen[id] = true
-				want = append(want, id)
-			}
-		}
-		for len(want) > 0 {
-			chunk := want[:min(len(want), destinationsByIDChunk)]
-			want = want[len(chunk):]
-			if err := read(" WHERE destination_id IN ("+placeholders(len(chunk))+")", chunk); err != nil {
+		for _, args := range idChunks("DestinationID", p.IDs) {
+			if err := read(" WHERE destination_id IN ("+placeholders(len(args))+")", args); err != nil {
 				return nil, err
 			}
 		}
