@@ -91,8 +91,8 @@ func (g *globals) purge(ctx context.Context, args []string) error {
 	}
 	// One batch is one transaction's picked rows and their locks: bounded
 	// like every other page the operator calls take.
-	if *batch <= 0 || *batch > hookrelay.MaxPageSize {
-		return fail(exitUsage, "purge: --batch must be between 1 and %d", hookrelay.MaxPageSize)
+	if err := checkPageFlag("purge", "--batch", *batch); err != nil {
+		return err
 	}
 	policy := hookrelay.RetentionPolicy{
 		Delivered: delivered.d, AttemptDetails: details.d, RemoveDead: dead.set, Dead: dead.d, BatchSize: *batch,

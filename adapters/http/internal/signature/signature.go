@@ -119,15 +119,14 @@ func HeaderOf(keys []*Key, id string, timestamp int64, body []byte) string {
 	if len(keys) == 0 {
 		return ""
 	}
-	encLen := base64.StdEncoding.EncodedLen(sha256.Size)
-	buf := make([]byte, 0, len(id)+2+20+sha256.Size+encLen) // 20: the longest int64
+	buf := make([]byte, 0, len(id)+2+20+sha256.Size+encodedMACLen) // 20: the longest int64
 	buf = append(buf, id...)
 	buf = append(buf, '.')
 	buf = strconv.AppendInt(buf, timestamp, 10)
 	buf = append(buf, '.')
 	prefix := buf
 	var out strings.Builder
-	out.Grow(len(keys)*(len("v1,")+encLen+1) - 1)
+	out.Grow(len(keys)*(len("v1,")+encodedMACLen+1) - 1)
 	for i, k := range keys {
 		h := k.macs.Get().(hash.Hash)
 		h.Reset()
