@@ -470,8 +470,12 @@ var errConfirmLost = errors.New("hookamqp: the channel closed before the broker 
 // awaitAttempt waits, for an operation that found the connection gone,
 // for the connection attempt attempted reports, while ctx allows. It
 // fails at once with ErrNotConnected when the last attempt failed
-// (lastErr: the broker is unreachable) or the operation waited already.
+// (lastErr: the broker is unreachable, or refused the topology) or the
+// operation waited already.
 func (b *broker) awaitAttempt(ctx context.Context, attempted <-chan struct{}, lastErr error, waited bool) error {
+	if errors.Is(lastErr, ErrNotConnected) {
+		return lastErr // connect's dial error says so already
+	}
 	if lastErr != nil {
 		return fmt.Errorf("%w: %s", ErrNotConnected, lastErr.Error())
 	}
