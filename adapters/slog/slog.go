@@ -7,6 +7,8 @@
 //	event           the hookrelay.EventName
 //	delivery_id     the idempotency key, to find the record and the recipient's copy
 //	event_id, tenant_id, destination_id, event_type
+//	                (an event about a destination and no delivery, such as
+//	                destination_paused, has destination_id only)
 //	attempt         the attempt the event is about (for retry_scheduled: the
 //	                attempt that failed; next_attempt is the one scheduled)
 //	scope           the delivery's scope labels, as a group: at most
@@ -189,6 +191,10 @@ func (o *Observer) Observe(ctx context.Context, e hookrelay.Event) {
 				attrs = append(attrs, slog.Int("scope_omitted", omitted))
 			}
 		}
+	} else if d.DestinationID != "" {
+		// An event about a destination, not a delivery (an operator's
+		// pause, the retention cleaner's counts).
+		attrs = append(attrs, slog.String("destination_id", d.DestinationID))
 	}
 	reason := e.Reason
 	if r := e.Result; r != nil {

@@ -275,3 +275,29 @@ func TestOutcomeIsMaskedAndCut(t *testing.T) {
 		t.Errorf("outcome logged as it was (%d bytes):\n%.300s", len(raw), raw)
 	}
 }
+
+// An operator's change to a destination (and the retention cleaner's
+// counts) is an event about a destination with no delivery: its record
+// still names the destination, or a log of "destination paused by an
+// operator" would not say which.
+func TestDestinationEventsWithoutADeliveryNameTheDestination(t *testing.T) {
+	names := []hookrelay.EventName{hookrelay.EventDestinationPaused, hookrelay.EventDestinationResumed,
+		hookrelay.EventDestinationEnabled, hookrelay.EventDestinationGuardCleared, hookrelay.EventHistoryRemoved, hookrelay.EventAttemptsCompacted}
+	lines, _ := logLines(t, slog.LevelDebug, func(o *hookslog.Observer) {
+		for _, n := range names {
+			o.Observe(context.Background(), hookrelay.Event{Name: n, Delivery: hookrelay.Delivery{DestinationID: "acme"}, Time: scriptedrun.T0})
+		}
+	})
+	for _, n := range names {
+		got := find(lines, string(n), "acme")
+		if len(got) != 1 {
+			t.Errorf("%s: %d records naming destination acme, want 1: %v", n, len(got), lines)
+			continue
+		}
+		for _, k := range []string{"delivery_id", "attempt", "tenant_id"} {
+			if _, ok := got[0][k]; ok {
+				t.Errorf("%s: %s logged for an event about no delivery: %v", n, k, got[0])
+			}
+		}
+	}
+}
