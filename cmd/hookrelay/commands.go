@@ -11,25 +11,27 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	hooksql "github.com/hookrelay/hookrelay/adapters/sql"
+	"github.com/hookrelay/hookrelay/internal/filterlist"
 )
 
-// listFlag is a repeatable, comma-separated string flag. Blank entries
-// between others are dropped; a value with no entry at all is refused, as
-// a filter left empty would select everything.
+// listFlag is a repeatable, comma-separated string flag, read as CSV
+// (internal/filterlist): a value holding a comma is written in double
+// quotes ("acct,eu"). Blank entries between others are dropped; a value
+// with no entry at all is refused, as a filter left empty would select
+// everything.
 type listFlag []string
 
-func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) String() string { return filterlist.Join(*l) }
 
 func (l *listFlag) Set(v string) error {
-	n := len(*l)
-	for _, p := range strings.Split(v, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			*l = append(*l, p)
-		}
+	vs, err := filterlist.Split(v)
+	if err != nil {
+		return err
 	}
-	if len(*l) == n {
+	if len(vs) == 0 {
 		return errors.New("empty: give at least one value (leave the flag out to select all)")
 	}
+	*l = append(*l, vs...)
 	return nil
 }
 
