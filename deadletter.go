@@ -40,11 +40,13 @@ const MaxFilterValues = 1000
 // than MaxFilterValues values, or the first value, as
 // "Filter.TenantIDs[3]", that no record can hold: bytes that are not
 // UTF-8, or a NUL byte (PostgreSQL refuses such text as a statement
-// parameter, where another store would match nothing); or a DeadSince or
+// parameter, where another store would match nothing); a DeadSince or
 // DeadBefore outside the years 1678 to 2262, which SQL stores cannot
-// encode. Client.DeadLetters,
-// Client.PlanRedrive and Client.Redrive call it before the store sees the
-// filter.
+// encode; or, as "Filter.DeadSince", a DeadSince at or after DeadBefore
+// (both set), a window no record can fall in, refused rather than
+// answered with nothing as if nothing had been dead-lettered.
+// Client.DeadLetters, Client.PlanRedrive and Client.Redrive call it before
+// the store sees the filter.
 func (f DeadLetterFilter) Validate() error {
 	for _, l := range []struct {
 		name string
@@ -66,6 +68,10 @@ func (f DeadLetterFilter) Validate() error {
 		if !b.t.IsZero() && (b.t.Before(minStorableTime) || b.t.After(maxStorableTime)) {
 			return invalid(ErrInvalidRequest, "Filter."+b.name, b.t.Format(time.RFC3339)+" is outside the storable range (years 1678 to 2262)")
 		}
+	}
+	if !f.DeadSince.IsZero() && !f.DeadBefore.IsZero() && !f.DeadSince.Before(f.DeadBefore) {
+		return invalid(ErrInvalidRequest, "Filter.DeadSince", fmt.Sprintf("%s is not before Filter.DeadBefore %s: the window selects nothing",
+			f.DeadSince.UTC().Format(time.RFC3339Nano), f.DeadBefore.UTC().Format(time.RFC3339Nano)))
 	}
 	return nil
 }
@@ -271,6 +277,13 @@ func (c *Client) PlanRedrive(ctx context.Context, filter DeadLetterFilter) (Redr
 	if err := filter.Validate(); err != nil {
 		return RedrivePlan{}, err
 	}
+	return planRedrive(ctx, dl, filter)
+}
+
+// planRedrive is PlanRedrive of a filter already validated. A redrive
+// plans its caller's filter narrowed to its snapshot, which may leave a
+// window empty (a DeadSince after the snapshot): that plan counts nothing.
+func planRedrive(ctx context.Context, dl DeadLetterLedger, filter DeadLetterFilter) (RedrivePlan, error) {
 	rows, err := dl.PlanRedrive(ctx, filter)
 	if err != nil {
 		return RedrivePlan{}, opErr("ledger.plan_redrive", "", err)

@@ -387,3 +387,73 @@ func TestPolicyVersionNoStoreHoldsIsRefused(t *testing.T) {
 	p.Version = strings.Repeat("é", 32) // 64 bytes: at the limit
 	assert.NoError(t, p.Validate())
 }
+
+// TestDeadLetterFilterRefusesAnEmptyTimeWindow: a DeadSince at or after
+// DeadBefore selects nothing whatever is stored, so every operator call
+// refuses it naming both fields, rather than answering an empty list or
+// a redrive of nothing as if nothing had been dead-lettered.
+func TestDeadLetterFilterRefusesAnEmptyTimeWindow(t *testing.T) {
+	c, _ := newClient(t)
+	ctx := context.Background()
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for name, f := range map[string]hookrelay.DeadLetterFilter{
+		"inverted": {DeadSince: at.Add(time.Hour), DeadBefore: at},
+		"equal":    {DeadSince: at, DeadBefore: at},
+	} {
+		for call, run := range map[string]func() error{
+			"Validate": f.Validate,
+			"PlanRedrive": func() error {
+				_, err := c.PlanRedrive(ctx, f)
+				return err
+			},
+			"DeadLetters": func() error {
+				_, err := c.DeadLetters(ctx, hookrelay.DeadLettersParams{Filter: f})
+				return err
+			},
+			"Redrive": func() error {
+				_, err := c.Redrive(ctx, hookrelay.RedriveParams{Filter: f, Actor: "ops", Reason: "r", RatePerSecond: 1})
+				return err
+			},
+		} {
+			err := run()
+			require.ErrorIs(t, err, hookrelay.ErrInvalidRequest, "%s %s", call, name)
+			var ve *hookrelay.ValidationError
+			require.ErrorAs(t, err, &ve, "%s %s", call, name)
+			assert.Equal(t, "Filter.DeadSince", ve.Field, "%s %s", call, name)
+			assert.Contains(t, err.Error(), "Filter.DeadBefore", "%s %s: the error names both bounds", call, name)
+		}
+	}
+	for _, f := range []hookrelay.DeadLetterFilter{
+		{DeadSince: at, DeadBefore: at.Add(time.Nanosecond)},
+		{DeadSince: at},
+		{DeadBefore: at},
+	} {
+		assert.NoError(t, f.Validate(), "%v", f)
+	}
+	// A redrive's own bound (its snapshot) is not the caller's: a window
+	// starting after now is valid and moves nothing.
+	a, err := c.Redrive(ctx, hookrelay.RedriveParams{Filter: hookrelay.DeadLetterFilter{DeadSince: time.Now().Add(time.Hour)}, Actor: "ops", Reason: "r", RatePerSecond: 1})
+	require.NoError(t, err)
+	assert.Equal(t, hookrelay.RedriveFinished, a.State)
+}
+
+// TestRedriveRefusesARateOutsideItsBound: RatePerSecond must be a
+// positive, finite number of at most MaxRedriveRate, whoever calls
+// Redrive (RedriveParams.Validate says the same before anything is read).
+func TestRedriveRefusesARateOutsideItsBound(t *testing.T) {
+	c, _ := newClient(t)
+	ctx := context.Background()
+	for _, r := range []float64{0, -1, math.NaN(), math.Inf(1), math.Inf(-1), math.Nextafter(hookrelay.MaxRedriveRate, math.Inf(1))} {
+		p := hookrelay.RedriveParams{Actor: "ops", Reason: "r", RatePerSecond: r}
+		for call, err := range map[string]error{"Validate": p.Validate(), "Redrive": func() error { _, err := c.Redrive(ctx, p); return err }()} {
+			require.ErrorIs(t, err, hookrelay.ErrInvalidRequest, "%s rate %v", call, r)
+			var ve *hookrelay.ValidationError
+			require.ErrorAs(t, err, &ve, "%s rate %v", call, r)
+			assert.Equal(t, "RatePerSecond", ve.Field, "%s rate %v", call, r)
+			assert.Contains(t, ve.Problem, "at most 1e+06", "%s rate %v: the bound is named", call, r)
+		}
+	}
+	a, err := c.Redrive(ctx, hookrelay.RedriveParams{Actor: "ops", Reason: "r", RatePerSecond: hookrelay.MaxRedriveRate})
+	require.NoError(t, err, "the bound itself is accepted")
+	assert.Equal(t, hookrelay.RedriveFinished, a.State)
+}

@@ -175,8 +175,8 @@ type RedriveParams struct {
 	// is recorded.
 	Reason string
 	// RatePerSecond caps how many deliveries per second go back to each
-	// destination (required, positive). The worker sends them as they
-	// become due.
+	// destination (required, positive, at most MaxRedriveRate). The
+	// worker sends them as they become due.
 	RatePerSecond float64
 	// BatchSize is how many deliveries are handled between two checks of
 	// the stop control and two audit updates. Defaults to
@@ -197,6 +197,30 @@ type RedriveParams struct {
 	// is not recorded: ResumeRedrive asks Config.Authorizer only (and moves
 	// no tenant but the audit's Tenants).
 	Authorizer Authorizer
+}
+
+// MaxRedriveRate is the highest RedriveParams.RatePerSecond: a million
+// deliveries per second per destination, far above what a recipient
+// takes, so a rate above it is a mistake (a unit, a stray exponent).
+const MaxRedriveRate = 1e6
+
+// Validate returns a *ValidationError (wrapping ErrInvalidRequest) naming
+// the first field of p that Redrive refuses: an Actor or Reason empty or
+// only white space; a RatePerSecond that is not a positive, finite number
+// of at most MaxRedriveRate; a negative BatchSize; or a Filter its
+// Validate refuses. Redrive calls it before it reads anything.
+func (p RedriveParams) Validate() error {
+	switch {
+	case strings.TrimSpace(p.Actor) == "":
+		return invalid(ErrInvalidRequest, "Actor", "must not be blank (empty or only white space)")
+	case strings.TrimSpace(p.Reason) == "":
+		return invalid(ErrInvalidRequest, "Reason", "must not be blank (empty or only white space)")
+	case !(p.RatePerSecond > 0 && p.RatePerSecond <= MaxRedriveRate): // NaN too
+		return invalid(ErrInvalidRequest, "RatePerSecond", fmt.Sprintf("must be a positive number of deliveries per second per destination, at most %g, not %g", float64(MaxRedriveRate), p.RatePerSecond))
+	case p.BatchSize < 0:
+		return invalid(ErrInvalidRequest, "BatchSize", "must not be negative")
+	}
+	return p.Filter.Validate()
 }
 
 // Redrive moves the dead-lettered deliveries matching params.Filter back to
@@ -230,21 +254,14 @@ func (c *Client) Redrive(ctx context.Context, params RedriveParams) (RedriveAudi
 	if err != nil {
 		return RedriveAudit{}, err
 	}
-	switch {
-	case strings.TrimSpace(params.Actor) == "":
-		return RedriveAudit{}, invalid(ErrInvalidRequest, "Actor", "must not be empty or only white space")
-	case strings.TrimSpace(params.Reason) == "":
-		return RedriveAudit{}, invalid(ErrInvalidRequest, "Reason", "must not be empty or only white space")
-	case !(params.RatePerSecond > 0) || params.RatePerSecond > 1e6:
-		return RedriveAudit{}, invalid(ErrInvalidRequest, "RatePerSecond", "must be positive and at most 1e6")
-	case params.BatchSize < 0:
-		return RedriveAudit{}, invalid(ErrInvalidRequest, "BatchSize", "must not be negative")
+	if err := params.Validate(); err != nil {
+		return RedriveAudit{}, err
 	}
 	params.BatchSize = min(cmp.Or(params.BatchSize, DefaultRedriveBatchSize), MaxPageSize)
 	now := c.clock.Now()
 	filter := params.Filter
 	filter.DeadBefore = snapshotBound(filter.DeadBefore, now)
-	plan, err := c.PlanRedrive(ctx, filter)
+	plan, err := planRedrive(ctx, dl, filter)
 	if err != nil {
 		return RedriveAudit{}, err
 	}
@@ -291,7 +308,7 @@ func (c *Client) ResumeRedrive(ctx context.Context, id, actor string, progress f
 		return RedriveAudit{}, err
 	}
 	if strings.TrimSpace(actor) == "" {
-		return RedriveAudit{}, invalid(ErrInvalidRequest, "actor", "must not be empty or only white space")
+		return RedriveAudit{}, invalid(ErrInvalidRequest, "actor", "must not be blank (empty or only white space)")
 	}
 	a, err := log.RedriveAudit(ctx, id)
 	if err != nil {
@@ -312,7 +329,7 @@ func (c *Client) ResumeRedrive(ctx context.Context, id, actor string, progress f
 	filter.TenantIDs = a.Tenants
 	plan := RedrivePlan{Filter: filter} // no tenant: it moves nothing
 	if len(a.Tenants) > 0 {
-		if plan, err = c.PlanRedrive(ctx, filter); err != nil {
+		if plan, err = planRedrive(ctx, dl, filter); err != nil {
 			return RedriveAudit{}, err
 		}
 	}
@@ -346,7 +363,7 @@ func (c *Client) StopRedrive(ctx context.Context, id, actor string) (RedriveAudi
 		return RedriveAudit{}, err
 	}
 	if strings.TrimSpace(actor) == "" {
-		return RedriveAudit{}, invalid(ErrInvalidRequest, "actor", "must not be empty or only white space")
+		return RedriveAudit{}, invalid(ErrInvalidRequest, "actor", "must not be blank (empty or only white space)")
 	}
 	a, err := log.RedriveAudit(ctx, id)
 	if err != nil {

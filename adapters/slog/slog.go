@@ -7,6 +7,8 @@
 //	event           the hookrelay.EventName
 //	delivery_id     the idempotency key, to find the record and the recipient's copy
 //	event_id, tenant_id, destination_id, event_type
+//	                (an event about a destination and no delivery, such as
+//	                destination_paused, has destination_id only)
 //	attempt         the attempt the event is about (for retry_scheduled: the
 //	                attempt that failed; next_attempt is the one scheduled)
 //	scope           the delivery's scope labels, as a group: at most
@@ -22,10 +24,16 @@
 //	status          the HTTP status, when there was one
 //	detail          the sender's diagnostic, masked and cut to MaxDetailBytes
 //	latency, delay, next_attempt_at, retry_after, op, error
-//	held_until      when a destination's Retry-After hold ends (destination_held)
+//	held_until      when a destination's Retry-After hold ends (destination_held);
+//	                for destination_guard_cleared, when the cleared guard would
+//	                have let it be sent (left out when it held nothing)
 //	consecutive_failures, cool_down, open_until
 //	                the failures that opened a circuit, its cool-down and
-//	                when its probe goes (circuit_opened)
+//	                when its probe goes (circuit_opened); the failures in a
+//	                row a cleared guard had (destination_guard_cleared)
+//	state, count    the records the retention cleaner removed of a
+//	                destination in one state (history_removed), or whose
+//	                attempts it compacted (attempts_compacted, count only)
 //	failing_for     the span every attempt failed that disabled a
 //	                destination (destination_disabled, reason destination_failing)
 //
@@ -143,6 +151,9 @@ var messages = map[hookrelay.EventName]string{
 	hookrelay.EventCircuitOpened:           "destination circuit opened: nothing is sent until the probe",
 	hookrelay.EventCircuitClosed:           "destination circuit closed: sending resumed",
 	hookrelay.EventDestinationGuardCleared: "destination guard cleared by an operator: holds lifted, circuit closed",
+	hookrelay.EventHistoryRemoved:          "delivery history removed by retention",
+	hookrelay.EventAttemptsCompacted:       "attempt details compacted by retention",
+	hookrelay.EventRepublished:             "pending delivery published again after its message was lost",
 	hookrelay.EventWorkerError:             "worker error",
 }
 
@@ -189,6 +200,10 @@ func (o *Observer) Observe(ctx context.Context, e hookrelay.Event) {
 				attrs = append(attrs, slog.Int("scope_omitted", omitted))
 			}
 		}
+	} else if d.DestinationID != "" {
+		// An event about a destination, not a delivery (an operator's
+		// pause, the retention cleaner's counts).
+		attrs = append(attrs, slog.String("destination_id", d.DestinationID))
 	}
 	reason := e.Reason
 	if r := e.Result; r != nil {
@@ -223,6 +238,15 @@ func (o *Observer) Observe(ctx context.Context, e hookrelay.Event) {
 		attrs = append(attrs, slog.Duration("delay", e.Delay), slog.Time("held_until", e.At))
 	case hookrelay.EventCircuitOpened:
 		attrs = append(attrs, slog.Int64("consecutive_failures", e.Count), slog.Duration("cool_down", e.Delay), slog.Time("open_until", e.At))
+	case hookrelay.EventDestinationGuardCleared:
+		if !e.At.IsZero() {
+			attrs = append(attrs, slog.Time("held_until", e.At))
+		}
+		attrs = append(attrs, slog.Int64("consecutive_failures", e.Count))
+	case hookrelay.EventHistoryRemoved:
+		attrs = append(attrs, slog.String("state", string(e.Delivery.State)), slog.Int64("count", e.Count))
+	case hookrelay.EventAttemptsCompacted:
+		attrs = append(attrs, slog.Int64("count", e.Count))
 	case hookrelay.EventDestinationDisabled:
 		if e.Delay > 0 {
 			attrs = append(attrs, slog.Duration("failing_for", e.Delay))

@@ -275,3 +275,70 @@ func TestOutcomeIsMaskedAndCut(t *testing.T) {
 		t.Errorf("outcome logged as it was (%d bytes):\n%.300s", len(raw), raw)
 	}
 }
+
+// An operator's change to a destination (and the retention cleaner's
+// counts) is an event about a destination with no delivery: its record
+// still names the destination, or a log of "destination paused by an
+// operator" would not say which.
+func TestDestinationEventsWithoutADeliveryNameTheDestination(t *testing.T) {
+	names := []hookrelay.EventName{hookrelay.EventDestinationPaused, hookrelay.EventDestinationResumed,
+		hookrelay.EventDestinationEnabled, hookrelay.EventDestinationGuardCleared, hookrelay.EventHistoryRemoved, hookrelay.EventAttemptsCompacted}
+	lines, _ := logLines(t, slog.LevelDebug, func(o *hookslog.Observer) {
+		for _, n := range names {
+			o.Observe(context.Background(), hookrelay.Event{Name: n, Delivery: hookrelay.Delivery{DestinationID: "acme"}, Time: scriptedrun.T0})
+		}
+	})
+	for _, n := range names {
+		got := find(lines, string(n), "acme")
+		if len(got) != 1 {
+			t.Errorf("%s: %d records naming destination acme, want 1: %v", n, len(got), lines)
+			continue
+		}
+		for _, k := range []string{"delivery_id", "attempt", "tenant_id"} {
+			if _, ok := got[0][k]; ok {
+				t.Errorf("%s: %s logged for an event about no delivery: %v", n, k, got[0])
+			}
+		}
+	}
+}
+
+// A cleared guard's record says what the guard held, as the held and
+// circuit-opened records do: when it would have let the destination be
+// sent to (held_until, left out when it held nothing) and the failures in
+// a row it had (consecutive_failures). The retention cleaner's records
+// carry their count.
+func TestGuardClearedAndRetentionRecordsCarryTheirNumbers(t *testing.T) {
+	until := scriptedrun.T0.Add(90 * time.Second)
+	lines, _ := logLines(t, slog.LevelDebug, func(o *hookslog.Observer) {
+		ctx := context.Background()
+		o.Observe(ctx, hookrelay.Event{Name: hookrelay.EventDestinationGuardCleared, Delivery: hookrelay.Delivery{DestinationID: "acme"}, At: until, Count: 4, Time: scriptedrun.T0})
+		o.Observe(ctx, hookrelay.Event{Name: hookrelay.EventDestinationGuardCleared, Delivery: hookrelay.Delivery{DestinationID: "idle"}, Time: scriptedrun.T0})
+		o.Observe(ctx, hookrelay.Event{Name: hookrelay.EventHistoryRemoved, Delivery: hookrelay.Delivery{DestinationID: "acme", State: hookrelay.StateDelivered}, Count: 120, Time: scriptedrun.T0})
+		o.Observe(ctx, hookrelay.Event{Name: hookrelay.EventAttemptsCompacted, Delivery: hookrelay.Delivery{DestinationID: "acme"}, Count: 7, Time: scriptedrun.T0})
+	})
+	cleared := find(lines, "destination_guard_cleared", "acme")
+	if len(cleared) != 1 {
+		t.Fatalf("destination_guard_cleared records: %v", lines)
+	}
+	wantFields(t, "cleared", cleared[0], map[string]any{
+		"level": "INFO", "held_until": until.Format(time.RFC3339Nano), "consecutive_failures": 4,
+	})
+	idle := find(lines, "destination_guard_cleared", "idle")
+	if len(idle) != 1 {
+		t.Fatalf("destination_guard_cleared records: %v", lines)
+	}
+	wantFields(t, "cleared idle", idle[0], map[string]any{"consecutive_failures": 0})
+	if _, ok := idle[0]["held_until"]; ok {
+		t.Errorf("a guard that held nothing logs held_until: %v", idle[0])
+	}
+	removed := find(lines, "history_removed", "acme")
+	if len(removed) != 1 {
+		t.Fatalf("history_removed records: %v", lines)
+	}
+	wantFields(t, "removed", removed[0], map[string]any{"count": 120, "state": "delivered"})
+	compacted := find(lines, "attempts_compacted", "acme")
+	if len(compacted) != 1 {
+		t.Fatalf("attempts_compacted records: %v", lines)
+	}
+	wantFields(t, "compacted", compacted[0], map[string]any{"count": 7})
+}

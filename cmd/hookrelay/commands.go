@@ -11,25 +11,27 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	hooksql "github.com/hookrelay/hookrelay/adapters/sql"
+	"github.com/hookrelay/hookrelay/internal/filterlist"
 )
 
-// listFlag is a repeatable, comma-separated string flag. Blank entries
-// between others are dropped; a value with no entry at all is refused, as
-// a filter left empty would select everything.
+// listFlag is a repeatable, comma-separated string flag, read as CSV
+// (internal/filterlist): a value holding a comma is written in double
+// quotes ("acct,eu"). Blank entries between others are dropped; a value
+// with no entry at all is refused, as a filter left empty would select
+// everything.
 type listFlag []string
 
-func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) String() string { return filterlist.Join(*l) }
 
 func (l *listFlag) Set(v string) error {
-	n := len(*l)
-	for _, p := range strings.Split(v, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			*l = append(*l, p)
-		}
+	vs, err := filterlist.Split(v)
+	if err != nil {
+		return err
 	}
-	if len(*l) == n {
+	if len(vs) == 0 {
 		return errors.New("empty: give at least one value (leave the flag out to select all)")
 	}
+	*l = append(*l, vs...)
 	return nil
 }
 
@@ -76,19 +78,38 @@ func addFilterFlags(fs *flag.FlagSet) *filterFlags {
 	return f
 }
 
-// check refuses a time range that selects nothing: --since at or after
-// --before would match no record, and the command would say so as if
-// nothing had been dead-lettered.
+// check refuses a selection the library refuses (hookrelay.DeadLetterFilter.Validate:
+// a value no record holds, a list too long, a --since not before
+// --before, whose window would match nothing and be reported as if
+// nothing had been dead-lettered), before the database is opened.
 func (f *filterFlags) check(cmd string) error {
-	if !f.since.t.IsZero() && !f.before.t.IsZero() && !f.since.t.Before(f.before.t) {
-		return fail(exitUsage, "%s: --since %s is not before --before %s: the range [since, before) is empty",
-			cmd, fmtTime(f.since.t), fmtTime(f.before.t))
-	}
-	return nil
+	return flagError(cmd, f.filter().Validate())
 }
 
-// maxRedriveRate is the highest --rate: Client.Redrive's bound.
-const maxRedriveRate = 1e6
+// flags names the flag that fills each field of hookrelay.RedriveParams
+// and its Filter.
+var flags = map[string]string{
+	"Filter.TenantIDs": "--tenant", "Filter.DestinationIDs": "--destination", "Filter.EventTypes": "--event-type",
+	"Filter.Reasons": "--failure", "Filter.DeadSince": "--since", "Filter.DeadBefore": "--before",
+	"Actor": "--actor", "Reason": "--reason", "RatePerSecond": "--rate", "BatchSize": "--batch",
+}
+
+// flagError turns the library's *ValidationError of a field a flag fills
+// into a usage error naming the flag (and the value's position among the
+// flag's values is left out: the message quotes the value). Other errors
+// are returned as they are.
+func flagError(cmd string, err error) error {
+	var ve *hookrelay.ValidationError
+	if !errors.As(err, &ve) {
+		return err
+	}
+	field, _, _ := strings.Cut(ve.Field, "[")
+	name, ok := flags[field]
+	if !ok {
+		return err
+	}
+	return fail(exitUsage, "%s: %s %s", cmd, name, strings.ReplaceAll(ve.Problem, "Filter.DeadBefore", flags["Filter.DeadBefore"]))
+}
 
 // checkPageFlag refuses a page-size flag outside 1..MaxPageSize, which
 // the library would otherwise replace quietly (0 by its default, more by
@@ -355,27 +376,28 @@ func (g *globals) redriveStart(ctx context.Context, args []string) error {
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
+	// A flag left out is named as missing; a value given is checked by
+	// the library (RedriveParams.Validate), before the database is opened.
 	switch {
 	case *rate == 0:
 		return fail(exitUsage, "redrive start: --rate N is required (deliveries per second per destination)")
-	case !(*rate > 0) || *rate > maxRedriveRate:
-		return fail(exitUsage, "redrive start: --rate must be a positive number of deliveries per second per destination, at most %g, not %v", maxRedriveRate, *rate)
-	case strings.TrimSpace(*actor) == "":
-		return fail(exitUsage, "redrive start: --actor NAME is required and must not be blank")
-	case strings.TrimSpace(*reason) == "":
-		return fail(exitUsage, "redrive start: --reason TEXT is required and must not be blank")
+	case *actor == "":
+		return fail(exitUsage, "redrive start: --actor NAME is required")
+	case *reason == "":
+		return fail(exitUsage, "redrive start: --reason TEXT is required")
 	}
 	if err := checkPageFlag("redrive start", "--batch", *batch); err != nil {
 		return err
 	}
-	if err := ff.check("redrive start"); err != nil {
+	params := hookrelay.RedriveParams{
+		Filter: ff.filter(), Actor: *actor, Reason: *reason, RatePerSecond: *rate, BatchSize: *batch,
+		Progress: g.progress,
+	}
+	if err := flagError("redrive start", params.Validate()); err != nil {
 		return err
 	}
 	return g.withClient(ctx, *cross, func(_ *hooksql.Store, c *hookrelay.Client) error {
-		a, err := c.Redrive(ctx, hookrelay.RedriveParams{
-			Filter: ff.filter(), Actor: *actor, Reason: *reason, RatePerSecond: *rate, BatchSize: *batch,
-			Progress: g.progress,
-		})
+		a, err := c.Redrive(ctx, params)
 		return g.redriveResult(a, err)
 	})
 }

@@ -216,6 +216,37 @@ func TestOutOfRangeFlagsAreRefusedNamingTheFlag(t *testing.T) {
 	}
 }
 
+// The selection flags are checked by the library's DeadLetterFilter
+// (and redrive start's by RedriveParams) before the database is opened,
+// and the message names the flags the operator typed, not the library's
+// fields (Filter.TenantIDs[0]); an empty window names both its flags.
+func TestSelectionErrorsNameTheFlags(t *testing.T) {
+	dsn := filepath.Join(t.TempDir(), "hr.db")
+	require.NoError(t, exec.Command(binary, "--dsn", dsn, "migrate").Run())
+	start := []string{"--dsn", dsn, "redrive", "start", "--actor", "ops", "--reason", "r", "--rate", "1"}
+	for _, c := range []struct {
+		want []string
+		args []string
+	}{
+		{[]string{"--tenant", "not valid UTF-8"}, []string{"--dsn", dsn, "dead", "list", "--tenant", "bad\xff"}},
+		{[]string{"--failure"}, []string{"--dsn", dsn, "redrive", "plan", "--failure", "a\xfeb"}},
+		{[]string{"--destination"}, append(slices.Clone(start), "--destination", "d\xc3")},
+		{[]string{"--since 2030-01-01T00:00:00Z is not before --before 2020-01-01T00:00:00Z"},
+			[]string{"--dsn", dsn, "dead", "list", "--since", "2030-01-01T00:00:00Z", "--before", "2020-01-01T00:00:00Z"}},
+		{[]string{"--actor"}, []string{"--dsn", dsn, "redrive", "start", "--actor", " ", "--reason", "r", "--rate", "1"}},
+		{[]string{"--rate", "at most 1e+06"}, []string{"--dsn", dsn, "redrive", "start", "--actor", "ops", "--reason", "r", "--rate", "2e6"}},
+	} {
+		out, err := exec.Command(binary, c.args...).CombinedOutput()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, "%q: %s", c.args, out)
+		assert.Equal(t, exitUsage, ee.ExitCode(), "%q: %s", c.args, out)
+		for _, w := range c.want {
+			assert.Contains(t, string(out), w, "%q", c.args)
+		}
+		assert.NotContains(t, string(out), "Filter.", "%q: the library's field names are not the operator's", c.args)
+	}
+}
+
 // failingCLIIn runs the CLI in dir with --dsn dsn and cmd, which must fail,
 // and returns its exit code and its output (stdout and stderr).
 func failingCLIIn(t *testing.T, dir, dsn, cmd string) (int, string) {

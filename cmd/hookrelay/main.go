@@ -143,7 +143,8 @@ commands:
                                   pending ones never. --dry-run counts by destination and
                                   state and changes nothing
 
-filters (repeatable or comma-separated):
+filters (repeatable or comma-separated; a value holding a comma in double
+quotes, as in CSV: --destination '"acct,eu"'):
   --tenant T  --destination D  --event-type E  --failure REASON
   --since TIME  --before TIME     dead-lettered in [since, before); RFC 3339 or a
                                   duration ago, e.g. 24h

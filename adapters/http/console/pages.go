@@ -17,6 +17,7 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/adapters/internal/redact"
+	"github.com/hookrelay/hookrelay/internal/filterlist"
 )
 
 func (h *Handler) routes() {
@@ -453,18 +454,19 @@ func readFilter(get func(string) string, now time.Time) (filterForm, hookrelay.D
 		EventType: strings.TrimSpace(get("event_type")), Reason: strings.TrimSpace(get("reason")),
 		Since: strings.TrimSpace(get("since")), Before: strings.TrimSpace(get("before")),
 	}
-	list := func(s string) []string {
-		var out []string
-		for _, v := range strings.Split(s, ",") {
-			if v = strings.TrimSpace(v); v != "" {
-				out = append(out, v)
-			}
+	// Each field is a comma-separated list, a value holding a comma in
+	// double quotes (internal/filterlist, as the CLI's flags).
+	var sel hookrelay.DeadLetterFilter
+	for _, l := range []struct {
+		field, text string
+		to          *[]string
+	}{{"tenant", f.Tenant, &sel.TenantIDs}, {"destination", f.Destination, &sel.DestinationIDs},
+		{"event_type", f.EventType, &sel.EventTypes}, {"reason", f.Reason, &sel.Reasons}} {
+		vs, err := filterlist.Split(l.text)
+		if err != nil {
+			return f, sel, badForm(l.field, err.Error())
 		}
-		return out
-	}
-	sel := hookrelay.DeadLetterFilter{
-		TenantIDs: list(f.Tenant), DestinationIDs: list(f.Destination),
-		EventTypes: list(f.EventType), Reasons: list(f.Reason),
+		*l.to = vs
 	}
 	var err error
 	if sel.DeadSince, err = parseTime("since", f.Since, now); err != nil {
