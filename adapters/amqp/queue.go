@@ -21,8 +21,9 @@
 //
 // A message carries the versioned envelope (hookrelay.MarshalEnvelope),
 // never a destination's URL or secrets. Every publish waits for the
-// broker's confirm. When the connection drops, the queue reconnects with
-// backoff and declares the topology again; messages handed out on the dead
+// broker's confirm. When the connection drops, or the broker cancels the
+// consumer (its queue was deleted), the queue reconnects with backoff and
+// declares the topology again; messages handed out on the dead
 // channel were put back by the broker, so they are never acknowledged on
 // the new channel (a delivery tag belongs to its channel) and their
 // redelivery is absorbed by the ledger.
@@ -284,10 +285,16 @@ type broker struct {
 	// messages, so a fetch never waits for more than Prefetch less these:
 	// they cannot come until some are settled.
 	handedOut int
-	// broken receives when the connection or either channel closes: a
+	// These receive when the connection or either channel closes: a
 	// channel closed by the broker (an exception) takes the connection
 	// down with it, so the queue always reconnects as a whole.
 	connClosed, pubClosed, consClosed chan *amqp.Error
+	// consCancelled receives when the broker cancels the consumer and
+	// leaves its channel open (the work queue was deleted, or the node
+	// holding it went away): nothing would arrive again, and until the
+	// work queue is declared again the broker drops what is published to
+	// it. supervise reconnects then too, as for a drop.
+	consCancelled chan string
 	// attempted is closed when the next connection attempt (supervise's
 	// reconnect) has succeeded or failed, and replaced; lastErr is the
 	// last attempt's failure, nil once connected. A publish that finds the
@@ -339,6 +346,7 @@ func (b *broker) connect(ctx context.Context) error {
 	b.connClosed = conn.NotifyClose(make(chan *amqp.Error, 1))
 	b.pubClosed = pub.NotifyClose(make(chan *amqp.Error, 1))
 	b.consClosed = cons.NotifyClose(make(chan *amqp.Error, 1))
+	b.consCancelled = cons.NotifyCancel(make(chan string, 1))
 	b.gen++
 	b.handedOut = 0 // the old channel's messages went back with it
 	b.attemptedLocked(nil)
@@ -376,12 +384,13 @@ func declare(ch *amqp.Channel, cfg Config) error {
 	return nil
 }
 
-// supervise reconnects after the connection drops, until Close.
+// supervise reconnects after the connection drops or the broker cancels
+// the consumer, until Close.
 func (b *broker) supervise() {
 	defer close(b.stopped)
 	for {
 		b.mu.Lock()
-		conn, connClosed, pubClosed, consClosed := b.conn, b.connClosed, b.pubClosed, b.consClosed
+		conn, connClosed, pubClosed, consClosed, consCancelled := b.conn, b.connClosed, b.pubClosed, b.consClosed, b.consCancelled
 		b.mu.Unlock()
 		var cause *amqp.Error
 		select {
@@ -390,6 +399,13 @@ func (b *broker) supervise() {
 		case cause = <-connClosed:
 		case cause = <-pubClosed:
 		case cause = <-consClosed:
+		case _, ok := <-consCancelled:
+			cause = &amqp.Error{Reason: "the broker cancelled the consumer (its queue deleted, or its node gone)"}
+			if !ok {
+				// The consumer channel closed, which closes this listener
+				// after telling consClosed why.
+				cause = <-consClosed
+			}
 		}
 		b.cfg.Logger.Warn("hookamqp: connection lost; reconnecting", "error", fmt.Sprint(cause))
 		b.mu.Lock()
@@ -596,12 +612,8 @@ func (b *broker) Fetch(ctx context.Context, n int, wait time.Duration) ([]handle
 		select {
 		case d, ok := <-deliveries:
 			if !ok {
-				// The channel closed (supervise reconnects), or the broker
-				// cancelled the consumer and left the channel open (its
-				// queue was deleted, or the node holding it went away):
-				// then nothing would ever arrive again. Reconnecting
-				// declares the queues and consumes again.
-				b.dropIfCurrent(gen)
+				// The channel closed, or the broker cancelled the
+				// consumer: supervise reconnects.
 				return out, nil
 			}
 			out = append(out, handle{d: d, gen: gen})
@@ -617,19 +629,6 @@ func (b *broker) Fetch(ctx context.Context, n int, wait time.Duration) ([]handle
 		}
 	}
 	return out, nil
-}
-
-// dropIfCurrent closes connection gen if it is still the current one, for
-// supervise to reconnect.
-func (b *broker) dropIfCurrent(gen uint64) {
-	b.mu.Lock()
-	conn := b.conn
-	current := gen == b.gen && !b.closing
-	b.mu.Unlock()
-	if current && conn != nil && !conn.IsClosed() {
-		b.cfg.Logger.Warn("hookamqp: the broker cancelled the consumer; reconnecting")
-		_ = conn.Close()
-	}
 }
 
 func (b *broker) Body(h handle) []byte { return h.d.Body }
