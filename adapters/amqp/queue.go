@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -149,9 +150,10 @@ var _ hookrelay.MessageLimit = (*Queue)(nil)
 func (q *Queue) MaxEnvelopeBytes() int { return q.b.cfg.MaxMessageBytes }
 
 // New connects to url, declares the topology and starts consuming. Claims
-// are leased from ledger. ctx is New's own: the queue keeps consuming after
-// it ends. It fails if the first connection fails;
-// later drops are reconnected. A url that does not parse is refused with
+// are leased from ledger. ctx bounds New only (the dial and the broker's
+// handshake included): the queue keeps consuming after it ends. It fails,
+// with ErrNotConnected, if the first connection fails; later drops are
+// reconnected. A url that does not parse is refused with
 // an error wrapping hookrelay.ErrInvalidConfig; no error or log record
 // shows the url's user name or password.
 func New(ctx context.Context, url string, ledger hookrelay.LeaseLedger, cfg Config) (*Queue, error) {
@@ -177,7 +179,11 @@ func New(ctx context.Context, url string, ledger hookrelay.LeaseLedger, cfg Conf
 		b.closeConn()
 		return nil, err
 	}
-	go b.supervise()
+	// The reconnects' context, ended by Close: a reconnect attempt that
+	// waits for a broker that never answers is abandoned.
+	life, abort := context.WithCancel(context.Background())
+	b.abort = abort
+	go b.supervise(life)
 	return &Queue{Queue: q, b: b}, nil
 }
 
@@ -192,6 +198,7 @@ func (q *Queue) Close() error {
 	}
 	q.b.closing = true
 	close(q.b.done)
+	q.b.abort()
 	q.b.mu.Unlock()
 	<-q.b.stopped
 	return q.b.closeConn()
@@ -303,13 +310,18 @@ type broker struct {
 	attempted chan struct{}
 	lastErr   error
 
-	done    chan struct{} // closed by Close
-	stopped chan struct{} // closed when supervise returns
+	done    chan struct{}      // closed by Close
+	abort   context.CancelFunc // called by Close: ends supervise's context
+	stopped chan struct{}      // closed when supervise returns
 }
 
-// connect dials, declares the topology and starts consuming.
+// connect dials, declares the topology and starts consuming. ctx bounds
+// the dial and the broker's handshake.
 func (b *broker) connect(ctx context.Context) error {
-	conn, err := amqp.DialConfig(b.url, amqp.Config{Properties: amqp.Table{"connection_name": b.cfg.Name + " hookrelay queue"}})
+	conn, err := dial(ctx, b.url, amqp.Config{Properties: amqp.Table{"connection_name": b.cfg.Name + " hookrelay queue"}})
+	if ctxErr := ctx.Err(); err != nil && ctxErr != nil {
+		return fmt.Errorf("%w: %w", ErrNotConnected, ctxErr)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %s", ErrNotConnected, maskURL(err.Error(), b.url))
 	}
@@ -364,6 +376,44 @@ func (b *broker) attemptedLocked(err error) {
 	b.attempted = make(chan struct{})
 }
 
+// dialTimeout bounds the TCP dial and the AMQP handshake when the URL sets
+// no connection_timeout: the client's own default.
+const dialTimeout = 30 * time.Second
+
+// dial is amqp.DialConfig with ctx bounding the TCP dial and the handshake
+// (the client's dial honours a timeout, not a context): ctx's end cuts a
+// handshake short. Once the handshake is done, ctx no longer matters.
+func dial(ctx context.Context, url string, cfg amqp.Config) (*amqp.Connection, error) {
+	timeout := dialTimeout
+	if u, err := amqp.ParseURI(url); err == nil && u.ConnectionTimeout > 0 {
+		timeout = time.Duration(u.ConnectionTimeout) * time.Millisecond
+	}
+	var stop func() bool
+	cfg.Dial = func(network, addr string) (net.Conn, error) {
+		conn, err := (&net.Dialer{Timeout: timeout}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		// The handshake's deadline, as the client's own dial sets it; the
+		// client clears it once connected. ctx's end cuts it short (then
+		// ctx.Err is set).
+		if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
+			_ = conn.Close()
+			return nil, err
+		}
+		stop = context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+		return conn, nil
+	}
+	conn, err := amqp.DialConfig(url, cfg)
+	if stop != nil && !stop() && err == nil {
+		// ctx ended as the handshake finished: the deadline may have cut
+		// the connection it just cleared.
+		_ = conn.Close()
+		return nil, ctx.Err()
+	}
+	return conn, err
+}
+
 func declare(ch *amqp.Channel, cfg Config) error {
 	if _, err := ch.QueueDeclare(cfg.workQueue(), true, false, false, false, nil); err != nil {
 		return err
@@ -386,7 +436,7 @@ func declare(ch *amqp.Channel, cfg Config) error {
 
 // supervise reconnects after the connection drops or the broker cancels
 // the consumer, until Close.
-func (b *broker) supervise() {
+func (b *broker) supervise(ctx context.Context) {
 	defer close(b.stopped)
 	for {
 		b.mu.Lock()
@@ -421,7 +471,7 @@ func (b *broker) supervise() {
 				return
 			case <-timer.C:
 			}
-			if err := b.connect(context.Background()); err != nil {
+			if err := b.connect(ctx); err != nil {
 				b.mu.Lock()
 				b.attemptedLocked(err)
 				b.mu.Unlock()

@@ -5,8 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -659,4 +662,126 @@ func TestAnEnqueueCutByADropIsPublishedAfterTheReconnect(t *testing.T) {
 	}
 	require.NoError(t, q.Close())
 	assert.GreaterOrEqual(t, depth(t, cfg)[cfg.Name+".work"], rounds*batch, "every delivery has a message")
+}
+
+// silentProxy is a loopback TCP proxy to the broker that can turn silent:
+// then it cuts the connections it forwards and accepts new ones without a
+// word, as a broker behind a black-holing network would. accepted
+// receives once per silent connection.
+type silentProxy struct {
+	ln       net.Listener
+	broker   string
+	silent   atomic.Bool
+	accepted chan struct{}
+	mu       sync.Mutex
+	conns    []net.Conn
+}
+
+func newSilentProxy(t *testing.T) *silentProxy {
+	t.Helper()
+	u, err := amqp.ParseURI(brokerURL(t))
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &silentProxy{ln: ln, broker: net.JoinHostPort(u.Host, strconv.Itoa(u.Port)), accepted: make(chan struct{}, 16)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c)
+			p.mu.Unlock()
+			if p.silent.Load() {
+				p.accepted <- struct{}{}
+				continue
+			}
+			up, err := net.Dial("tcp", p.broker)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, up)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(up, c); _ = up.Close() }()
+			go func() { _, _ = io.Copy(c, up); _ = c.Close() }()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		<-done
+		p.cut()
+	})
+	return p
+}
+
+// url is the broker URL through the proxy.
+func (p *silentProxy) url(t *testing.T) string {
+	u, err := amqp.ParseURI(brokerURL(t))
+	require.NoError(t, err)
+	u.Host, u.Port = "127.0.0.1", p.ln.Addr().(*net.TCPAddr).Port
+	return u.String()
+}
+
+// cut closes every connection the proxy made or took.
+func (p *silentProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = nil
+}
+
+// A broker that takes the TCP connection and never answers (a black-holing
+// network, a hung node) held New for the client's 30 s connection timeout,
+// whatever New's context said; New now gives up when its context ends.
+func TestNewGivesUpWhenItsContextEnds(t *testing.T) {
+	p := newSilentProxy(t)
+	p.silent.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	url, cfg := p.url(t), testConfig(t)
+	done := make(chan error, 1)
+	go func() {
+		q, err := hookamqp.New(ctx, url, memory.NewStore(), cfg)
+		if err == nil {
+			_ = q.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, hookamqp.ErrNotConnected)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+	case <-time.After(20 * time.Second): // a hang, not a speed check
+		t.Fatal("New kept waiting for the broker after its context ended")
+	}
+}
+
+// Close while the queue reconnects to a broker that takes the connection
+// and never answers: the reconnect attempt is abandoned, and Close returns
+// instead of waiting out the client's 30 s connection timeout.
+func TestCloseDuringAHungReconnectReturns(t *testing.T) {
+	p := newSilentProxy(t)
+	q, err := hookamqp.New(context.Background(), p.url(t), memory.NewStore(), testConfig(t))
+	require.NoError(t, err)
+	p.silent.Store(true)
+	p.cut()
+	select {
+	case <-p.accepted: // the reconnect attempt waits for the broker's greeting
+	case <-time.After(20 * time.Second):
+		t.Fatal("the queue did not try to reconnect")
+	}
+	done := make(chan error, 1)
+	go func() { done <- q.Close() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second): // a hang, not a speed check
+		t.Fatal("Close waited for the hung reconnect attempt")
+	}
 }
