@@ -30,6 +30,7 @@
 package hookamqp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -122,7 +123,16 @@ type Config struct {
 	// hookrelay.MessageLimit ability): the broker would refuse its publish,
 	// closing the channel, every time it was tried. Set it to the server's
 	// value when that is not RabbitMQ 4's default (RabbitMQ 3.8–3.13 take
-	// 128 MiB by default). Defaults to DefaultMaxMessageBytes.
+	// 128 MiB by default); AMQP does not tell the client the server's
+	// value, so the queue cannot check it (rabbitmqctl eval
+	// 'application:get_env(rabbit, max_message_size).' shows it). Set
+	// above it, a larger delivery is stored and its publish fails with an
+	// error naming its size and the server's limit; the other deliveries
+	// of the call are published, and the queue reconnects. The refused
+	// delivery stays pending with no message, and the worker's recovery
+	// publishes it again (hookrelay.Config.RecoverUnpublishedAfter), each
+	// time refused and each time closing the connection, which puts back
+	// the messages the worker holds. Defaults to DefaultMaxMessageBytes.
 	MaxMessageBytes int
 	// ReconnectDelay is the first wait before reconnecting; it doubles up
 	// to 30 s while the broker stays unreachable. Defaults to 250ms.
@@ -283,7 +293,7 @@ type broker struct {
 	mu         sync.Mutex
 	closing    bool
 	conn       *amqp.Connection
-	pub        *amqp.Channel
+	pub        *publisher
 	deliveries <-chan amqp.Delivery
 	gen        uint64 // increases with every connection
 	// handedOut counts the messages of this connection's consumer channel
@@ -354,7 +364,7 @@ func (b *broker) connect(ctx context.Context) error {
 		return fail("consume", err)
 	}
 	b.mu.Lock()
-	b.conn, b.pub, b.deliveries = conn, pub, deliveries
+	b.conn, b.pub, b.deliveries = conn, &publisher{ch: pub, closed: pub.NotifyClose(make(chan *amqp.Error, 1))}, deliveries
 	b.connClosed = conn.NotifyClose(make(chan *amqp.Error, 1))
 	b.pubClosed = pub.NotifyClose(make(chan *amqp.Error, 1))
 	b.consClosed = cons.NotifyClose(make(chan *amqp.Error, 1))
@@ -508,10 +518,10 @@ func (b *broker) send(ctx context.Context, queue string, msg amqp.Publishing) (s
 		b.mu.Lock()
 		pub, attempted, lastErr := b.pub, b.attempted, b.lastErr
 		b.mu.Unlock()
-		if pub != nil && !pub.IsClosed() {
-			dc, err := pub.PublishWithDeferredConfirmWithContext(ctx, "", queue, false, false, msg)
+		if pub != nil && !pub.ch.IsClosed() {
+			dc, err := pub.ch.PublishWithDeferredConfirmWithContext(ctx, "", queue, false, false, msg)
 			if err == nil || waited || !errors.Is(err, amqp.ErrClosed) {
-				return sent{dc, pub}, translate(err)
+				return sent{dc, pub, len(msg.Body)}, translate(err)
 			}
 			// Closed under the publish: wait for the reconnect.
 		}
@@ -521,10 +531,45 @@ func (b *broker) send(ctx context.Context, queue string, msg amqp.Publishing) (s
 	}
 }
 
-// sent is a publish awaiting its confirm, with the channel it went on.
+// sent is a publish awaiting its confirm, with the channel it went on and
+// the size of its body.
 type sent struct {
-	dc *amqp.DeferredConfirmation
-	ch *amqp.Channel
+	dc   *amqp.DeferredConfirmation
+	pub  *publisher
+	size int
+}
+
+// publisher is the confirming channel publishes go on, with a close
+// listener of its own, to tell why it closed.
+type publisher struct {
+	ch     *amqp.Channel
+	closed chan *amqp.Error
+	once   sync.Once
+	cause  *amqp.Error
+}
+
+// closeCause is why ch closed: nil when the client closed it. Call it only
+// once ch is closed and a confirm on it failed: the client has told the
+// listener by then (it fails confirms after it closed the listeners).
+func (p *publisher) closeCause() *amqp.Error {
+	p.once.Do(func() { p.cause = <-p.closed })
+	return p.cause
+}
+
+// refusedError reports that the broker closed the publisher channel with
+// PRECONDITION_FAILED while a publish awaited its confirm: on the
+// publisher channel, which only publishes to the default exchange with no
+// expiration or user ID, that is a message over the server's
+// max_message_size. The broker's reason names its size and the limit.
+// The message is not on the broker, and publishing it again is refused
+// again.
+type refusedError struct {
+	size   int
+	reason string
+}
+
+func (e *refusedError) Error() string {
+	return fmt.Sprintf("hookamqp: the broker refused the %d-byte message and closed the channel (%s): Config.MaxMessageBytes must not exceed the server's max_message_size", e.size, e.reason)
 }
 
 // errConfirmLost reports that the channel closed before the broker
@@ -559,14 +604,19 @@ func (b *broker) awaitAttempt(ctx context.Context, attempted <-chan struct{}, la
 }
 
 // confirmed waits for s's confirm: errConfirmLost when its channel
-// closed first.
+// closed first, a *refusedError when the broker closed it refusing a
+// message (which one, when several awaited their confirms, it does not
+// say).
 func confirmed(ctx context.Context, queue string, s sent) error {
 	ok, err := s.dc.WaitContext(ctx)
 	if err != nil {
 		return translate(err)
 	}
 	if !ok {
-		if s.ch.IsClosed() {
+		if s.pub.ch.IsClosed() {
+			if cause := s.pub.closeCause(); cause != nil && cause.Code == amqp.PreconditionFailed {
+				return &refusedError{size: s.size, reason: cause.Reason}
+			}
 			return errConfirmLost
 		}
 		return fmt.Errorf("hookamqp: publish to %s: refused by the broker", queue)
@@ -589,7 +639,13 @@ func (b *broker) publish(ctx context.Context, queue string, msg amqp.Publishing)
 // Publish sends every envelope, then waits for every confirm, so a batch
 // costs one round trip rather than one per delivery. The envelopes whose
 // confirms a connection drop cut off are sent once more, after the
-// reconnect.
+// reconnect. When the broker refuses a message of a batch (over its
+// max_message_size, which AMQP does not tell the client), it closes the
+// channel without saying which: the envelopes left unconfirmed are sent
+// again one at a time, smallest first, after the reconnect, so the others
+// are published and the error names the refused one. A delivery that
+// cannot be published does not keep the others from being published; the
+// error names each one that failed.
 func (b *broker) Publish(ctx context.Context, ds []hookrelay.Delivery) error {
 	msgs := make([]amqp.Publishing, len(ds))
 	for i, d := range ds {
@@ -599,32 +655,50 @@ func (b *broker) Publish(ctx context.Context, ds []hookrelay.Delivery) error {
 		}
 		msgs[i] = amqp.Publishing{MessageId: d.ID, Headers: amqp.Table{HeaderDeliveryID: d.ID}, Body: body}
 	}
-	todo := make([]int, len(ds))
+	var errs []error
+	fail := func(i int, err error) {
+		errs = append(errs, &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: ds[i].ID, Err: err})
+	}
+	todo := make([]int, len(ds)) // sent together
 	for i := range todo {
 		todo[i] = i
 	}
-	for try := 0; len(todo) > 0; try++ {
-		ss := make([]sent, len(todo))
-		for j, i := range todo {
+	var alone []int               // sent one at a time, smallest first
+	lost := make([]bool, len(ds)) // a confirm cut off by a drop once
+	for len(todo) > 0 || len(alone) > 0 {
+		group := todo
+		if len(group) == 0 {
+			group, alone = alone[:1], alone[1:]
+		}
+		todo = nil
+		ss := make([]sent, len(group))
+		for j, i := range group {
 			var err error
 			if ss[j], err = b.send(ctx, b.cfg.workQueue(), msgs[i]); err != nil {
-				return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: ds[i].ID, Err: err}
+				fail(i, err)
+				return errors.Join(errs...)
 			}
 		}
-		var lost []int
-		for j, i := range todo {
+		for j, i := range group {
 			err := confirmed(ctx, b.cfg.workQueue(), ss[j])
-			if errors.Is(err, errConfirmLost) && try == 0 {
-				lost = append(lost, i)
-				continue
-			}
-			if err != nil {
-				return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: ds[i].ID, Err: err}
+			var refused *refusedError
+			switch {
+			case err == nil:
+			case errors.As(err, &refused) && len(group) > 1:
+				alone = append(alone, i)
+			case errors.Is(err, errConfirmLost) && !lost[i] && len(group) > 1:
+				lost[i] = true
+				todo = append(todo, i)
+			case errors.Is(err, errConfirmLost) && !lost[i]:
+				lost[i] = true
+				alone = append(alone, i)
+			default:
+				fail(i, err)
 			}
 		}
-		todo = lost
+		slices.SortStableFunc(alone, func(x, y int) int { return cmp.Compare(len(msgs[x].Body), len(msgs[y].Body)) })
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (b *broker) Fetch(ctx context.Context, n int, wait time.Duration) ([]handle, error) {

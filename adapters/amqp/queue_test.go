@@ -785,3 +785,64 @@ func TestCloseDuringAHungReconnectReturns(t *testing.T) {
 		t.Fatal("Close waited for the hung reconnect attempt")
 	}
 }
+
+// workIDs takes every message from the work queue of cfg and returns
+// their delivery IDs. Call it after the queue closed.
+func workIDs(t *testing.T, cfg hookamqp.Config) []string {
+	t.Helper()
+	conn, err := amqp.Dial(brokerURL(t))
+	require.NoError(t, err)
+	defer conn.Close()
+	ch, err := conn.Channel()
+	require.NoError(t, err)
+	var ids []string
+	for {
+		m, ok, err := ch.Get(cfg.Name+".work", true)
+		require.NoError(t, err)
+		if !ok {
+			return ids
+		}
+		ids = append(ids, m.MessageId)
+	}
+}
+
+// A Config.MaxMessageBytes above the server's max_message_size (which
+// AMQP does not tell the client) lets through a delivery the broker then
+// refuses, closing the channel. That publish fails with an error naming
+// the delivery, its size and the broker's limit, at once (publishing it
+// again cannot help); the others of the call are published, and the
+// queue reconnects and carries on. The server's limit is RabbitMQ's
+// default here (128 MiB before RabbitMQ 4, 16 MiB since), nothing
+// reconfigured: the delivery is made larger than both.
+func TestAPublishOverTheServersLimitFailsNamingSizeAndLimit(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	cfg.MaxMessageBytes = 256 << 20
+	q, err := hookamqp.New(ctx, brokerURL(t), memory.NewStore(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = q.Close() }) // closing twice is harmless
+	delivery := func(id string, payload []byte) hookrelay.Delivery {
+		return hookrelay.Delivery{ID: id, EventID: "evt_" + id, DestinationID: "dest_1", Attempt: 1, Payload: payload, NextAttemptAt: time.Now()}
+	}
+	big := delivery("whd_big", make([]byte, 97<<20)) // about 129.3 MiB in base64
+	env, err := hookrelay.MarshalEnvelope(big)
+	require.NoError(t, err)
+	err = q.Enqueue(ctx, []hookrelay.Delivery{delivery("whd_small_1", []byte(`{}`)), big, delivery("whd_small_2", []byte(`{}`))})
+	if err == nil {
+		t.Skip("the broker took a 129 MiB message: its max_message_size is above RabbitMQ's default")
+	}
+	t.Logf("enqueue error: %v", err)
+	assert.ErrorContains(t, err, "whd_big")
+	assert.NotContains(t, err.Error(), "whd_small")
+	assert.ErrorContains(t, err, strconv.Itoa(len(env)), "the message's size")
+	assert.ErrorContains(t, err, "max size", "the broker's limit, in its words")
+	assert.ErrorContains(t, err, "MaxMessageBytes", "what to set")
+
+	require.NoError(t, q.Enqueue(ctx, []hookrelay.Delivery{delivery("whd_after", []byte(`{}`))}), "the queue carries on")
+	require.NoError(t, q.Close())
+	ids := workIDs(t, cfg) // no claim: these deliveries have no ledger record, a claim would drop them
+	assert.Contains(t, ids, "whd_after")
+	assert.NotContains(t, ids, "whd_big")
+	assert.Contains(t, ids, "whd_small_1", "published despite the refused one")
+	assert.Contains(t, ids, "whd_small_2", "published despite the refused one")
+}
