@@ -21,19 +21,22 @@
 //
 // A message carries the versioned envelope (hookrelay.MarshalEnvelope),
 // never a destination's URL or secrets. Every publish waits for the
-// broker's confirm. When the connection drops, the queue reconnects with
-// backoff and declares the topology again; messages handed out on the dead
+// broker's confirm. When the connection drops, or the broker cancels the
+// consumer (its queue was deleted), the queue reconnects with backoff and
+// declares the topology again; messages handed out on the dead
 // channel were put back by the broker, so they are never acknowledged on
 // the new channel (a delivery tag belongs to its channel) and their
 // redelivery is absorbed by the ledger.
 package hookamqp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -120,7 +123,16 @@ type Config struct {
 	// hookrelay.MessageLimit ability): the broker would refuse its publish,
 	// closing the channel, every time it was tried. Set it to the server's
 	// value when that is not RabbitMQ 4's default (RabbitMQ 3.8–3.13 take
-	// 128 MiB by default). Defaults to DefaultMaxMessageBytes.
+	// 128 MiB by default); AMQP does not tell the client the server's
+	// value, so the queue cannot check it (rabbitmqctl eval
+	// 'application:get_env(rabbit, max_message_size).' shows it). Set
+	// above it, a larger delivery is stored and its publish fails with an
+	// error naming its size and the server's limit; the other deliveries
+	// of the call are published, and the queue reconnects. The refused
+	// delivery stays pending with no message, and the worker's recovery
+	// publishes it again (hookrelay.Config.RecoverUnpublishedAfter), each
+	// time refused and each time closing the connection, which puts back
+	// the messages the worker holds. Defaults to DefaultMaxMessageBytes.
 	MaxMessageBytes int
 	// ReconnectDelay is the first wait before reconnecting; it doubles up
 	// to 30 s while the broker stays unreachable. Defaults to 250ms.
@@ -148,9 +160,10 @@ var _ hookrelay.MessageLimit = (*Queue)(nil)
 func (q *Queue) MaxEnvelopeBytes() int { return q.b.cfg.MaxMessageBytes }
 
 // New connects to url, declares the topology and starts consuming. Claims
-// are leased from ledger. ctx is New's own: the queue keeps consuming after
-// it ends. It fails if the first connection fails;
-// later drops are reconnected. A url that does not parse is refused with
+// are leased from ledger. ctx bounds New only (the dial and the broker's
+// handshake included): the queue keeps consuming after it ends. It fails,
+// with ErrNotConnected, if the first connection fails; later drops are
+// reconnected. A url that does not parse is refused with
 // an error wrapping hookrelay.ErrInvalidConfig; no error or log record
 // shows the url's user name or password.
 func New(ctx context.Context, url string, ledger hookrelay.LeaseLedger, cfg Config) (*Queue, error) {
@@ -176,7 +189,11 @@ func New(ctx context.Context, url string, ledger hookrelay.LeaseLedger, cfg Conf
 		b.closeConn()
 		return nil, err
 	}
-	go b.supervise()
+	// The reconnects' context, ended by Close: a reconnect attempt that
+	// waits for a broker that never answers is abandoned.
+	life, abort := context.WithCancel(context.Background())
+	b.abort = abort
+	go b.supervise(life)
 	return &Queue{Queue: q, b: b}, nil
 }
 
@@ -191,6 +208,7 @@ func (q *Queue) Close() error {
 	}
 	q.b.closing = true
 	close(q.b.done)
+	q.b.abort()
 	q.b.mu.Unlock()
 	<-q.b.stopped
 	return q.b.closeConn()
@@ -275,7 +293,7 @@ type broker struct {
 	mu         sync.Mutex
 	closing    bool
 	conn       *amqp.Connection
-	pub        *amqp.Channel
+	pub        *publisher
 	deliveries <-chan amqp.Delivery
 	gen        uint64 // increases with every connection
 	// handedOut counts the messages of this connection's consumer channel
@@ -284,10 +302,16 @@ type broker struct {
 	// messages, so a fetch never waits for more than Prefetch less these:
 	// they cannot come until some are settled.
 	handedOut int
-	// broken receives when the connection or either channel closes: a
+	// These receive when the connection or either channel closes: a
 	// channel closed by the broker (an exception) takes the connection
 	// down with it, so the queue always reconnects as a whole.
 	connClosed, pubClosed, consClosed chan *amqp.Error
+	// consCancelled receives when the broker cancels the consumer and
+	// leaves its channel open (the work queue was deleted, or the node
+	// holding it went away): nothing would arrive again, and until the
+	// work queue is declared again the broker drops what is published to
+	// it. supervise reconnects then too, as for a drop.
+	consCancelled chan string
 	// attempted is closed when the next connection attempt (supervise's
 	// reconnect) has succeeded or failed, and replaced; lastErr is the
 	// last attempt's failure, nil once connected. A publish that finds the
@@ -296,13 +320,18 @@ type broker struct {
 	attempted chan struct{}
 	lastErr   error
 
-	done    chan struct{} // closed by Close
-	stopped chan struct{} // closed when supervise returns
+	done    chan struct{}      // closed by Close
+	abort   context.CancelFunc // called by Close: ends supervise's context
+	stopped chan struct{}      // closed when supervise returns
 }
 
-// connect dials, declares the topology and starts consuming.
+// connect dials, declares the topology and starts consuming. ctx bounds
+// the dial and the broker's handshake.
 func (b *broker) connect(ctx context.Context) error {
-	conn, err := amqp.DialConfig(b.url, amqp.Config{Properties: amqp.Table{"connection_name": b.cfg.Name + " hookrelay queue"}})
+	conn, err := dial(ctx, b.url, amqp.Config{Properties: amqp.Table{"connection_name": b.cfg.Name + " hookrelay queue"}})
+	if ctxErr := ctx.Err(); err != nil && ctxErr != nil {
+		return fmt.Errorf("%w: %w", ErrNotConnected, ctxErr)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %s", ErrNotConnected, maskURL(err.Error(), b.url))
 	}
@@ -335,10 +364,11 @@ func (b *broker) connect(ctx context.Context) error {
 		return fail("consume", err)
 	}
 	b.mu.Lock()
-	b.conn, b.pub, b.deliveries = conn, pub, deliveries
+	b.conn, b.pub, b.deliveries = conn, &publisher{ch: pub, closed: pub.NotifyClose(make(chan *amqp.Error, 1))}, deliveries
 	b.connClosed = conn.NotifyClose(make(chan *amqp.Error, 1))
 	b.pubClosed = pub.NotifyClose(make(chan *amqp.Error, 1))
 	b.consClosed = cons.NotifyClose(make(chan *amqp.Error, 1))
+	b.consCancelled = cons.NotifyCancel(make(chan string, 1))
 	b.gen++
 	b.handedOut = 0 // the old channel's messages went back with it
 	b.attemptedLocked(nil)
@@ -354,6 +384,44 @@ func (b *broker) attemptedLocked(err error) {
 		close(b.attempted)
 	}
 	b.attempted = make(chan struct{})
+}
+
+// dialTimeout bounds the TCP dial and the AMQP handshake when the URL sets
+// no connection_timeout: the client's own default.
+const dialTimeout = 30 * time.Second
+
+// dial is amqp.DialConfig with ctx bounding the TCP dial and the handshake
+// (the client's dial honours a timeout, not a context): ctx's end cuts a
+// handshake short. Once the handshake is done, ctx no longer matters.
+func dial(ctx context.Context, url string, cfg amqp.Config) (*amqp.Connection, error) {
+	timeout := dialTimeout
+	if u, err := amqp.ParseURI(url); err == nil && u.ConnectionTimeout > 0 {
+		timeout = time.Duration(u.ConnectionTimeout) * time.Millisecond
+	}
+	var stop func() bool
+	cfg.Dial = func(network, addr string) (net.Conn, error) {
+		conn, err := (&net.Dialer{Timeout: timeout}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		// The handshake's deadline, as the client's own dial sets it; the
+		// client clears it once connected. ctx's end cuts it short (then
+		// ctx.Err is set).
+		if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
+			_ = conn.Close()
+			return nil, err
+		}
+		stop = context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+		return conn, nil
+	}
+	conn, err := amqp.DialConfig(url, cfg)
+	if stop != nil && !stop() && err == nil {
+		// ctx ended as the handshake finished: the deadline may have cut
+		// the connection it just cleared.
+		_ = conn.Close()
+		return nil, ctx.Err()
+	}
+	return conn, err
 }
 
 func declare(ch *amqp.Channel, cfg Config) error {
@@ -376,12 +444,13 @@ func declare(ch *amqp.Channel, cfg Config) error {
 	return nil
 }
 
-// supervise reconnects after the connection drops, until Close.
-func (b *broker) supervise() {
+// supervise reconnects after the connection drops or the broker cancels
+// the consumer, until Close.
+func (b *broker) supervise(ctx context.Context) {
 	defer close(b.stopped)
 	for {
 		b.mu.Lock()
-		conn, connClosed, pubClosed, consClosed := b.conn, b.connClosed, b.pubClosed, b.consClosed
+		conn, connClosed, pubClosed, consClosed, consCancelled := b.conn, b.connClosed, b.pubClosed, b.consClosed, b.consCancelled
 		b.mu.Unlock()
 		var cause *amqp.Error
 		select {
@@ -390,6 +459,13 @@ func (b *broker) supervise() {
 		case cause = <-connClosed:
 		case cause = <-pubClosed:
 		case cause = <-consClosed:
+		case _, ok := <-consCancelled:
+			cause = &amqp.Error{Reason: "the broker cancelled the consumer (its queue deleted, or its node gone)"}
+			if !ok {
+				// The consumer channel closed, which closes this listener
+				// after telling consClosed why.
+				cause = <-consClosed
+			}
 		}
 		b.cfg.Logger.Warn("hookamqp: connection lost; reconnecting", "error", fmt.Sprint(cause))
 		b.mu.Lock()
@@ -405,7 +481,7 @@ func (b *broker) supervise() {
 				return
 			case <-timer.C:
 			}
-			if err := b.connect(context.Background()); err != nil {
+			if err := b.connect(ctx); err != nil {
 				b.mu.Lock()
 				b.attemptedLocked(err)
 				b.mu.Unlock()
@@ -442,10 +518,10 @@ func (b *broker) send(ctx context.Context, queue string, msg amqp.Publishing) (s
 		b.mu.Lock()
 		pub, attempted, lastErr := b.pub, b.attempted, b.lastErr
 		b.mu.Unlock()
-		if pub != nil && !pub.IsClosed() {
-			dc, err := pub.PublishWithDeferredConfirmWithContext(ctx, "", queue, false, false, msg)
+		if pub != nil && !pub.ch.IsClosed() {
+			dc, err := pub.ch.PublishWithDeferredConfirmWithContext(ctx, "", queue, false, false, msg)
 			if err == nil || waited || !errors.Is(err, amqp.ErrClosed) {
-				return sent{dc, pub}, translate(err)
+				return sent{dc, pub, len(msg.Body)}, translate(err)
 			}
 			// Closed under the publish: wait for the reconnect.
 		}
@@ -455,10 +531,45 @@ func (b *broker) send(ctx context.Context, queue string, msg amqp.Publishing) (s
 	}
 }
 
-// sent is a publish awaiting its confirm, with the channel it went on.
+// sent is a publish awaiting its confirm, with the channel it went on and
+// the size of its body.
 type sent struct {
-	dc *amqp.DeferredConfirmation
-	ch *amqp.Channel
+	dc   *amqp.DeferredConfirmation
+	pub  *publisher
+	size int
+}
+
+// publisher is the confirming channel publishes go on, with a close
+// listener of its own, to tell why it closed.
+type publisher struct {
+	ch     *amqp.Channel
+	closed chan *amqp.Error
+	once   sync.Once
+	cause  *amqp.Error
+}
+
+// closeCause is why ch closed: nil when the client closed it. Call it only
+// once ch is closed and a confirm on it failed: the client has told the
+// listener by then (it fails confirms after it closed the listeners).
+func (p *publisher) closeCause() *amqp.Error {
+	p.once.Do(func() { p.cause = <-p.closed })
+	return p.cause
+}
+
+// refusedError reports that the broker closed the publisher channel with
+// PRECONDITION_FAILED while a publish awaited its confirm: on the
+// publisher channel, which only publishes to the default exchange with no
+// expiration or user ID, that is a message over the server's
+// max_message_size. The broker's reason names its size and the limit.
+// The message is not on the broker, and publishing it again is refused
+// again.
+type refusedError struct {
+	size   int
+	reason string
+}
+
+func (e *refusedError) Error() string {
+	return fmt.Sprintf("hookamqp: the broker refused the %d-byte message and closed the channel (%s): Config.MaxMessageBytes must not exceed the server's max_message_size", e.size, e.reason)
 }
 
 // errConfirmLost reports that the channel closed before the broker
@@ -493,14 +604,19 @@ func (b *broker) awaitAttempt(ctx context.Context, attempted <-chan struct{}, la
 }
 
 // confirmed waits for s's confirm: errConfirmLost when its channel
-// closed first.
+// closed first, a *refusedError when the broker closed it refusing a
+// message (which one, when several awaited their confirms, it does not
+// say).
 func confirmed(ctx context.Context, queue string, s sent) error {
 	ok, err := s.dc.WaitContext(ctx)
 	if err != nil {
 		return translate(err)
 	}
 	if !ok {
-		if s.ch.IsClosed() {
+		if s.pub.ch.IsClosed() {
+			if cause := s.pub.closeCause(); cause != nil && cause.Code == amqp.PreconditionFailed {
+				return &refusedError{size: s.size, reason: cause.Reason}
+			}
 			return errConfirmLost
 		}
 		return fmt.Errorf("hookamqp: publish to %s: refused by the broker", queue)
@@ -523,7 +639,13 @@ func (b *broker) publish(ctx context.Context, queue string, msg amqp.Publishing)
 // Publish sends every envelope, then waits for every confirm, so a batch
 // costs one round trip rather than one per delivery. The envelopes whose
 // confirms a connection drop cut off are sent once more, after the
-// reconnect.
+// reconnect. When the broker refuses a message of a batch (over its
+// max_message_size, which AMQP does not tell the client), it closes the
+// channel without saying which: the envelopes left unconfirmed are sent
+// again one at a time, smallest first, after the reconnect, so the others
+// are published and the error names the refused one. A delivery that
+// cannot be published does not keep the others from being published; the
+// error names each one that failed.
 func (b *broker) Publish(ctx context.Context, ds []hookrelay.Delivery) error {
 	msgs := make([]amqp.Publishing, len(ds))
 	for i, d := range ds {
@@ -533,32 +655,50 @@ func (b *broker) Publish(ctx context.Context, ds []hookrelay.Delivery) error {
 		}
 		msgs[i] = amqp.Publishing{MessageId: d.ID, Headers: amqp.Table{HeaderDeliveryID: d.ID}, Body: body}
 	}
-	todo := make([]int, len(ds))
+	var errs []error
+	fail := func(i int, err error) {
+		errs = append(errs, &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: ds[i].ID, Err: err})
+	}
+	todo := make([]int, len(ds)) // sent together
 	for i := range todo {
 		todo[i] = i
 	}
-	for try := 0; len(todo) > 0; try++ {
-		ss := make([]sent, len(todo))
-		for j, i := range todo {
+	var alone []int               // sent one at a time, smallest first
+	lost := make([]bool, len(ds)) // a confirm cut off by a drop once
+	for len(todo) > 0 || len(alone) > 0 {
+		group := todo
+		if len(group) == 0 {
+			group, alone = alone[:1], alone[1:]
+		}
+		todo = nil
+		ss := make([]sent, len(group))
+		for j, i := range group {
 			var err error
 			if ss[j], err = b.send(ctx, b.cfg.workQueue(), msgs[i]); err != nil {
-				return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: ds[i].ID, Err: err}
+				fail(i, err)
+				return errors.Join(errs...)
 			}
 		}
-		var lost []int
-		for j, i := range todo {
+		for j, i := range group {
 			err := confirmed(ctx, b.cfg.workQueue(), ss[j])
-			if errors.Is(err, errConfirmLost) && try == 0 {
-				lost = append(lost, i)
-				continue
-			}
-			if err != nil {
-				return &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: ds[i].ID, Err: err}
+			var refused *refusedError
+			switch {
+			case err == nil:
+			case errors.As(err, &refused) && len(group) > 1:
+				alone = append(alone, i)
+			case errors.Is(err, errConfirmLost) && !lost[i] && len(group) > 1:
+				lost[i] = true
+				todo = append(todo, i)
+			case errors.Is(err, errConfirmLost) && !lost[i]:
+				lost[i] = true
+				alone = append(alone, i)
+			default:
+				fail(i, err)
 			}
 		}
-		todo = lost
+		slices.SortStableFunc(alone, func(x, y int) int { return cmp.Compare(len(msgs[x].Body), len(msgs[y].Body)) })
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (b *broker) Fetch(ctx context.Context, n int, wait time.Duration) ([]handle, error) {
@@ -596,12 +736,8 @@ func (b *broker) Fetch(ctx context.Context, n int, wait time.Duration) ([]handle
 		select {
 		case d, ok := <-deliveries:
 			if !ok {
-				// The channel closed (supervise reconnects), or the broker
-				// cancelled the consumer and left the channel open (its
-				// queue was deleted, or the node holding it went away):
-				// then nothing would ever arrive again. Reconnecting
-				// declares the queues and consumes again.
-				b.dropIfCurrent(gen)
+				// The channel closed, or the broker cancelled the
+				// consumer: supervise reconnects.
 				return out, nil
 			}
 			out = append(out, handle{d: d, gen: gen})
@@ -617,19 +753,6 @@ func (b *broker) Fetch(ctx context.Context, n int, wait time.Duration) ([]handle
 		}
 	}
 	return out, nil
-}
-
-// dropIfCurrent closes connection gen if it is still the current one, for
-// supervise to reconnect.
-func (b *broker) dropIfCurrent(gen uint64) {
-	b.mu.Lock()
-	conn := b.conn
-	current := gen == b.gen && !b.closing
-	b.mu.Unlock()
-	if current && conn != nil && !conn.IsClosed() {
-		b.cfg.Logger.Warn("hookamqp: the broker cancelled the consumer; reconnecting")
-		_ = conn.Close()
-	}
 }
 
 func (b *broker) Body(h handle) []byte { return h.d.Body }

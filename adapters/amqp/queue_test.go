@@ -5,8 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -564,9 +567,12 @@ func TestTheContextGivenToNewBoundsOnlyNew(t *testing.T) {
 
 // TestAConsumerCancelledByTheBrokerIsStartedAgain: the broker cancels a
 // consumer without closing its channel (its queue was deleted, or a
-// node holding it went away). The queue used to stay connected with no
-// consumer, claiming nothing forever; now it reconnects, which declares
-// the queues again and consumes.
+// node holding it went away). The queue reconnects at once, which
+// declares the queues again and consumes, with no claim to notice it:
+// until then the work queue does not exist, and the broker confirms an
+// enqueue's publish to it and drops the message (unroutable), so a
+// worker that was busy, or idle between polls, lost what was enqueued
+// meanwhile.
 func TestAConsumerCancelledByTheBrokerIsStartedAgain(t *testing.T) {
 	ledger := memory.NewStore()
 	cfg := testConfig(t)
@@ -578,11 +584,16 @@ func TestAConsumerCancelledByTheBrokerIsStartedAgain(t *testing.T) {
 	require.NoError(t, err)
 	_, err = ch.QueueDelete(cfg.Name+".work", false, false, false)
 	require.NoError(t, err)
-	// A claim notices the cancelled consumer.
+	// No claim: the queue notices the cancelled consumer by itself.
 	require.Eventually(t, func() bool {
-		_, _ = q.Claim(context.Background(), hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
-		return q.Generation() >= 2
-	}, 10*time.Second, 20*time.Millisecond, "the queue reconnected")
+		ch, err := conn.Channel() // a passive declare of a missing queue closes its channel
+		if err != nil {
+			return false
+		}
+		defer ch.Close()
+		_, err = ch.QueueDeclarePassive(cfg.Name+".work", true, false, false, false, nil)
+		return err == nil
+	}, 10*time.Second, 20*time.Millisecond, "the work queue is declared again without a claim")
 	assert.True(t, enqueuedAndClaimed(t, q, ledger, "evt_after_cancel"), "messages are consumed again")
 }
 
@@ -651,4 +662,187 @@ func TestAnEnqueueCutByADropIsPublishedAfterTheReconnect(t *testing.T) {
 	}
 	require.NoError(t, q.Close())
 	assert.GreaterOrEqual(t, depth(t, cfg)[cfg.Name+".work"], rounds*batch, "every delivery has a message")
+}
+
+// silentProxy is a loopback TCP proxy to the broker that can turn silent:
+// then it cuts the connections it forwards and accepts new ones without a
+// word, as a broker behind a black-holing network would. accepted
+// receives once per silent connection.
+type silentProxy struct {
+	ln       net.Listener
+	broker   string
+	silent   atomic.Bool
+	accepted chan struct{}
+	mu       sync.Mutex
+	conns    []net.Conn
+}
+
+func newSilentProxy(t *testing.T) *silentProxy {
+	t.Helper()
+	u, err := amqp.ParseURI(brokerURL(t))
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &silentProxy{ln: ln, broker: net.JoinHostPort(u.Host, strconv.Itoa(u.Port)), accepted: make(chan struct{}, 16)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c)
+			p.mu.Unlock()
+			if p.silent.Load() {
+				p.accepted <- struct{}{}
+				continue
+			}
+			up, err := net.Dial("tcp", p.broker)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, up)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(up, c); _ = up.Close() }()
+			go func() { _, _ = io.Copy(c, up); _ = c.Close() }()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		<-done
+		p.cut()
+	})
+	return p
+}
+
+// url is the broker URL through the proxy.
+func (p *silentProxy) url(t *testing.T) string {
+	u, err := amqp.ParseURI(brokerURL(t))
+	require.NoError(t, err)
+	u.Host, u.Port = "127.0.0.1", p.ln.Addr().(*net.TCPAddr).Port
+	return u.String()
+}
+
+// cut closes every connection the proxy made or took.
+func (p *silentProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = nil
+}
+
+// A broker that takes the TCP connection and never answers (a black-holing
+// network, a hung node) held New for the client's 30 s connection timeout,
+// whatever New's context said; New now gives up when its context ends.
+func TestNewGivesUpWhenItsContextEnds(t *testing.T) {
+	p := newSilentProxy(t)
+	p.silent.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	url, cfg := p.url(t), testConfig(t)
+	done := make(chan error, 1)
+	go func() {
+		q, err := hookamqp.New(ctx, url, memory.NewStore(), cfg)
+		if err == nil {
+			_ = q.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, hookamqp.ErrNotConnected)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+	case <-time.After(20 * time.Second): // a hang, not a speed check
+		t.Fatal("New kept waiting for the broker after its context ended")
+	}
+}
+
+// Close while the queue reconnects to a broker that takes the connection
+// and never answers: the reconnect attempt is abandoned, and Close returns
+// instead of waiting out the client's 30 s connection timeout.
+func TestCloseDuringAHungReconnectReturns(t *testing.T) {
+	p := newSilentProxy(t)
+	q, err := hookamqp.New(context.Background(), p.url(t), memory.NewStore(), testConfig(t))
+	require.NoError(t, err)
+	p.silent.Store(true)
+	p.cut()
+	select {
+	case <-p.accepted: // the reconnect attempt waits for the broker's greeting
+	case <-time.After(20 * time.Second):
+		t.Fatal("the queue did not try to reconnect")
+	}
+	done := make(chan error, 1)
+	go func() { done <- q.Close() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second): // a hang, not a speed check
+		t.Fatal("Close waited for the hung reconnect attempt")
+	}
+}
+
+// workIDs takes every message from the work queue of cfg and returns
+// their delivery IDs. Call it after the queue closed.
+func workIDs(t *testing.T, cfg hookamqp.Config) []string {
+	t.Helper()
+	conn, err := amqp.Dial(brokerURL(t))
+	require.NoError(t, err)
+	defer conn.Close()
+	ch, err := conn.Channel()
+	require.NoError(t, err)
+	var ids []string
+	for {
+		m, ok, err := ch.Get(cfg.Name+".work", true)
+		require.NoError(t, err)
+		if !ok {
+			return ids
+		}
+		ids = append(ids, m.MessageId)
+	}
+}
+
+// A Config.MaxMessageBytes above the server's max_message_size (which
+// AMQP does not tell the client) lets through a delivery the broker then
+// refuses, closing the channel. That publish fails with an error naming
+// the delivery, its size and the broker's limit, at once (publishing it
+// again cannot help); the others of the call are published, and the
+// queue reconnects and carries on. The server's limit is RabbitMQ's
+// default here (128 MiB before RabbitMQ 4, 16 MiB since), nothing
+// reconfigured: the delivery is made larger than both.
+func TestAPublishOverTheServersLimitFailsNamingSizeAndLimit(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	cfg.MaxMessageBytes = 256 << 20
+	q, err := hookamqp.New(ctx, brokerURL(t), memory.NewStore(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = q.Close() }) // closing twice is harmless
+	delivery := func(id string, payload []byte) hookrelay.Delivery {
+		return hookrelay.Delivery{ID: id, EventID: "evt_" + id, DestinationID: "dest_1", Attempt: 1, Payload: payload, NextAttemptAt: time.Now()}
+	}
+	big := delivery("whd_big", make([]byte, 97<<20)) // about 129.3 MiB in base64
+	env, err := hookrelay.MarshalEnvelope(big)
+	require.NoError(t, err)
+	err = q.Enqueue(ctx, []hookrelay.Delivery{delivery("whd_small_1", []byte(`{}`)), big, delivery("whd_small_2", []byte(`{}`))})
+	if err == nil {
+		t.Skip("the broker took a 129 MiB message: its max_message_size is above RabbitMQ's default")
+	}
+	t.Logf("enqueue error: %v", err)
+	assert.ErrorContains(t, err, "whd_big")
+	assert.NotContains(t, err.Error(), "whd_small")
+	assert.ErrorContains(t, err, strconv.Itoa(len(env)), "the message's size")
+	assert.ErrorContains(t, err, "max size", "the broker's limit, in its words")
+	assert.ErrorContains(t, err, "MaxMessageBytes", "what to set")
+
+	require.NoError(t, q.Enqueue(ctx, []hookrelay.Delivery{delivery("whd_after", []byte(`{}`))}), "the queue carries on")
+	require.NoError(t, q.Close())
+	ids := workIDs(t, cfg) // no claim: these deliveries have no ledger record, a claim would drop them
+	assert.Contains(t, ids, "whd_after")
+	assert.NotContains(t, ids, "whd_big")
+	assert.Contains(t, ids, "whd_small_1", "published despite the refused one")
+	assert.Contains(t, ids, "whd_small_2", "published despite the refused one")
 }
