@@ -67,17 +67,20 @@ type ActionRequest struct {
 	// page shows every row. Refused, they are asked once per tenant
 	// (Tenants holding that one) and show only the rows all of whose
 	// tenants were allowed: no count, destination or redrive of another
-	// tenant. Refused for every tenant, the page is refused with the first
-	// answer. No Tenants means every tenant: a page with a row of unknown
-	// tenant (a destination the Destinations port does not know, a
-	// redrive of every tenant that matched nothing) is asked so; such a
-	// row is shown only to an operator allowed every tenant.
+	// tenant. They are never refused: refused for every tenant, they are
+	// shown as a page with nothing to show (below), so an operator cannot
+	// tell from the answer whether other tenants have rows (a hook
+	// refusing such a page by name shows it empty). No Tenants
+	// means every tenant: a page with a row of unknown tenant (a
+	// destination the Destinations port does not know, a redrive of every
+	// tenant that matched nothing) is asked so; such a row is shown only
+	// to an operator allowed every tenant.
 	//
-	// A page with nothing to show (a list with no row; a "dead" or
-	// "redrive" page whose selection names no tenant and matches nothing)
-	// is asked with no Tenants as well, but shown, empty, whatever the
-	// answer: it shows nothing of any tenant, and a tenant-scoped hook
-	// refuses a request naming none. A "dead" or "redrive" page whose
+	// A page with nothing to show (a list with no row, or none allowed; a
+	// "dead" or "redrive" page whose selection names no tenant and matches
+	// nothing) is asked with no Tenants as well, but shown, empty,
+	// whatever the answer: it shows nothing of any tenant, and a
+	// tenant-scoped hook refuses a request naming none. A "dead" or "redrive" page whose
 	// selection names tenants and matches nothing is asked with those as
 	// Tenants, and refused as usual.
 	Page string

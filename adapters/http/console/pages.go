@@ -67,15 +67,15 @@ type page struct {
 // Tenants, meaning every tenant, when a row's tenant is not known). If
 // that is refused it asks once per tenant, and show(i) says whether row i
 // is shown: only when all its tenants are allowed, so no row of a refused
-// or unknown tenant is. When no tenant is allowed, the page is refused
-// with the first answer. A page with no row is asked with no Tenants
-// (page.nothing) and shown empty whatever the answer: a tenant-scoped
-// hook refuses a request naming no tenant, and an empty list shows
-// nothing of any tenant.
-func askRows(p *page, tenantsOf [][]string) (show func(i int) bool, err error) {
+// or unknown tenant is. The page is never refused: when no row is
+// allowed, or there is none, it is asked with no Tenants (page.nothing)
+// and shown empty whatever the answer, so that an operator cannot tell
+// from the answer whether other tenants have rows.
+func askRows(p *page, tenantsOf [][]string) (show func(i int) bool) {
+	none := func(int) bool { return false }
 	if len(tenantsOf) == 0 {
 		p.nothing(ActionRequest{})
-		return func(int) bool { return false }, nil
+		return none
 	}
 	var all []string
 	known := true
@@ -89,9 +89,8 @@ func askRows(p *page, tenantsOf [][]string) (show func(i int) bool, err error) {
 	if !known {
 		whole = nil
 	}
-	err = p.ask(ActionRequest{Tenants: whole})
-	if err == nil {
-		return func(int) bool { return true }, nil
+	if p.ask(ActionRequest{Tenants: whole}) == nil {
+		return func(int) bool { return true }
 	}
 	allowed := map[string]bool{}
 	for _, t := range all {
@@ -100,7 +99,8 @@ func askRows(p *page, tenantsOf [][]string) (show func(i int) bool, err error) {
 		}
 	}
 	if len(allowed) == 0 {
-		return nil, err
+		p.nothing(ActionRequest{})
+		return none
 	}
 	return func(i int) bool {
 		for _, t := range tenantsOf[i] {
@@ -109,7 +109,7 @@ func askRows(p *page, tenantsOf [][]string) (show func(i int) bool, err error) {
 			}
 		}
 		return len(tenantsOf[i]) > 0
-	}, nil
+	}
 }
 
 // askSelection asks Config.Authorize about a page of a selection that
@@ -407,10 +407,7 @@ func (h *Handler) overview(r *http.Request, p *page) (int, error) {
 	for _, a := range running {
 		tenants = append(tenants, auditTenants(a))
 	}
-	show, err := askRows(p, tenants)
-	if err != nil {
-		return http.StatusForbidden, err
-	}
+	show := askRows(p, tenants)
 	var views []auditView
 	for _, a := range keep(running, len(rows), show) {
 		views = append(views, h.auditView(a, p))
@@ -750,10 +747,7 @@ func (h *Handler) redriveList(r *http.Request, p *page) (int, error) {
 	for i, a := range audits {
 		tenants[i] = auditTenants(a)
 	}
-	show, err := askRows(p, tenants)
-	if err != nil {
-		return http.StatusForbidden, err
-	}
+	show := askRows(p, tenants)
 	var vs []auditView
 	for _, a := range keep(audits, 0, show) {
 		vs = append(vs, h.auditView(a, p))
@@ -791,10 +785,7 @@ func (h *Handler) destinations(r *http.Request, p *page) (int, error) {
 	for i, r := range rows {
 		tenants[i] = r.rowTenants()
 	}
-	show, err := askRows(p, tenants)
-	if err != nil {
-		return http.StatusForbidden, err
-	}
+	show := askRows(p, tenants)
 	rows = keep(rows, 0, show)
 	// A notice names its destination only when the page shows it.
 	if dest := r.URL.Query().Get("destination"); p.Notice != "" && !slices.ContainsFunc(rows, func(d destinationRow) bool { return d.DestinationID == dest }) {
