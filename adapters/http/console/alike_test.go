@@ -168,3 +168,60 @@ func TestListPagesAnswerAlikeWhateverOtherTenantsStore(t *testing.T) {
 		})
 	}
 }
+
+// The dead-letter list and the redrive plan of a selection that names no
+// tenant show a tenant-scoped operator the dead letters of the tenants
+// they are allowed, and nothing else, whether or not other tenants' dead
+// letters match too: never a refusal because of those. A selection that
+// names tenants is refused when the hook refuses them, whether or not
+// anything of theirs is stored.
+func TestSelectionPagesAnswerAlikeWhateverOtherTenantsStore(t *testing.T) {
+	for name, hook := range scopedHooks("new_co") {
+		t.Run("an operator of a tenant with no dead letters/"+name, func(t *testing.T) {
+			empty, full := newWorld(t, bare, hook), newWorld(t, busy, hook)
+			for _, c := range []struct {
+				target string
+				want   int
+			}{
+				{"/dead", http.StatusOK},
+				{"/dead?destination=shipping", http.StatusOK},
+				{"/dead?tenant=new_co", http.StatusOK},
+				{"/dead?tenant=new_co,other_co", http.StatusForbidden},
+				{"/redrive", http.StatusOK},
+				{"/redrive?destination=shipping", http.StatusOK},
+				{"/redrive?tenant=other_co", http.StatusForbidden},
+			} {
+				w := alike(t, empty, full, "GET", c.target, "carol", nil)
+				assert.Equal(t, c.want, w.Code, "%s as carol", c.target)
+				for _, other := range []string{"shp_1", "other_co", "prop_mgmt_co"} {
+					assert.NotContains(t, w.Body.String(), other, "%s as carol", c.target)
+				}
+			}
+		})
+	}
+	for name, hook := range scopedHooks("prop_mgmt_co") {
+		t.Run("an operator of a tenant with dead letters/"+name, func(t *testing.T) {
+			alone, shared := newWorld(t, mine, hook), newWorld(t, busy, hook)
+			for _, c := range []struct {
+				target string
+				want   int
+				shows  string
+			}{
+				{"/dead", http.StatusOK, "lease.payment_recorded"},
+				{"/dead?destination=shipping", http.StatusOK, `id="none"`},
+				{"/dead?destination=accounting,shipping", http.StatusOK, "lease.payment_recorded"},
+				{"/dead?tenant=prop_mgmt_co,other_co", http.StatusForbidden, ""},
+				{"/redrive", http.StatusOK, `<span id="plan-total">3</span>`},
+				{"/redrive?destination=shipping", http.StatusOK, `<span id="plan-total">0</span>`},
+				{"/redrive?tenant=prop_mgmt_co,other_co", http.StatusForbidden, ""},
+			} {
+				w := alike(t, alone, shared, "GET", c.target, "alice", nil)
+				assert.Equal(t, c.want, w.Code, "%s as alice", c.target)
+				assert.Contains(t, w.Body.String(), c.shows, "%s as alice", c.target)
+				for _, other := range []string{"shp_1", "other_co", "shipment.delivered"} {
+					assert.NotContains(t, w.Body.String(), other, "%s as alice", c.target)
+				}
+			}
+		})
+	}
+}

@@ -112,24 +112,71 @@ func askRows(p *page, tenantsOf [][]string) (show func(i int) bool) {
 	}
 }
 
-// askSelection asks Config.Authorize about a page of a selection that
-// shows the dead letters (or plans the redrive) of found, the tenants of
-// what it matched. Matching nothing, the page is asked with the tenants
-// the selection names, so a page filtered by a tenant the operator may not
-// see is refused, empty or not; naming none either, it shows nothing of
-// any tenant (page.nothing).
-func askSelection(p *page, sel hookrelay.DeadLetterFilter, found []string) error {
-	tenants := slices.Clone(found)
-	if len(tenants) == 0 {
-		tenants = slices.Clone(sel.TenantIDs)
+// askSelection asks Config.Authorize about a page of a selection (the
+// dead letters it lists, the redrive it plans) and returns the tenants
+// whose dead letters it shows; spanned lists the tenants the selection
+// spans (its plan's). A selection naming tenants is asked with them as
+// Tenants, whatever it matches, and refused if refused. One naming none
+// is never refused: it shows the tenants allowedTenants allows of those it
+// spans; allowed none, or spanning none, it is a page with nothing to show
+// (page.nothing). Either way the answer does not depend on what other
+// tenants store.
+func askSelection(p *page, sel hookrelay.DeadLetterFilter, spanned []string) ([]string, error) {
+	if len(sel.TenantIDs) > 0 {
+		tenants := slices.Compact(slices.Sorted(slices.Values(sel.TenantIDs)))
+		if err := p.ask(ActionRequest{Filter: sel, Tenants: tenants}); err != nil {
+			return nil, err
+		}
+		return tenants, nil
 	}
-	slices.Sort(tenants)
-	tenants = slices.Compact(tenants)
-	if len(tenants) == 0 {
+	allowed := allowedTenants(sel, spanned, p.ask)
+	if len(allowed) == 0 {
 		p.nothing(ActionRequest{Filter: sel})
+	}
+	return allowed, nil
+}
+
+// allowedTenants asks about a selection naming no tenant that spans the
+// tenants spanned: first with all of them, then, if refused, once per
+// tenant, each time with Filter narrowed to the tenants asked about
+// (Filter.TenantIDs as Tenants). It returns those allowed, sorted.
+func allowedTenants(sel hookrelay.DeadLetterFilter, spanned []string, ask func(ActionRequest) error) []string {
+	spanned = slices.Compact(slices.Sorted(slices.Values(spanned)))
+	if len(spanned) == 0 {
 		return nil
 	}
-	return p.ask(ActionRequest{Filter: sel, Tenants: tenants})
+	if ask(ActionRequest{Filter: narrowed(sel, spanned), Tenants: spanned}) == nil {
+		return spanned
+	}
+	var allowed []string
+	for _, t := range spanned {
+		if ask(ActionRequest{Filter: narrowed(sel, []string{t}), Tenants: []string{t}}) == nil {
+			allowed = append(allowed, t)
+		}
+	}
+	return allowed
+}
+
+// narrowed is sel selecting only tenants' dead letters.
+func narrowed(sel hookrelay.DeadLetterFilter, tenants []string) hookrelay.DeadLetterFilter {
+	sel.TenantIDs = slices.Clone(tenants)
+	return sel
+}
+
+// planOf is plan counting only tenants' dead letters.
+func planOf(plan hookrelay.RedrivePlan, tenants []string) hookrelay.RedrivePlan {
+	out := hookrelay.RedrivePlan{Filter: plan.Filter}
+	for _, r := range plan.Rows {
+		if slices.Contains(tenants, r.TenantID) {
+			out.Rows = append(out.Rows, r)
+			out.Total += r.Count
+			if !slices.Contains(out.Tenants, r.TenantID) {
+				out.Tenants = append(out.Tenants, r.TenantID)
+			}
+		}
+	}
+	slices.Sort(out.Tenants)
+	return out
 }
 
 // rowTenants are the tenants of a destination row: its destination's
@@ -508,20 +555,33 @@ func (h *Handler) deadLetters(r *http.Request, p *page) (int, error) {
 	if err != nil {
 		return http.StatusBadRequest, err
 	}
-	// The page is read before the hook is asked, but shown only after:
-	// the hook is told the tenants of the dead letters it shows (Tenants),
-	// also when the selection names none, and those the selection names
-	// when it shows none.
-	res, err := h.cfg.Client.DeadLetters(r.Context(), hookrelay.DeadLettersParams{Filter: sel, Limit: h.cfg.PageSize, Cursor: q.Get("cursor")})
+	// A selection naming no tenant lists the tenants it spans (its plan's)
+	// that the hook allows, and nothing when it allows none: the answer
+	// must not say whether other tenants' dead letters match.
+	var spanned []string
+	if len(sel.TenantIDs) == 0 {
+		plan, err := h.cfg.Client.PlanRedrive(r.Context(), sel)
+		if err != nil {
+			return 0, err
+		}
+		spanned = plan.Tenants
+	}
+	tenants, err := askSelection(p, sel, spanned)
 	if err != nil {
-		return 0, err
-	}
-	var tenants []string
-	for _, d := range res.Deliveries {
-		tenants = append(tenants, d.TenantID)
-	}
-	if err := askSelection(p, sel, tenants); err != nil {
 		return http.StatusForbidden, err
+	}
+	var res hookrelay.DeadLettersPage
+	if len(tenants) > 0 {
+		list := sel
+		if len(sel.TenantIDs) == 0 && len(tenants) < len(spanned) {
+			list = narrowed(sel, tenants)
+		}
+		if res, err = h.cfg.Client.DeadLetters(r.Context(), hookrelay.DeadLettersParams{Filter: list, Limit: h.cfg.PageSize, Cursor: q.Get("cursor")}); err != nil {
+			return 0, err
+		}
+		// A tenant whose first dead letter of the selection came after
+		// the plan was not asked about: its rows are not shown.
+		res.Deliveries = slices.DeleteFunc(res.Deliveries, func(d hookrelay.Delivery) bool { return !slices.Contains(tenants, d.TenantID) })
 	}
 	var next template.URL
 	if res.Next != "" {
@@ -602,16 +662,18 @@ func (h *Handler) redrivePlan(r *http.Request, p *page) (int, error) {
 	if err != nil {
 		return http.StatusBadRequest, err
 	}
-	// The plan is read before the hook is asked, but shown only after: the
-	// hook is told the tenants the selection spans (Tenants), also when it
-	// names none, and those it names when it spans none.
+	// The plan is read before the hook is asked, but shown only after,
+	// and, for a selection naming no tenant, only the rows of the tenants
+	// the hook allows.
 	plan, err := h.cfg.Client.PlanRedrive(r.Context(), sel)
 	if err != nil {
 		return 0, err
 	}
-	if err := askSelection(p, sel, plan.Tenants); err != nil {
+	tenants, err := askSelection(p, sel, plan.Tenants)
+	if err != nil {
 		return http.StatusForbidden, err
 	}
+	plan = planOf(plan, tenants)
 	p.Title = "Redrive"
 	p.Data = struct {
 		Filter      filterForm

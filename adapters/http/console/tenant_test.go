@@ -146,7 +146,7 @@ func TestPagesOfOneTenantsDataAskTheHookWithTheirTenants(t *testing.T) {
 	}{
 		{"/dead?tenant=prop_mgmt_co", "alice", http.StatusOK, ""},
 		{"/dead?tenant=other_co", "alice", http.StatusForbidden, "shp_1"},
-		{"/dead", "alice", http.StatusForbidden, "shp_1"},
+		{"/dead", "alice", http.StatusOK, "shp_1"}, // her tenant's only
 		{"/redrive?tenant=other_co", "alice", http.StatusForbidden, "shipping"},
 		{"/redrive?tenant=prop_mgmt_co", "alice", http.StatusOK, ""},
 		{"/deliveries/" + url.PathEscape(payments[0]), "alice", http.StatusOK, ""},
@@ -367,16 +367,23 @@ func TestClearGuardShowsTheHookTheDestinationsTenant(t *testing.T) {
 
 // A selection that names no tenant is told to the hook with the tenants
 // it spans: an operator whose hook allows only their tenant cannot plan or
-// redrive another tenant's dead letters by selecting its destination.
+// redrive another tenant's dead letters by selecting its destination. The
+// plan shows her nothing of them: the empty plan of a selection matching
+// nothing she may see.
 func TestRedriveOfABlankTenantSelectionShowsTheHookItsTenants(t *testing.T) {
 	var asked []console.ActionRequest
 	f := newFixture(t, func(_ *hookrelay.Config, c *console.Config) {
 		c.Authorize = onlyTenant("prop_mgmt_co", &asked)
 	})
 	payments, shipment, _ := f.seed()
+	asked = nil
 	w := f.do("GET", "/redrive?destination=shipping", "alice", nil)
-	assert.Equal(t, http.StatusForbidden, w.Code, "alice plans shipping's redrive: %s", w.Body.String())
+	assert.Equal(t, http.StatusOK, w.Code, "alice plans shipping's redrive: %s", w.Body.String())
+	assert.Contains(t, w.Body.String(), `<span id="plan-total">0</span>`)
 	assert.NotContains(t, w.Body.String(), "other_co")
+	require.NotEmpty(t, asked)
+	assert.Equal(t, []string{"other_co"}, asked[0].Tenants, "the hook is told the tenants the selection spans")
+	assert.Equal(t, []string{"other_co"}, asked[0].Filter.TenantIDs, "and the selection narrowed to them")
 
 	tok := f.token("alice", "/redrive?destination=accounting")
 	w = f.do("POST", "/redrive", "alice", url.Values{"csrf_token": {tok}, "destination": {"shipping"}, "why": {"r"}, "rate": {"1"}})
@@ -395,15 +402,22 @@ func TestRedriveOfABlankTenantSelectionShowsTheHookItsTenants(t *testing.T) {
 }
 
 // The dead-letter list of a selection that names no tenant tells the hook
-// the tenants of the dead letters it is about to show.
+// the tenants the selection spans and lists only those it allows: another
+// tenant's dead letters are not shown, and the page is the empty list, as
+// when nothing matches, not a refusal.
 func TestDeadLettersOfABlankTenantSelectionShowTheHookTheirTenants(t *testing.T) {
 	f := newFixture(t, func(_ *hookrelay.Config, c *console.Config) {
 		c.Authorize = onlyTenant("prop_mgmt_co", nil)
 	})
 	f.seed()
 	w := f.do("GET", "/dead?destination=shipping", "alice", nil)
-	assert.Equal(t, http.StatusForbidden, w.Code, "alice lists shipping's dead letters: %s", w.Body.String())
+	assert.Equal(t, http.StatusOK, w.Code, "alice lists shipping's dead letters: %s", w.Body.String())
 	assert.NotContains(t, w.Body.String(), "shp_1")
+	assert.Contains(t, w.Body.String(), `id="none"`)
+	w = f.do("GET", "/dead?destination=shipping,accounting", "alice", nil)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	assert.NotContains(t, w.Body.String(), "shp_1")
+	assert.Contains(t, w.Body.String(), "lease.payment_recorded")
 	w = f.do("GET", "/dead?destination=accounting", "alice", nil)
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	assert.Contains(t, w.Body.String(), "lease.payment_recorded")
@@ -480,10 +494,11 @@ func TestEmptyPagesShowToATenantScopedOperator(t *testing.T) {
 	assert.Equal(t, []string{"prop_mgmt_co"}, asked[0].Tenants)
 
 	// Once there are rows, an operator allowed none of their tenants gets
-	// the lists empty too, not a refusal that would tell them rows exist.
+	// the lists and the plan of every dead letter empty too, not a refusal
+	// that would tell them rows exist.
 	f2 := newFixture(t, func(_ *hookrelay.Config, c *console.Config) { c.Authorize = onlyTenant("nobody_co", nil) })
 	f2.seed()
-	for _, page := range []string{"/", "/destinations"} {
+	for _, page := range []string{"/", "/destinations", "/dead", "/redrive"} {
 		w := f2.do("GET", page, "alice", nil)
 		assert.Equal(t, http.StatusOK, w.Code, page)
 		assert.NotContains(t, w.Body.String(), "prop_mgmt_co", page)
