@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -222,6 +223,69 @@ func TestSelectionPagesAnswerAlikeWhateverOtherTenantsStore(t *testing.T) {
 					assert.NotContains(t, w.Body.String(), other, "%s as alice", c.target)
 				}
 			}
+		})
+	}
+}
+
+// A redrive started from the page of a selection naming no tenant moves
+// the dead letters of the tenants the hook allows, and is answered the
+// same whether or not other tenants' dead letters match too: it is not
+// refused because of them, and never moves them.
+func TestRedriveStartAnswersAlikeWhateverOtherTenantsStore(t *testing.T) {
+	for name, hook := range scopedHooks("prop_mgmt_co") {
+		t.Run(name, func(t *testing.T) {
+			alone, shared := newWorld(t, mine, hook), newWorld(t, busy, hook)
+			tok := alone.token("alice", "/redrive?destination=accounting")
+			require.Equal(t, tok, shared.token("alice", "/redrive?destination=accounting"))
+			started := func(w *httptest.ResponseRecorder, s scene) hookrelay.RedriveAudit {
+				t.Helper()
+				id, ok := strings.CutPrefix(w.Header().Get("Location"), "/redrives/")
+				require.True(t, ok, w.Header().Get("Location"))
+				a, err := s.client.RedriveStatus(context.Background(), id)
+				require.NoError(t, err)
+				return a
+			}
+
+			// Only other_co's dead letters match: as when nothing matches.
+			form := url.Values{"csrf_token": {tok}, "destination": {"shipping"}, "why": {"r"}, "rate": {"1000"}}
+			wa, wb := alone.do("POST", "/redrive", "alice", form), shared.do("POST", "/redrive", "alice", form)
+			require.Equal(t, wa.Code, wb.Code, "the status tells whether other_co has dead letters: %s", wb.Body.String())
+			if wa.Code == http.StatusSeeOther {
+				for _, w := range []struct {
+					w *httptest.ResponseRecorder
+					s scene
+				}{{wa, alone}, {wb, shared}} {
+					a := started(w.w, w.s)
+					assert.Empty(t, a.Tenants)
+					assert.Zero(t, a.Matched)
+				}
+			} else {
+				assert.Equal(t, wa.Body.String(), wb.Body.String())
+			}
+
+			// Both tenants' dead letters match: hers are moved, and only hers.
+			form.Set("destination", "accounting,shipping")
+			wa, wb = alone.do("POST", "/redrive", "alice", form), shared.do("POST", "/redrive", "alice", form)
+			require.Equal(t, http.StatusSeeOther, wa.Code, wa.Body.String())
+			require.Equal(t, http.StatusSeeOther, wb.Code, "refused for other_co's dead letters: %s", wb.Body.String())
+			for _, w := range []struct {
+				w *httptest.ResponseRecorder
+				s scene
+			}{{wa, alone}, {wb, shared}} {
+				a := started(w.w, w.s)
+				assert.Equal(t, []string{"prop_mgmt_co"}, a.Tenants)
+				assert.EqualValues(t, 3, a.Matched)
+				require.Eventually(t, func() bool {
+					w.s.clock.Add(time.Second)
+					a, err := w.s.client.RedriveStatus(context.Background(), a.ID)
+					require.NoError(t, err)
+					return a.State == hookrelay.RedriveFinished
+				}, 10*time.Second, time.Millisecond)
+				for _, p := range w.s.payments {
+					assert.Equal(t, hookrelay.StatePending, w.s.get(p).State)
+				}
+			}
+			assert.Equal(t, hookrelay.StateDead, shared.get(shared.shipment).State, "other_co's dead letter was moved")
 		})
 	}
 }

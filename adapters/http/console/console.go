@@ -110,13 +110,22 @@ type ActionRequest struct {
 	// (its audit's Tenants): the only ones whose deliveries it moves. For
 	// the delivery page, the delivery's tenant. For the dead and redrive
 	// pages, the tenants the selection names, else those it spans that are
-	// asked about (see Page). For ActionRedrive, the same counted by the redrive as it
-	// starts (hookrelay.RedriveParams.Authorizer), before the client's
-	// hookrelay.Authorizer: the only tenants it moves, so a dead letter of
-	// another tenant committed after the operator's plan is not moved. For the destination
-	// actions, the destination's tenant. For the overview,
-	// destinations and redrives pages, the tenants asked about (see Page;
-	// none means every tenant).
+	// asked about (see Page).
+	//
+	// For ActionRedrive, the tenants the selection names, whatever it
+	// spans; refused, the redrive is refused. A selection naming none is
+	// asked about as the redrive starts (hookrelay.RedriveParams), with the
+	// tenants it spans then and, if refused, once per tenant, Filter
+	// narrowed to those asked about; the redrive is narrowed to the
+	// tenants allowed (RedriveParams.NarrowTenants) and asked once more
+	// with them (none: as a selection matching nothing), before the
+	// client's hookrelay.Authorizer. They are the only tenants it moves:
+	// a dead letter of another tenant, refused or committed after the
+	// start, is not moved, and does not make the redrive refused.
+	//
+	// For the destination actions, the destination's tenant. For the
+	// overview, destinations and redrives pages, the tenants asked about
+	// (see Page; none means every tenant).
 	Tenants []string
 }
 

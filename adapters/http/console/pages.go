@@ -163,22 +163,6 @@ func narrowed(sel hookrelay.DeadLetterFilter, tenants []string) hookrelay.DeadLe
 	return sel
 }
 
-// planOf is plan counting only tenants' dead letters.
-func planOf(plan hookrelay.RedrivePlan, tenants []string) hookrelay.RedrivePlan {
-	out := hookrelay.RedrivePlan{Filter: plan.Filter}
-	for _, r := range plan.Rows {
-		if slices.Contains(tenants, r.TenantID) {
-			out.Rows = append(out.Rows, r)
-			out.Total += r.Count
-			if !slices.Contains(out.Tenants, r.TenantID) {
-				out.Tenants = append(out.Tenants, r.TenantID)
-			}
-		}
-	}
-	slices.Sort(out.Tenants)
-	return out
-}
-
 // rowTenants are the tenants of a destination row: its destination's
 // tenant, none when the Destinations port does not know it.
 func (r destinationRow) rowTenants() []string {
@@ -673,7 +657,7 @@ func (h *Handler) redrivePlan(r *http.Request, p *page) (int, error) {
 	if err != nil {
 		return http.StatusForbidden, err
 	}
-	plan = planOf(plan, tenants)
+	plan = plan.OnlyTenants(tenants)
 	p.Title = "Redrive"
 	p.Data = struct {
 		Filter      filterForm
@@ -706,24 +690,42 @@ func (h *Handler) redriveStart(r *http.Request, actor string) (string, int, erro
 		return "", http.StatusBadRequest, badForm("rate", "must be a positive number of deliveries per second per destination")
 	}
 	// The hook is asked by the redrive itself (RedriveParams.Authorizer),
-	// with the plan it counts at its start: the tenants the selection
-	// spans then (those it names when it spans none), the only ones it
-	// moves. A plan counted here, before the start, would let a dead
-	// letter of a tenant the hook was never asked about, committed in
-	// between, be moved. The hook is asked before the client's
+	// with the plan it counts at its start: a plan counted here, before
+	// the start, would let a dead letter of a tenant the hook was never
+	// asked about, committed in between, be moved. A selection naming
+	// tenants is asked with those, whatever it spans, so the answer does
+	// not depend on what is stored. One naming none is first narrowed
+	// (RedriveParams.NarrowTenants) to the tenants it spans that the hook
+	// allows, then asked with those (none: as a selection matching
+	// nothing), so it moves only them and is never refused because of
+	// another tenant's dead letters. The hook is asked before the client's
 	// Authorizer, and its refusal is shown as it is: the
 	// RedriveRefusedError would name the tenants of the selection.
+	askRedrive := func(req ActionRequest) error {
+		req.Action, req.Actor = ActionRedrive, actor
+		return h.authorize(r, req)
+	}
+	var narrow func(context.Context, []string) []string
+	if len(sel.TenantIDs) == 0 {
+		narrow = func(_ context.Context, spanned []string) []string {
+			return allowedTenants(sel, spanned, askRedrive)
+		}
+	}
 	var refused error
 	ask := hookrelay.AuthorizerFunc(func(_ context.Context, req hookrelay.RedriveAuthorization) error {
-		tenants := req.Tenants
-		if len(tenants) == 0 {
+		filter, tenants := sel, req.Tenants
+		switch {
+		case len(sel.TenantIDs) > 0:
 			tenants = slices.Compact(slices.Sorted(slices.Values(sel.TenantIDs)))
+		case len(tenants) > 0:
+			filter = narrowed(sel, tenants)
 		}
-		refused = h.authorize(r, ActionRequest{Action: ActionRedrive, Actor: actor, Filter: sel, Tenants: tenants})
+		refused = askRedrive(ActionRequest{Filter: filter, Tenants: tenants})
 		return refused
 	})
 	id, err := h.startRedrive(func(ctx context.Context, progress func(hookrelay.RedriveAudit)) (hookrelay.RedriveAudit, error) {
-		return h.cfg.Client.Redrive(ctx, hookrelay.RedriveParams{Filter: sel, Actor: actor, Reason: reason, RatePerSecond: rate, Progress: progress, Authorizer: ask})
+		return h.cfg.Client.Redrive(ctx, hookrelay.RedriveParams{Filter: sel, Actor: actor, Reason: reason, RatePerSecond: rate,
+			Progress: progress, Authorizer: ask, NarrowTenants: narrow})
 	})
 	if refused != nil {
 		return "", http.StatusForbidden, refused

@@ -385,12 +385,23 @@ func TestRedriveOfABlankTenantSelectionShowsTheHookItsTenants(t *testing.T) {
 	assert.Equal(t, []string{"other_co"}, asked[0].Tenants, "the hook is told the tenants the selection spans")
 	assert.Equal(t, []string{"other_co"}, asked[0].Filter.TenantIDs, "and the selection narrowed to them")
 
+	// Redriving it, the hook is asked about the tenants the selection
+	// spans at the start, each refused one is left out, and what is left
+	// (nothing) is a redrive of a selection matching nothing.
 	tok := f.token("alice", "/redrive?destination=accounting")
+	asked = nil
 	w = f.do("POST", "/redrive", "alice", url.Values{"csrf_token": {tok}, "destination": {"shipping"}, "why": {"r"}, "rate": {"1"}})
-	assert.Equal(t, http.StatusForbidden, w.Code, "alice redrives shipping: %s", w.Body.String())
+	require.Equal(t, http.StatusSeeOther, w.Code, "alice redrives shipping: %s", w.Body.String())
+	require.NotEmpty(t, asked)
+	assert.Equal(t, console.ActionRedrive, asked[0].Action)
+	assert.Equal(t, []string{"other_co"}, asked[0].Tenants, "the hook is told the tenants the selection spans")
 	last := asked[len(asked)-1]
 	assert.Equal(t, console.ActionRedrive, last.Action)
-	assert.Equal(t, []string{"other_co"}, last.Tenants, "the hook is told the tenants the selection spans")
+	assert.Empty(t, last.Tenants, "the redrive is authorized for the tenants allowed: none")
+	a, err := f.client.RedriveStatus(context.Background(), strings.TrimPrefix(w.Header().Get("Location"), "/redrives/"))
+	require.NoError(t, err)
+	assert.Empty(t, a.Tenants)
+	assert.Zero(t, a.Matched)
 	assert.Equal(t, hookrelay.StateDead, f.get(shipment).State, "another tenant's dead letter was redriven")
 
 	w = f.do("POST", "/redrive", "alice", url.Values{"csrf_token": {tok}, "destination": {"accounting"}, "why": {"r"}, "rate": {"1"}})
