@@ -289,3 +289,24 @@ func TestRedriveStartAnswersAlikeWhateverOtherTenantsStore(t *testing.T) {
 		})
 	}
 }
+
+// A delivery's or a redrive's page that the hook refuses answers exactly
+// as for an ID that does not exist (404, the same page), so an operator
+// cannot find out by its ID whether another tenant's record exists.
+func TestRecordPagesAnswerAlikeWhateverOtherTenantsStore(t *testing.T) {
+	for name, hook := range scopedHooks("prop_mgmt_co") {
+		t.Run(name, func(t *testing.T) {
+			alone, shared := newWorld(t, mine, hook), newWorld(t, busy, hook)
+			for _, target := range []string{
+				"/deliveries/" + url.PathEscape(shared.shipment),
+				"/redrives/" + url.PathEscape(shared.theirRedrive),
+			} {
+				w := alike(t, alone, shared, "GET", target, "alice", nil)
+				assert.Equal(t, http.StatusNotFound, w.Code, "%s as alice", target)
+				assert.NotContains(t, w.Body.String(), "other_co", "%s as alice", target)
+			}
+			w := shared.do("GET", "/deliveries/"+url.PathEscape(shared.payments[0]), "alice", nil)
+			assert.Equal(t, http.StatusOK, w.Code, "her own delivery: %s", w.Body.String())
+		})
+	}
+}

@@ -68,7 +68,10 @@ type ActionRequest struct {
 	//
 	// "delivery" is asked with DeliveryID, DestinationID and Tenants (the
 	// delivery's tenant), "redrive_status" with RedriveID, Filter and
-	// Tenants (the redrive's), before anything of it is shown.
+	// Tenants (the redrive's), before anything of it is shown. Refused,
+	// they answer exactly as for an ID that does not exist (404, the same
+	// page, not the hook's error), so an operator cannot probe IDs for
+	// another tenant's records.
 	//
 	// "overview", "destinations" and "redrives" list rows of several
 	// tenants (a destination's row is its tenant's; a redrive's, the

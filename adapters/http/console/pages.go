@@ -590,13 +590,24 @@ type attemptView struct {
 	Detail string
 }
 
+// notFound answers a page of one record that does not exist, and one the
+// hook refuses, alike (404, the same text): a refusal would tell an
+// operator probing IDs that another tenant's record exists.
+func notFound(kind, id string) (int, error) {
+	return http.StatusNotFound, fmt.Errorf("no %s %q (or not one you may see)", kind, cut(id, 100))
+}
+
 func (h *Handler) delivery(r *http.Request, p *page) (int, error) {
-	d, err := h.cfg.Client.Delivery(r.Context(), r.PathValue("id"))
+	id := r.PathValue("id")
+	d, err := h.cfg.Client.Delivery(r.Context(), id)
+	if errors.Is(err, hookrelay.ErrNotFound) {
+		return notFound("delivery", id)
+	}
 	if err != nil {
 		return 0, err
 	}
 	if err := p.ask(ActionRequest{DeliveryID: d.Delivery.ID, DestinationID: d.Delivery.DestinationID, Tenants: []string{d.Delivery.TenantID}}); err != nil {
-		return http.StatusForbidden, err
+		return notFound("delivery", id)
 	}
 	as := make([]attemptView, len(d.Attempts))
 	for i, a := range d.Attempts {
@@ -822,12 +833,16 @@ func (h *Handler) redriveList(r *http.Request, p *page) (int, error) {
 }
 
 func (h *Handler) redriveStatus(r *http.Request, p *page) (int, error) {
-	a, err := h.cfg.Client.RedriveStatus(r.Context(), r.PathValue("id"))
+	id := r.PathValue("id")
+	a, err := h.cfg.Client.RedriveStatus(r.Context(), id)
+	if errors.Is(err, hookrelay.ErrRedriveNotFound) {
+		return notFound("redrive", id)
+	}
 	if err != nil {
 		return 0, err
 	}
 	if err := p.ask(ActionRequest{RedriveID: a.ID, Filter: a.Filter, Tenants: a.Tenants}); err != nil {
-		return http.StatusForbidden, err
+		return notFound("redrive", id)
 	}
 	if a.State == hookrelay.RedriveRunning {
 		p.Refresh = 2
