@@ -267,6 +267,24 @@ type RedrivePlan struct {
 	Tenants []string
 }
 
+// OnlyTenants returns the plan counting only the dead letters of tenants:
+// its rows of those tenants, their Total and Tenants. Filter is kept.
+func (p RedrivePlan) OnlyTenants(tenants []string) RedrivePlan {
+	out := RedrivePlan{Filter: p.Filter}
+	for _, r := range p.Rows {
+		if !slices.Contains(tenants, r.TenantID) {
+			continue
+		}
+		out.Rows = append(out.Rows, r)
+		out.Total += r.Count
+		if r.Count > 0 && !slices.Contains(out.Tenants, r.TenantID) {
+			out.Tenants = append(out.Tenants, r.TenantID)
+		}
+	}
+	slices.Sort(out.Tenants)
+	return out
+}
+
 // PlanRedrive counts the dead-lettered deliveries matching filter, grouped
 // by tenant, destination and failure reason, without changing anything.
 func (c *Client) PlanRedrive(ctx context.Context, filter DeadLetterFilter) (RedrivePlan, error) {

@@ -197,6 +197,18 @@ type RedriveParams struct {
 	// is not recorded: ResumeRedrive asks Config.Authorizer only (and moves
 	// no tenant but the audit's Tenants).
 	Authorizer Authorizer
+	// NarrowTenants, if set, is given the tenants the selection spans as
+	// the redrive starts (sorted) and returns those it may move: the
+	// redrive then counts, is authorized for (Authorizer and
+	// Config.Authorizer see the narrowed plan) and moves only those, as if
+	// Filter named them, and its audit's Tenants and Matched say so
+	// (Filter is recorded as given). Returning none leaves the redrive as
+	// one matching nothing. A caller that may redrive only some tenants
+	// (the console, for an operator scoped to some) narrows here so that
+	// another tenant's dead letters neither move nor make the redrive
+	// refused. It is not recorded: ResumeRedrive moves the audit's
+	// Tenants.
+	NarrowTenants func(ctx context.Context, spanned []string) []string
 }
 
 // MaxRedriveRate is the highest RedriveParams.RatePerSecond: a million
@@ -264,6 +276,9 @@ func (c *Client) Redrive(ctx context.Context, params RedriveParams) (RedriveAudi
 	plan, err := planRedrive(ctx, dl, filter)
 	if err != nil {
 		return RedriveAudit{}, err
+	}
+	if params.NarrowTenants != nil {
+		plan = plan.OnlyTenants(params.NarrowTenants(ctx, slices.Clone(plan.Tenants)))
 	}
 	req := RedriveAuthorization{
 		Actor: params.Actor, Reason: params.Reason, Filter: params.Filter, Tenants: plan.Tenants, Plan: plan,

@@ -52,13 +52,26 @@ type ActionRequest struct {
 	// Page names the page for ActionView ("overview", "dead", "delivery",
 	// "redrive", "redrives", "redrive_status", "destinations").
 	//
-	// The pages of a selection or of one record are asked about with what
-	// they are about to show, before anything is read for display: "dead"
-	// and "redrive" with Filter (the selection in the URL; no TenantIDs
-	// means every tenant; "dead" also with Tenants, those of the dead
-	// letters it shows, "redrive" with those the selection spans), "delivery" with DeliveryID, DestinationID and
-	// Tenants (the delivery's tenant), "redrive_status" with RedriveID,
-	// Filter and Tenants (the redrive's).
+	// No page's answer depends on data the operator may not see: the same
+	// request by the same operator gets the same status and shows the same
+	// rows whether or not other tenants have data.
+	//
+	// "dead" and "redrive" show a selection, the one in the URL. One that
+	// names tenants (Filter.TenantIDs) is asked with Filter and those
+	// tenants as Tenants before anything is read, and refused when the
+	// hook refuses, whatever is stored. One that names none is never
+	// refused: it is asked with the tenants it spans (its plan's) as
+	// Tenants and Filter narrowed to them (Filter.TenantIDs holding the
+	// same); refused, it is asked once per tenant (both holding that one);
+	// the page lists the dead letters, or plans the redrive, of the
+	// tenants allowed only, as if the selection named them.
+	//
+	// "delivery" is asked with DeliveryID, DestinationID and Tenants (the
+	// delivery's tenant), "redrive_status" with RedriveID, Filter and
+	// Tenants (the redrive's), before anything of it is shown. Refused,
+	// they answer exactly as for an ID that does not exist (404, the same
+	// page, not the hook's error), so an operator cannot probe IDs for
+	// another tenant's records.
 	//
 	// "overview", "destinations" and "redrives" list rows of several
 	// tenants (a destination's row is its tenant's; a redrive's, the
@@ -67,19 +80,18 @@ type ActionRequest struct {
 	// page shows every row. Refused, they are asked once per tenant
 	// (Tenants holding that one) and show only the rows all of whose
 	// tenants were allowed: no count, destination or redrive of another
-	// tenant. Refused for every tenant, the page is refused with the first
-	// answer. No Tenants means every tenant: a page with a row of unknown
+	// tenant. No Tenants means every tenant: a page with a row of unknown
 	// tenant (a destination the Destinations port does not know, a
 	// redrive of every tenant that matched nothing) is asked so; such a
 	// row is shown only to an operator allowed every tenant.
 	//
-	// A page with nothing to show (a list with no row; a "dead" or
-	// "redrive" page whose selection names no tenant and matches nothing)
-	// is asked with no Tenants as well, but shown, empty, whatever the
-	// answer: it shows nothing of any tenant, and a tenant-scoped hook
-	// refuses a request naming none. A "dead" or "redrive" page whose
-	// selection names tenants and matches nothing is asked with those as
-	// Tenants, and refused as usual.
+	// A page with nothing to show (a list with no row or none allowed; a
+	// "dead" or "redrive" page whose selection names no tenant and spans
+	// none, or none allowed) is asked with no Tenants as well, but shown,
+	// empty, whatever the answer: it shows nothing of any tenant, and a
+	// tenant-scoped hook refuses a request naming none. So a hook that
+	// refuses one of these pages by name shows it empty; a refusal would
+	// tell the operator that other tenants have rows.
 	Page string
 	// DestinationID is set for the destination actions and the delivery
 	// page.
@@ -93,22 +105,30 @@ type ActionRequest struct {
 	// (and the redrive_status page shows). The client's
 	// hookrelay.Authorizer decides on the tenants a started or resumed
 	// redrive spans as well. For the dead and redrive pages, the selection
-	// they list or plan.
+	// they list or plan, narrowed to the tenants asked about when the URL
+	// names none (see Page).
 	Filter hookrelay.DeadLetterFilter
 	// Tenants, for ActionStopRedrive, ActionResumeRedrive and the
 	// redrive_status page, are the tenants the redrive was authorized for
 	// (its audit's Tenants): the only ones whose deliveries it moves. For
-	// the delivery page, the delivery's tenant. For the dead page, the
-	// tenants of the dead letters it shows (none shown: those Filter
-	// names). For the redrive page, the tenants the selection spans (its
-	// plan's), also when Filter names none (spanning none, those Filter
-	// names). For ActionRedrive, the same counted by the redrive as it
-	// starts (hookrelay.RedriveParams.Authorizer), before the client's
-	// hookrelay.Authorizer: the only tenants it moves, so a dead letter of
-	// another tenant committed after the operator's plan is not moved. For the destination
-	// actions, the destination's tenant. For the overview,
-	// destinations and redrives pages, the tenants asked about (see Page;
-	// none means every tenant).
+	// the delivery page, the delivery's tenant. For the dead and redrive
+	// pages, the tenants the selection names, else those it spans that are
+	// asked about (see Page).
+	//
+	// For ActionRedrive, the tenants the selection names, whatever it
+	// spans; refused, the redrive is refused. A selection naming none is
+	// asked about as the redrive starts (hookrelay.RedriveParams), with the
+	// tenants it spans then and, if refused, once per tenant, Filter
+	// narrowed to those asked about; the redrive is narrowed to the
+	// tenants allowed (RedriveParams.NarrowTenants) and asked once more
+	// with them (none: as a selection matching nothing), before the
+	// client's hookrelay.Authorizer. They are the only tenants it moves:
+	// a dead letter of another tenant, refused or committed after the
+	// start, is not moved, and does not make the redrive refused.
+	//
+	// For the destination actions, the destination's tenant. For the
+	// overview, destinations and redrives pages, the tenants asked about
+	// (see Page; none means every tenant).
 	Tenants []string
 }
 

@@ -57,16 +57,7 @@ func newFixture(t *testing.T, opts ...fixtureOption) *fixture {
 	ctx := context.Background()
 	f := &fixture{t: t, clock: clock.NewMock(), store: memory.NewStore()}
 	f.clock.Set(base)
-	f.dests = memory.NewDestinations(
-		hookrelay.Destination{
-			ID: "accounting", TenantID: "prop_mgmt_co",
-			URL:     "https://planted-url-user:planted-url-password@planted-host.example/hooks",
-			Secrets: []string{plantedSecrets[0]},
-			Headers: map[string]string{"Authorization": plantedSecrets[1], "X-Planted-Header": "v"},
-		},
-		hookrelay.Destination{ID: "orders", TenantID: "prop_mgmt_co", URL: "https://planted-host.example/orders", Secrets: []string{plantedSecrets[0]}},
-		hookrelay.Destination{ID: "shipping", TenantID: "other_co", URL: "https://planted-host.example/ship"},
-	)
+	f.dests = memory.NewDestinations(fixtureDestinations()...)
 	sender := hookrelay.SenderFunc(func(_ context.Context, p hookrelay.SendParams) hookrelay.Result {
 		switch {
 		case p.Delivery.DestinationID == "orders" && f.gone:
@@ -100,6 +91,21 @@ func newFixture(t *testing.T, opts ...fixtureOption) *fixture {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, f.console.Close(ctx)) })
 	return f
+}
+
+// fixtureDestinations are the fixture's destinations: accounting and
+// orders of prop_mgmt_co, shipping of other_co.
+func fixtureDestinations() []hookrelay.Destination {
+	return []hookrelay.Destination{
+		{
+			ID: "accounting", TenantID: "prop_mgmt_co",
+			URL:     "https://planted-url-user:planted-url-password@planted-host.example/hooks",
+			Secrets: []string{plantedSecrets[0]},
+			Headers: map[string]string{"Authorization": plantedSecrets[1], "X-Planted-Header": "v"},
+		},
+		{ID: "orders", TenantID: "prop_mgmt_co", URL: "https://planted-host.example/orders", Secrets: []string{plantedSecrets[0]}},
+		{ID: "shipping", TenantID: "other_co", URL: "https://planted-host.example/ship"},
+	}
 }
 
 type fixedRandom float64
@@ -140,12 +146,20 @@ func (f *fixture) get(id string) hookrelay.Delivery {
 // (auth_rejected, with secrets in their attempt detail), one shipment
 // (bad_request, other tenant), one delivered order.
 func (f *fixture) seed() (payments []string, shipment, delivered string) {
+	return f.seedTenants(true)
+}
+
+// seedTenants is seed, leaving other_co's shipment out (shipment "")
+// unless other: the same records of prop_mgmt_co at the same times.
+func (f *fixture) seedTenants(other bool) (payments []string, shipment, delivered string) {
 	for i := range 3 {
 		payments = append(payments, f.enqueue(fmt.Sprintf("pay_%d", 7319+i), "prop_mgmt_co", "accounting", "lease.payment_recorded",
 			fmt.Sprintf(`{"payment_id":"pay_%d","amount":1250}`, 7319+i)))
 		f.clock.Add(time.Minute)
 	}
-	shipment = f.enqueue("shp_1", "other_co", "shipping", "shipment.delivered", `{"shipment":"shp_1"}`)
+	if other {
+		shipment = f.enqueue("shp_1", "other_co", "shipping", "shipment.delivered", `{"shipment":"shp_1"}`)
+	}
 	delivered = f.enqueue("ord_1", "prop_mgmt_co", "orders", "order.created", `{"order":"ord_1"}`)
 	f.clock.Add(time.Hour)
 	return payments, shipment, delivered

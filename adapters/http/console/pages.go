@@ -67,15 +67,15 @@ type page struct {
 // Tenants, meaning every tenant, when a row's tenant is not known). If
 // that is refused it asks once per tenant, and show(i) says whether row i
 // is shown: only when all its tenants are allowed, so no row of a refused
-// or unknown tenant is. When no tenant is allowed, the page is refused
-// with the first answer. A page with no row is asked with no Tenants
-// (page.nothing) and shown empty whatever the answer: a tenant-scoped
-// hook refuses a request naming no tenant, and an empty list shows
-// nothing of any tenant.
-func askRows(p *page, tenantsOf [][]string) (show func(i int) bool, err error) {
+// or unknown tenant is. The page is never refused: when no row is
+// allowed, or there is none, it is asked with no Tenants (page.nothing)
+// and shown empty whatever the answer, so that an operator cannot tell
+// from the answer whether other tenants have rows.
+func askRows(p *page, tenantsOf [][]string) (show func(i int) bool) {
+	none := func(int) bool { return false }
 	if len(tenantsOf) == 0 {
 		p.nothing(ActionRequest{})
-		return func(int) bool { return false }, nil
+		return none
 	}
 	var all []string
 	known := true
@@ -89,9 +89,8 @@ func askRows(p *page, tenantsOf [][]string) (show func(i int) bool, err error) {
 	if !known {
 		whole = nil
 	}
-	err = p.ask(ActionRequest{Tenants: whole})
-	if err == nil {
-		return func(int) bool { return true }, nil
+	if p.ask(ActionRequest{Tenants: whole}) == nil {
+		return func(int) bool { return true }
 	}
 	allowed := map[string]bool{}
 	for _, t := range all {
@@ -100,7 +99,8 @@ func askRows(p *page, tenantsOf [][]string) (show func(i int) bool, err error) {
 		}
 	}
 	if len(allowed) == 0 {
-		return nil, err
+		p.nothing(ActionRequest{})
+		return none
 	}
 	return func(i int) bool {
 		for _, t := range tenantsOf[i] {
@@ -109,27 +109,58 @@ func askRows(p *page, tenantsOf [][]string) (show func(i int) bool, err error) {
 			}
 		}
 		return len(tenantsOf[i]) > 0
-	}, nil
+	}
 }
 
-// askSelection asks Config.Authorize about a page of a selection that
-// shows the dead letters (or plans the redrive) of found, the tenants of
-// what it matched. Matching nothing, the page is asked with the tenants
-// the selection names, so a page filtered by a tenant the operator may not
-// see is refused, empty or not; naming none either, it shows nothing of
-// any tenant (page.nothing).
-func askSelection(p *page, sel hookrelay.DeadLetterFilter, found []string) error {
-	tenants := slices.Clone(found)
-	if len(tenants) == 0 {
-		tenants = slices.Clone(sel.TenantIDs)
+// askSelection asks Config.Authorize about a page of a selection (the
+// dead letters it lists, the redrive it plans) and returns the tenants
+// whose dead letters it shows; spanned lists the tenants the selection
+// spans (its plan's). A selection naming tenants is asked with them as
+// Tenants, whatever it matches, and refused if refused. One naming none
+// is never refused: it shows the tenants allowedTenants allows of those it
+// spans; allowed none, or spanning none, it is a page with nothing to show
+// (page.nothing). Either way the answer does not depend on what other
+// tenants store.
+func askSelection(p *page, sel hookrelay.DeadLetterFilter, spanned []string) ([]string, error) {
+	if len(sel.TenantIDs) > 0 {
+		tenants := slices.Compact(slices.Sorted(slices.Values(sel.TenantIDs)))
+		if err := p.ask(ActionRequest{Filter: sel, Tenants: tenants}); err != nil {
+			return nil, err
+		}
+		return tenants, nil
 	}
-	slices.Sort(tenants)
-	tenants = slices.Compact(tenants)
-	if len(tenants) == 0 {
+	allowed := allowedTenants(sel, spanned, p.ask)
+	if len(allowed) == 0 {
 		p.nothing(ActionRequest{Filter: sel})
+	}
+	return allowed, nil
+}
+
+// allowedTenants asks about a selection naming no tenant that spans the
+// tenants spanned: first with all of them, then, if refused, once per
+// tenant, each time with Filter narrowed to the tenants asked about
+// (Filter.TenantIDs as Tenants). It returns those allowed, sorted.
+func allowedTenants(sel hookrelay.DeadLetterFilter, spanned []string, ask func(ActionRequest) error) []string {
+	spanned = slices.Compact(slices.Sorted(slices.Values(spanned)))
+	if len(spanned) == 0 {
 		return nil
 	}
-	return p.ask(ActionRequest{Filter: sel, Tenants: tenants})
+	if ask(ActionRequest{Filter: narrowed(sel, spanned), Tenants: spanned}) == nil {
+		return spanned
+	}
+	var allowed []string
+	for _, t := range spanned {
+		if ask(ActionRequest{Filter: narrowed(sel, []string{t}), Tenants: []string{t}}) == nil {
+			allowed = append(allowed, t)
+		}
+	}
+	return allowed
+}
+
+// narrowed is sel selecting only tenants' dead letters.
+func narrowed(sel hookrelay.DeadLetterFilter, tenants []string) hookrelay.DeadLetterFilter {
+	sel.TenantIDs = slices.Clone(tenants)
+	return sel
 }
 
 // rowTenants are the tenants of a destination row: its destination's
@@ -407,10 +438,7 @@ func (h *Handler) overview(r *http.Request, p *page) (int, error) {
 	for _, a := range running {
 		tenants = append(tenants, auditTenants(a))
 	}
-	show, err := askRows(p, tenants)
-	if err != nil {
-		return http.StatusForbidden, err
-	}
+	show := askRows(p, tenants)
 	var views []auditView
 	for _, a := range keep(running, len(rows), show) {
 		views = append(views, h.auditView(a, p))
@@ -511,20 +539,33 @@ func (h *Handler) deadLetters(r *http.Request, p *page) (int, error) {
 	if err != nil {
 		return http.StatusBadRequest, err
 	}
-	// The page is read before the hook is asked, but shown only after:
-	// the hook is told the tenants of the dead letters it shows (Tenants),
-	// also when the selection names none, and those the selection names
-	// when it shows none.
-	res, err := h.cfg.Client.DeadLetters(r.Context(), hookrelay.DeadLettersParams{Filter: sel, Limit: h.cfg.PageSize, Cursor: q.Get("cursor")})
+	// A selection naming no tenant lists the tenants it spans (its plan's)
+	// that the hook allows, and nothing when it allows none: the answer
+	// must not say whether other tenants' dead letters match.
+	var spanned []string
+	if len(sel.TenantIDs) == 0 {
+		plan, err := h.cfg.Client.PlanRedrive(r.Context(), sel)
+		if err != nil {
+			return 0, err
+		}
+		spanned = plan.Tenants
+	}
+	tenants, err := askSelection(p, sel, spanned)
 	if err != nil {
-		return 0, err
-	}
-	var tenants []string
-	for _, d := range res.Deliveries {
-		tenants = append(tenants, d.TenantID)
-	}
-	if err := askSelection(p, sel, tenants); err != nil {
 		return http.StatusForbidden, err
+	}
+	var res hookrelay.DeadLettersPage
+	if len(tenants) > 0 {
+		list := sel
+		if len(sel.TenantIDs) == 0 && len(tenants) < len(spanned) {
+			list = narrowed(sel, tenants)
+		}
+		if res, err = h.cfg.Client.DeadLetters(r.Context(), hookrelay.DeadLettersParams{Filter: list, Limit: h.cfg.PageSize, Cursor: q.Get("cursor")}); err != nil {
+			return 0, err
+		}
+		// A tenant whose first dead letter of the selection came after
+		// the plan was not asked about: its rows are not shown.
+		res.Deliveries = slices.DeleteFunc(res.Deliveries, func(d hookrelay.Delivery) bool { return !slices.Contains(tenants, d.TenantID) })
 	}
 	var next template.URL
 	if res.Next != "" {
@@ -549,13 +590,24 @@ type attemptView struct {
 	Detail string
 }
 
+// notFound answers a page of one record that does not exist, and one the
+// hook refuses, alike (404, the same text): a refusal would tell an
+// operator probing IDs that another tenant's record exists.
+func notFound(kind, id string) (int, error) {
+	return http.StatusNotFound, fmt.Errorf("no %s %q (or not one you may see)", kind, cut(id, 100))
+}
+
 func (h *Handler) delivery(r *http.Request, p *page) (int, error) {
-	d, err := h.cfg.Client.Delivery(r.Context(), r.PathValue("id"))
+	id := r.PathValue("id")
+	d, err := h.cfg.Client.Delivery(r.Context(), id)
+	if errors.Is(err, hookrelay.ErrNotFound) {
+		return notFound("delivery", id)
+	}
 	if err != nil {
 		return 0, err
 	}
 	if err := p.ask(ActionRequest{DeliveryID: d.Delivery.ID, DestinationID: d.Delivery.DestinationID, Tenants: []string{d.Delivery.TenantID}}); err != nil {
-		return http.StatusForbidden, err
+		return notFound("delivery", id)
 	}
 	as := make([]attemptView, len(d.Attempts))
 	for i, a := range d.Attempts {
@@ -605,16 +657,18 @@ func (h *Handler) redrivePlan(r *http.Request, p *page) (int, error) {
 	if err != nil {
 		return http.StatusBadRequest, err
 	}
-	// The plan is read before the hook is asked, but shown only after: the
-	// hook is told the tenants the selection spans (Tenants), also when it
-	// names none, and those it names when it spans none.
+	// The plan is read before the hook is asked, but shown only after,
+	// and, for a selection naming no tenant, only the rows of the tenants
+	// the hook allows.
 	plan, err := h.cfg.Client.PlanRedrive(r.Context(), sel)
 	if err != nil {
 		return 0, err
 	}
-	if err := askSelection(p, sel, plan.Tenants); err != nil {
+	tenants, err := askSelection(p, sel, plan.Tenants)
+	if err != nil {
 		return http.StatusForbidden, err
 	}
+	plan = plan.OnlyTenants(tenants)
 	p.Title = "Redrive"
 	p.Data = struct {
 		Filter      filterForm
@@ -647,24 +701,42 @@ func (h *Handler) redriveStart(r *http.Request, actor string) (string, int, erro
 		return "", http.StatusBadRequest, badForm("rate", "must be a positive number of deliveries per second per destination")
 	}
 	// The hook is asked by the redrive itself (RedriveParams.Authorizer),
-	// with the plan it counts at its start: the tenants the selection
-	// spans then (those it names when it spans none), the only ones it
-	// moves. A plan counted here, before the start, would let a dead
-	// letter of a tenant the hook was never asked about, committed in
-	// between, be moved. The hook is asked before the client's
+	// with the plan it counts at its start: a plan counted here, before
+	// the start, would let a dead letter of a tenant the hook was never
+	// asked about, committed in between, be moved. A selection naming
+	// tenants is asked with those, whatever it spans, so the answer does
+	// not depend on what is stored. One naming none is first narrowed
+	// (RedriveParams.NarrowTenants) to the tenants it spans that the hook
+	// allows, then asked with those (none: as a selection matching
+	// nothing), so it moves only them and is never refused because of
+	// another tenant's dead letters. The hook is asked before the client's
 	// Authorizer, and its refusal is shown as it is: the
 	// RedriveRefusedError would name the tenants of the selection.
+	askRedrive := func(req ActionRequest) error {
+		req.Action, req.Actor = ActionRedrive, actor
+		return h.authorize(r, req)
+	}
+	var narrow func(context.Context, []string) []string
+	if len(sel.TenantIDs) == 0 {
+		narrow = func(_ context.Context, spanned []string) []string {
+			return allowedTenants(sel, spanned, askRedrive)
+		}
+	}
 	var refused error
 	ask := hookrelay.AuthorizerFunc(func(_ context.Context, req hookrelay.RedriveAuthorization) error {
-		tenants := req.Tenants
-		if len(tenants) == 0 {
+		filter, tenants := sel, req.Tenants
+		switch {
+		case len(sel.TenantIDs) > 0:
 			tenants = slices.Compact(slices.Sorted(slices.Values(sel.TenantIDs)))
+		case len(tenants) > 0:
+			filter = narrowed(sel, tenants)
 		}
-		refused = h.authorize(r, ActionRequest{Action: ActionRedrive, Actor: actor, Filter: sel, Tenants: tenants})
+		refused = askRedrive(ActionRequest{Filter: filter, Tenants: tenants})
 		return refused
 	})
 	id, err := h.startRedrive(func(ctx context.Context, progress func(hookrelay.RedriveAudit)) (hookrelay.RedriveAudit, error) {
-		return h.cfg.Client.Redrive(ctx, hookrelay.RedriveParams{Filter: sel, Actor: actor, Reason: reason, RatePerSecond: rate, Progress: progress, Authorizer: ask})
+		return h.cfg.Client.Redrive(ctx, hookrelay.RedriveParams{Filter: sel, Actor: actor, Reason: reason, RatePerSecond: rate,
+			Progress: progress, Authorizer: ask, NarrowTenants: narrow})
 	})
 	if refused != nil {
 		return "", http.StatusForbidden, refused
@@ -750,10 +822,7 @@ func (h *Handler) redriveList(r *http.Request, p *page) (int, error) {
 	for i, a := range audits {
 		tenants[i] = auditTenants(a)
 	}
-	show, err := askRows(p, tenants)
-	if err != nil {
-		return http.StatusForbidden, err
-	}
+	show := askRows(p, tenants)
 	var vs []auditView
 	for _, a := range keep(audits, 0, show) {
 		vs = append(vs, h.auditView(a, p))
@@ -764,12 +833,16 @@ func (h *Handler) redriveList(r *http.Request, p *page) (int, error) {
 }
 
 func (h *Handler) redriveStatus(r *http.Request, p *page) (int, error) {
-	a, err := h.cfg.Client.RedriveStatus(r.Context(), r.PathValue("id"))
+	id := r.PathValue("id")
+	a, err := h.cfg.Client.RedriveStatus(r.Context(), id)
+	if errors.Is(err, hookrelay.ErrRedriveNotFound) {
+		return notFound("redrive", id)
+	}
 	if err != nil {
 		return 0, err
 	}
 	if err := p.ask(ActionRequest{RedriveID: a.ID, Filter: a.Filter, Tenants: a.Tenants}); err != nil {
-		return http.StatusForbidden, err
+		return notFound("redrive", id)
 	}
 	if a.State == hookrelay.RedriveRunning {
 		p.Refresh = 2
@@ -791,10 +864,7 @@ func (h *Handler) destinations(r *http.Request, p *page) (int, error) {
 	for i, r := range rows {
 		tenants[i] = r.rowTenants()
 	}
-	show, err := askRows(p, tenants)
-	if err != nil {
-		return http.StatusForbidden, err
-	}
+	show := askRows(p, tenants)
 	rows = keep(rows, 0, show)
 	// A notice names its destination only when the page shows it.
 	if dest := r.URL.Query().Get("destination"); p.Notice != "" && !slices.ContainsFunc(rows, func(d destinationRow) bool { return d.DestinationID == dest }) {

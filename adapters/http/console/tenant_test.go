@@ -146,12 +146,13 @@ func TestPagesOfOneTenantsDataAskTheHookWithTheirTenants(t *testing.T) {
 	}{
 		{"/dead?tenant=prop_mgmt_co", "alice", http.StatusOK, ""},
 		{"/dead?tenant=other_co", "alice", http.StatusForbidden, "shp_1"},
-		{"/dead", "alice", http.StatusForbidden, "shp_1"},
+		{"/dead", "alice", http.StatusOK, "shp_1"}, // her tenant's only
 		{"/redrive?tenant=other_co", "alice", http.StatusForbidden, "shipping"},
 		{"/redrive?tenant=prop_mgmt_co", "alice", http.StatusOK, ""},
 		{"/deliveries/" + url.PathEscape(payments[0]), "alice", http.StatusOK, ""},
-		{"/deliveries/" + url.PathEscape(shipment), "alice", http.StatusForbidden, `"shipment":"shp_1"`},
-		{"/deliveries/" + url.PathEscape(payments[0]), "bob", http.StatusForbidden, "pay_7319"},
+		// A refused record is answered as a missing one (404).
+		{"/deliveries/" + url.PathEscape(shipment), "alice", http.StatusNotFound, `"shipment":"shp_1"`},
+		{"/deliveries/" + url.PathEscape(payments[0]), "bob", http.StatusNotFound, "pay_7319"},
 	} {
 		w := f.do("GET", c.target, c.actor, nil)
 		assert.Equal(t, c.want, w.Code, "%s as %s: %s", c.target, c.actor, w.Body.String())
@@ -167,7 +168,7 @@ func TestPagesOfOneTenantsDataAskTheHookWithTheirTenants(t *testing.T) {
 	loc := w.Header().Get("Location")
 	assert.Equal(t, http.StatusOK, f.do("GET", loc, "alice", nil).Code)
 	w = f.do("GET", loc, "bob", nil)
-	assert.Equal(t, http.StatusForbidden, w.Code, "bob reads alice's redrive: %s", w.Body.String())
+	assert.Equal(t, http.StatusNotFound, w.Code, "bob reads alice's redrive, refused as if it did not exist: %s", w.Body.String())
 	assert.NotContains(t, w.Body.String(), "prop_mgmt_co")
 	assert.Equal(t, http.StatusNotFound, f.do("GET", "/deliveries/whd_nope", "bob", nil).Code, "an unknown delivery is not found")
 }
@@ -176,7 +177,9 @@ func TestPagesOfOneTenantsDataAskTheHookWithTheirTenants(t *testing.T) {
 // destinations, numbers and redrives. An operator whose hook allows only
 // their own tenant sees only their tenant's rows there (no other tenant's
 // destination, count or redrive); an unscoped operator still sees all, and
-// a hook that refuses a page by name still refuses it.
+// one whose hook refuses every row (here: refuses the page by name) gets
+// the page empty, as when nothing is stored: a refusal would tell them
+// that rows exist.
 func TestListPagesShowOnlyTheTenantsTheHookAllows(t *testing.T) {
 	var asked []console.ActionRequest
 	f := newFixture(t, func(_ *hookrelay.Config, c *console.Config) {
@@ -242,8 +245,10 @@ func TestListPagesShowOnlyTheTenantsTheHookAllows(t *testing.T) {
 		assert.Equal(t, []string{"other_co", "prop_mgmt_co"}, last.Tenants, "%s: the hook is told the tenants the page shows", page)
 
 		w = f.do("GET", page, "viewer", nil)
-		assert.Equal(t, http.StatusForbidden, w.Code, "%s as viewer", page)
-		assert.NotContains(t, w.Body.String(), "other_co")
+		assert.Equal(t, http.StatusOK, w.Code, "%s as viewer", page)
+		for _, tn := range []string{"other_co", "prop_mgmt_co"} {
+			assert.NotContains(t, w.Body.String(), tn, "%s as viewer shows a row", page)
+		}
 	}
 }
 
@@ -363,23 +368,41 @@ func TestClearGuardShowsTheHookTheDestinationsTenant(t *testing.T) {
 
 // A selection that names no tenant is told to the hook with the tenants
 // it spans: an operator whose hook allows only their tenant cannot plan or
-// redrive another tenant's dead letters by selecting its destination.
+// redrive another tenant's dead letters by selecting its destination. The
+// plan shows her nothing of them: the empty plan of a selection matching
+// nothing she may see.
 func TestRedriveOfABlankTenantSelectionShowsTheHookItsTenants(t *testing.T) {
 	var asked []console.ActionRequest
 	f := newFixture(t, func(_ *hookrelay.Config, c *console.Config) {
 		c.Authorize = onlyTenant("prop_mgmt_co", &asked)
 	})
 	payments, shipment, _ := f.seed()
+	asked = nil
 	w := f.do("GET", "/redrive?destination=shipping", "alice", nil)
-	assert.Equal(t, http.StatusForbidden, w.Code, "alice plans shipping's redrive: %s", w.Body.String())
+	assert.Equal(t, http.StatusOK, w.Code, "alice plans shipping's redrive: %s", w.Body.String())
+	assert.Contains(t, w.Body.String(), `<span id="plan-total">0</span>`)
 	assert.NotContains(t, w.Body.String(), "other_co")
+	require.NotEmpty(t, asked)
+	assert.Equal(t, []string{"other_co"}, asked[0].Tenants, "the hook is told the tenants the selection spans")
+	assert.Equal(t, []string{"other_co"}, asked[0].Filter.TenantIDs, "and the selection narrowed to them")
 
+	// Redriving it, the hook is asked about the tenants the selection
+	// spans at the start, each refused one is left out, and what is left
+	// (nothing) is a redrive of a selection matching nothing.
 	tok := f.token("alice", "/redrive?destination=accounting")
+	asked = nil
 	w = f.do("POST", "/redrive", "alice", url.Values{"csrf_token": {tok}, "destination": {"shipping"}, "why": {"r"}, "rate": {"1"}})
-	assert.Equal(t, http.StatusForbidden, w.Code, "alice redrives shipping: %s", w.Body.String())
+	require.Equal(t, http.StatusSeeOther, w.Code, "alice redrives shipping: %s", w.Body.String())
+	require.NotEmpty(t, asked)
+	assert.Equal(t, console.ActionRedrive, asked[0].Action)
+	assert.Equal(t, []string{"other_co"}, asked[0].Tenants, "the hook is told the tenants the selection spans")
 	last := asked[len(asked)-1]
 	assert.Equal(t, console.ActionRedrive, last.Action)
-	assert.Equal(t, []string{"other_co"}, last.Tenants, "the hook is told the tenants the selection spans")
+	assert.Empty(t, last.Tenants, "the redrive is authorized for the tenants allowed: none")
+	a, err := f.client.RedriveStatus(context.Background(), strings.TrimPrefix(w.Header().Get("Location"), "/redrives/"))
+	require.NoError(t, err)
+	assert.Empty(t, a.Tenants)
+	assert.Zero(t, a.Matched)
 	assert.Equal(t, hookrelay.StateDead, f.get(shipment).State, "another tenant's dead letter was redriven")
 
 	w = f.do("POST", "/redrive", "alice", url.Values{"csrf_token": {tok}, "destination": {"accounting"}, "why": {"r"}, "rate": {"1"}})
@@ -391,15 +414,22 @@ func TestRedriveOfABlankTenantSelectionShowsTheHookItsTenants(t *testing.T) {
 }
 
 // The dead-letter list of a selection that names no tenant tells the hook
-// the tenants of the dead letters it is about to show.
+// the tenants the selection spans and lists only those it allows: another
+// tenant's dead letters are not shown, and the page is the empty list, as
+// when nothing matches, not a refusal.
 func TestDeadLettersOfABlankTenantSelectionShowTheHookTheirTenants(t *testing.T) {
 	f := newFixture(t, func(_ *hookrelay.Config, c *console.Config) {
 		c.Authorize = onlyTenant("prop_mgmt_co", nil)
 	})
 	f.seed()
 	w := f.do("GET", "/dead?destination=shipping", "alice", nil)
-	assert.Equal(t, http.StatusForbidden, w.Code, "alice lists shipping's dead letters: %s", w.Body.String())
+	assert.Equal(t, http.StatusOK, w.Code, "alice lists shipping's dead letters: %s", w.Body.String())
 	assert.NotContains(t, w.Body.String(), "shp_1")
+	assert.Contains(t, w.Body.String(), `id="none"`)
+	w = f.do("GET", "/dead?destination=shipping,accounting", "alice", nil)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	assert.NotContains(t, w.Body.String(), "shp_1")
+	assert.Contains(t, w.Body.String(), "lease.payment_recorded")
 	w = f.do("GET", "/dead?destination=accounting", "alice", nil)
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	assert.Contains(t, w.Body.String(), "lease.payment_recorded")
@@ -475,11 +505,14 @@ func TestEmptyPagesShowToATenantScopedOperator(t *testing.T) {
 	require.Len(t, asked, 1)
 	assert.Equal(t, []string{"prop_mgmt_co"}, asked[0].Tenants)
 
-	// Once there are rows, a tenant-scoped operator still sees only hers,
-	// and one allowed no tenant is still refused.
+	// Once there are rows, an operator allowed none of their tenants gets
+	// the lists and the plan of every dead letter empty too, not a refusal
+	// that would tell them rows exist.
 	f2 := newFixture(t, func(_ *hookrelay.Config, c *console.Config) { c.Authorize = onlyTenant("nobody_co", nil) })
 	f2.seed()
-	for _, page := range []string{"/", "/destinations", "/dead"} {
-		assert.Equal(t, http.StatusForbidden, f2.do("GET", page, "alice", nil).Code, page)
+	for _, page := range []string{"/", "/destinations", "/dead", "/redrive"} {
+		w := f2.do("GET", page, "alice", nil)
+		assert.Equal(t, http.StatusOK, w.Code, page)
+		assert.NotContains(t, w.Body.String(), "prop_mgmt_co", page)
 	}
 }
