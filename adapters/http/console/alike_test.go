@@ -310,3 +310,47 @@ func TestRecordPagesAnswerAlikeWhateverOtherTenantsStore(t *testing.T) {
 		})
 	}
 }
+
+// An action on another tenant's destination or redrive (pause, resume,
+// enable, clear-guard; stop, resume) is answered exactly as one on an ID
+// that does not exist (404, the same page), so an operator cannot find out
+// by posting to IDs whether another tenant's record exists. An operator
+// who may see the record but not act on it is told the hook's refusal
+// (403): there is nothing to hide from them.
+func TestActionsAnswerAlikeWhateverOtherTenantsStore(t *testing.T) {
+	for name, hook := range scopedHooks("prop_mgmt_co") {
+		t.Run(name, func(t *testing.T) {
+			alone, shared := newWorld(t, mine, hook), newWorld(t, busy, hook)
+			tok := alone.token("alice", "/destinations")
+			require.Equal(t, tok, shared.token("alice", "/destinations"))
+			form := url.Values{"csrf_token": {tok}}
+			for _, target := range []string{
+				"/destinations/shipping/pause", "/destinations/shipping/resume",
+				"/destinations/shipping/enable", "/destinations/shipping/clear-guard",
+				"/redrives/" + url.PathEscape(shared.theirRedrive) + "/stop",
+				"/redrives/" + url.PathEscape(shared.theirRedrive) + "/resume",
+			} {
+				w := alike(t, alone, shared, "POST", target, "alice", form)
+				assert.Equal(t, http.StatusNotFound, w.Code, "%s as alice", target)
+				assert.NotContains(t, w.Body.String(), "other_co", "%s as alice", target)
+			}
+			st, err := shared.client.DestinationStatus(context.Background(), "shipping")
+			require.NoError(t, err)
+			assert.False(t, st.Paused, "alice paused another tenant's destination")
+		})
+	}
+
+	viewer := func(_ *http.Request, req console.ActionRequest) error {
+		if req.Action != console.ActionView {
+			return errors.New("viewers do not change anything")
+		}
+		return nil
+	}
+	s := newWorld(t, busy, viewer)
+	tok := s.token("vic", "/destinations")
+	w := s.do("POST", "/destinations/shipping/pause", "vic", url.Values{"csrf_token": {tok}})
+	assert.Equal(t, http.StatusForbidden, w.Code, w.Body.String())
+	assert.Contains(t, w.Body.String(), "viewers do not change anything")
+	w = s.do("POST", "/destinations/nope/pause", "vic", url.Values{"csrf_token": {tok}})
+	assert.Equal(t, http.StatusNotFound, w.Code, w.Body.String())
+}

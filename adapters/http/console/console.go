@@ -157,7 +157,11 @@ type Config struct {
 	// store.
 	Actor func(*http.Request) (string, error)
 	// Authorize, if set, is asked before every page and every action; an
-	// error refuses it with 403 and the error's text. Defaults to allowing
+	// error refuses it with 403 and the error's text, except where that
+	// would tell the operator that a record they may not see exists: a
+	// refused delivery or redrive page, and an action on a destination or
+	// redrive whose page the operator may not see either, answer 404 as for
+	// an ID that does not exist (see ActionRequest.Page). Defaults to allowing
 	// every action to any actor Actor accepted. Redrives are in any case
 	// decided by the client's hookrelay.Authorizer too (a selection spanning
 	// several tenants is refused unless it permits it).

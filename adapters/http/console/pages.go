@@ -750,22 +750,40 @@ func (h *Handler) redriveStart(r *http.Request, actor string) (string, int, erro
 // redriveTarget is the ActionRequest of a stop or resume: the hook is told
 // what the named redrive selects and which tenants it spans, so an
 // operator cannot reach another tenant's redrive by its ID in the URL.
-func (h *Handler) redriveTarget(r *http.Request, action Action, actor, id string) (ActionRequest, error) {
+func (h *Handler) redriveTarget(r *http.Request, action Action, actor, id string) (ActionRequest, int, error) {
 	a, err := h.cfg.Client.RedriveStatus(r.Context(), id)
-	if err != nil {
-		return ActionRequest{}, err
+	if errors.Is(err, hookrelay.ErrRedriveNotFound) {
+		status, err := notFound("redrive", id)
+		return ActionRequest{}, status, err
 	}
-	return ActionRequest{Action: action, Actor: actor, RedriveID: id, Filter: a.Filter, Tenants: a.Tenants}, nil
+	if err != nil {
+		return ActionRequest{}, 0, err
+	}
+	return ActionRequest{Action: action, Actor: actor, RedriveID: id, Filter: a.Filter, Tenants: a.Tenants}, 0, nil
+}
+
+// refused answers an action the hook refused on a record. An operator who
+// may not see the record either is answered as for an ID that does not
+// exist (404, notFound's text), so that acting on IDs cannot tell them
+// another tenant's record exists; one who may see it (the page of kind
+// shows it) is told the hook's answer (403).
+func (h *Handler) refused(r *http.Request, req ActionRequest, page, kind, id string, err error) (int, error) {
+	req.Action, req.Page = ActionView, page
+	if h.authorize(r, req) != nil {
+		return notFound(kind, id)
+	}
+	return http.StatusForbidden, err
 }
 
 func (h *Handler) redriveStop(r *http.Request, actor string) (string, int, error) {
 	id := r.PathValue("id")
-	req, err := h.redriveTarget(r, ActionStopRedrive, actor, id)
+	req, status, err := h.redriveTarget(r, ActionStopRedrive, actor, id)
 	if err != nil {
-		return "", 0, err
+		return "", status, err
 	}
 	if err := h.authorize(r, req); err != nil {
-		return "", http.StatusForbidden, err
+		status, err := h.refused(r, req, "redrive_status", "redrive", id, err)
+		return "", status, err
 	}
 	if _, err := h.cfg.Client.StopRedrive(r.Context(), id, actor); err != nil {
 		return "", 0, err
@@ -775,12 +793,13 @@ func (h *Handler) redriveStop(r *http.Request, actor string) (string, int, error
 
 func (h *Handler) redriveResume(r *http.Request, actor string) (string, int, error) {
 	id := r.PathValue("id")
-	req, err := h.redriveTarget(r, ActionResumeRedrive, actor, id)
+	req, status, err := h.redriveTarget(r, ActionResumeRedrive, actor, id)
 	if err != nil {
-		return "", 0, err
+		return "", status, err
 	}
 	if err := h.authorize(r, req); err != nil {
-		return "", http.StatusForbidden, err
+		status, err := h.refused(r, req, "redrive_status", "redrive", id, err)
+		return "", status, err
 	}
 	_, err = h.startRedrive(func(ctx context.Context, progress func(hookrelay.RedriveAudit)) (hookrelay.RedriveAudit, error) {
 		return h.cfg.Client.ResumeRedrive(ctx, id, actor, progress)
@@ -886,11 +905,17 @@ func (h *Handler) destinationChange(r *http.Request, actor string) (string, int,
 	// The hook is told the destination's tenant, so an operator scoped to
 	// some tenants cannot change another's destination by its ID.
 	st, err := h.cfg.Client.DestinationStatus(r.Context(), id)
+	if errors.Is(err, hookrelay.ErrDestinationNotFound) {
+		status, err := notFound("destination", id)
+		return "", status, err
+	}
 	if err != nil {
 		return "", 0, err
 	}
-	if err := h.authorize(r, ActionRequest{Action: action, Actor: actor, DestinationID: id, Tenants: []string{st.TenantID}}); err != nil {
-		return "", http.StatusForbidden, err
+	req := ActionRequest{Action: action, Actor: actor, DestinationID: id, Tenants: []string{st.TenantID}}
+	if err := h.authorize(r, req); err != nil {
+		status, err := h.refused(r, req, "destinations", "destination", id, err)
+		return "", status, err
 	}
 	switch action {
 	case ActionPauseDestination:
