@@ -268,6 +268,15 @@ type DeadLetterLedger interface {
 	// left on the record, so a stale holder's transition is refused with
 	// ErrLeaseLost. LastOutcome and LastReason keep the dead-letter
 	// evidence until the next attempt. An unknown ID wraps ErrNotFound.
+	//
+	// When the store holds the redrive audit entry params.AuditID names
+	// (it is a RedriveAuditLog too), the same atomic step counts the
+	// outcome in it: one added to Redriven when the delivery moved, to
+	// Skipped when it was not dead, LastDeliveryID set to params.ID and
+	// UpdatedAt to params.Now, whatever the entry's Run. So the entry
+	// counts every move made, also when the redrive's process dies before
+	// its next audit update. An AuditID naming no entry changes nothing
+	// and is no error.
 	RedriveDelivery(ctx context.Context, params RedriveDeliveryParams) (Delivery, bool, error)
 }
 
@@ -299,7 +308,8 @@ type PlanRow struct {
 // RedriveDeliveryParams are the inputs of DeadLetterLedger.RedriveDelivery.
 type RedriveDeliveryParams struct {
 	ID string
-	// AuditID names the redrive doing it, for the adapter's records.
+	// AuditID names the redrive doing it: its audit entry counts the
+	// outcome (see DeadLetterLedger.RedriveDelivery).
 	AuditID string
 	Now     time.Time
 }

@@ -390,7 +390,28 @@ func (c *Client) failBeforeSend(ctx context.Context, d Delivery, lease Lease, er
 // without room, paused or held), where an announcement would wake every
 // worker to find the destination as it was.
 func (c *Client) release(ctx context.Context, d Delivery, lease Lease, reason string, at, now time.Time) error {
-	announce := reason == ReasonWorkerStopped || reason == ReasonSenderError
+	return c.releaseAnnounced(ctx, d, lease, reason, at, now, reason == ReasonWorkerStopped || reason == ReasonSenderError)
+}
+
+// releaseStopped hands back, at now, claims a stopping worker will not
+// start, with no attempt spent, and asks the queue to announce them once:
+// the last Release carries Announce, so a DueNotifier store (PostgreSQL)
+// sends one notification for the batch, not one per claim, each waking
+// every listening worker to claim what the first one's claim took. The
+// announcement is made after the others were written, so a worker it wakes
+// finds them all; if that last Release fails, the batch goes unannounced
+// and the other workers find it at their next poll. A failed Release is
+// reported as a worker error.
+func (c *Client) releaseStopped(ctx context.Context, claims []Claim) {
+	now := c.clock.Now()
+	for i, cl := range claims {
+		if err := c.releaseAnnounced(ctx, cl.Delivery, cl.Lease, ReasonWorkerStopped, now, now, i == len(claims)-1); err != nil {
+			c.observe(ctx, Event{Name: EventWorkerError, Delivery: cl.Delivery, Err: err})
+		}
+	}
+}
+
+func (c *Client) releaseAnnounced(ctx context.Context, d Delivery, lease Lease, reason string, at, now time.Time, announce bool) error {
 	if at.After(maxStorableTime) {
 		// A PausedRecheck (or a hold) of centuries: no store keeps the
 		// time, and a refused release would leave the delivery to be

@@ -150,7 +150,8 @@ type ReleaseParams struct {
 	// delivery: a queue with the DueNotifier ability announces it to the
 	// listening workers, due at At, once the release is written, as it
 	// announces new work; other queues ignore it. The worker sets it for
-	// what it hands back when it stops (the claims it holds, the sends and
+	// what it hands back when it stops (the claims it holds, handed back
+	// as one batch whose last Release alone sets it, and the sends and
 	// ledger calls its StopAndCancel cut short), so that workers in other
 	// processes take those deliveries within milliseconds rather than at
 	// their next poll. It leaves it false for the releases of normal

@@ -508,8 +508,11 @@ func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log Redriv
 			}
 			return a, nil
 		}
-		moved, skipped, last, runErr := c.redriveBatch(ctx, dl, log, a, limiters, lastRun, page.Deliveries)
-		if err := update(RedriveAuditUpdate{AddRedriven: moved, AddSkipped: skipped, LastDeliveryID: last}); err != nil {
+		// The ledger counted each move and skip in the entry as it made it
+		// (DeadLetterLedger.RedriveDelivery); what is left to add are the
+		// deliveries gone before they were reached.
+		moved, gone, last, runErr := c.redriveBatch(ctx, dl, log, a, limiters, lastRun, page.Deliveries)
+		if err := update(RedriveAuditUpdate{AddSkipped: gone, LastDeliveryID: last}); err != nil {
 			return a, errors.Join(runErr, err)
 		}
 		if moved > 0 {
@@ -543,8 +546,10 @@ func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log Redriv
 // a slot, and at least every redriveStopPoll while waiting for a far one,
 // it looks at the stop control again, so a stop takes effect within
 // seconds even at a low rate; it then returns early and the caller records
-// the stop.
-func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, log RedriveAuditLog, a RedriveAudit, limiters map[string]*rate.Limiter, lastRun time.Time, ds []Delivery) (moved, skipped int64, last string, err error) {
+// the stop. It returns how many deliveries it moved and how many were gone
+// (the ledger counts the moves and the other skips in the audit entry
+// itself), and the last one handled.
+func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, log RedriveAuditLog, a RedriveAudit, limiters map[string]*rate.Limiter, lastRun time.Time, ds []Delivery) (moved, gone int64, last string, err error) {
 	type slot struct {
 		d  Delivery
 		at time.Time
@@ -574,24 +579,25 @@ func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, log Redr
 			for _, rest := range slots[i:] {
 				rest.r.CancelAt(c.clock.Now())
 			}
-			return moved, skipped, last, err
+			return moved, gone, last, err
 		}
 		at := c.clock.Now()
 		rec, ok, err := dl.RedriveDelivery(ctx, RedriveDeliveryParams{ID: s.d.ID, AuditID: a.ID, Now: at})
 		if errors.Is(err, ErrNotFound) {
 			// A cleaner with RemoveDead took it since the listing: no
-			// longer dead, like one a worker or another redrive moved.
+			// longer dead, like one a worker or another redrive moved,
+			// but no record was there to count it with.
 			ok, err = false, nil
+			gone++
 		}
 		if err != nil {
 			for _, rest := range slots[i:] {
 				rest.r.CancelAt(at)
 			}
-			return moved, skipped, last, opErr("ledger.redrive_delivery", s.d.ID, err)
+			return moved, gone, last, opErr("ledger.redrive_delivery", s.d.ID, err)
 		}
 		last = s.d.ID
 		if !ok {
-			skipped++
 			continue
 		}
 		moved++
@@ -609,12 +615,12 @@ func (c *Client) redriveBatch(ctx context.Context, dl DeadLetterLedger, log Redr
 				for _, rest := range slots[i+1:] {
 					rest.r.CancelAt(at)
 				}
-				return moved, skipped, last, opErr("queue.enqueue", s.d.ID, err)
+				return moved, gone, last, opErr("queue.enqueue", s.d.ID, err)
 			}
 		}
 		c.observe(ctx, Event{Name: EventRedriven, Delivery: rec, Reason: s.d.LastReason, Time: at})
 	}
-	return moved, skipped, last, nil
+	return moved, gone, last, nil
 }
 
 // redriveStopPoll is how often a redrive waiting for a far slot looks at

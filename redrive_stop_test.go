@@ -2,6 +2,7 @@ package hookrelay_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -438,4 +439,42 @@ func startRedrive(ctx context.Context, t *testing.T, client *hookrelay.Client, f
 		done <- a
 	}()
 	return ids, done
+}
+
+// progressLost is the memory store failing every redrive audit update
+// that carries progress only (no state): the batch's update after its
+// moves, lost as it would be to a process dying after the moves.
+type progressLost struct{ *memory.Store }
+
+func (p *progressLost) UpdateRedriveAudit(ctx context.Context, u hookrelay.RedriveAuditUpdate) (hookrelay.RedriveAudit, error) {
+	if u.State == "" && u.StopRequestedBy == "" && !u.ClearStop {
+		return hookrelay.RedriveAudit{}, errors.New("store unreachable")
+	}
+	return p.Store.UpdateRedriveAudit(ctx, u)
+}
+
+// A redrive whose batch moved deliveries, but whose progress update after
+// the batch never reached the store (the process died, or the store
+// failed), leaves an audit entry counting every delivery it moved: the
+// count is made with each move, not after the batch.
+func TestRedriveAuditCountsTheMovesOfABatchWhoseUpdateWasLost(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.New() // the redrive's rate waits a few real milliseconds
+	store := memory.NewStore()
+	client := refusedClient(t, clk, store, &progressLost{Store: store})
+	deadPayments(t, client, store, clk)
+
+	a, err := client.Redrive(ctx, hookrelay.RedriveParams{
+		Filter: hookrelay.DeadLetterFilter{DestinationIDs: []string{"accounting"}},
+		Actor:  "alice", Reason: "credentials fixed", RatePerSecond: 1000,
+	})
+	require.Error(t, err)
+	page, err := store.ListDead(ctx, hookrelay.ListDeadParams{Limit: 10})
+	require.NoError(t, err)
+	require.Empty(t, page.Deliveries, "the batch moved all three")
+	got, err := client.RedriveStatus(ctx, a.ID)
+	require.NoError(t, err)
+	assert.EqualValues(t, 3, got.Redriven, "every delivery moved is counted")
+	assert.EqualValues(t, 0, got.Skipped)
+	assert.NotEmpty(t, got.LastDeliveryID)
 }

@@ -32,10 +32,10 @@ func (q *releaseRecorder) Release(ctx context.Context, p hookrelay.ReleaseParams
 	return q.Queue.Release(ctx, p)
 }
 
-// The releases a worker makes when it stops — the claims it holds, the
-// send its StopAndCancel cut short — ask the queue to announce them
-// (ReleaseParams.Announce), so workers in other processes take them at
-// once; the releases of normal operation (a held claim handed back because
+// The releases a worker makes when it stops — the claims it holds (as one
+// batch, announced once), the send its StopAndCancel cut short — ask the
+// queue to announce them (ReleaseParams.Announce), so workers in other
+// processes take them at once; the releases of normal operation (a held claim handed back because
 // its destination had no room for it in time) do not, so they wake no one.
 func TestWorkerAnnouncesTheReleasesItMakesWhenItStopsOnly(t *testing.T) {
 	ctx := context.Background()
@@ -127,7 +127,7 @@ func TestWorkerAnnouncesTheReleasesItMakesWhenItStopsOnly(t *testing.T) {
 	defer mu.Unlock()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	var quiet, loud int
+	var quiet, cut, held, heldAnnounced int
 	for id, reasons := range released {
 		require.Len(t, q.announce[id], len(reasons), "%s: one Release per release observed", id)
 		for i, reason := range reasons {
@@ -135,14 +135,86 @@ func TestWorkerAnnouncesTheReleasesItMakesWhenItStopsOnly(t *testing.T) {
 			case hookrelay.ReasonDestinationSaturated:
 				assert.False(t, q.announce[id][i], "%s: a release for want of room is not announced", id)
 				quiet++
-			case hookrelay.ReasonWorkerStopped, hookrelay.ReasonSenderError:
-				assert.True(t, q.announce[id][i], "%s: a release made when the worker stops (%s) is announced", id, reason)
-				loud++
+			case hookrelay.ReasonSenderError:
+				assert.True(t, q.announce[id][i], "%s: the send cut short at stop is announced", id)
+				cut++
+			case hookrelay.ReasonWorkerStopped:
+				held++
+				if q.announce[id][i] {
+					heldAnnounced++
+				}
 			default:
 				t.Errorf("%s: unexpected release reason %q", id, reason)
 			}
 		}
 	}
 	assert.Equal(t, 2, quiet, "the two stale held claims were handed back in normal operation")
-	assert.Equal(t, 3, loud, "the send cut short and the two held claims were handed back at stop")
+	assert.Equal(t, 1, cut, "the send cut short was handed back at stop")
+	assert.Equal(t, 2, held, "the two held claims were handed back at stop")
+	assert.Equal(t, 1, heldAnnounced, "the held claims handed back at stop were announced once, as a batch")
+}
+
+// The claims a stopping worker holds are handed back as one batch, and the
+// batch is announced once (ReleaseParams.Announce on one Release): on
+// PostgreSQL one NOTIFY, not one per claim, each waking every listening
+// worker.
+func TestWorkerAnnouncesTheClaimsItHandsBackAtStopOnce(t *testing.T) {
+	ctx := context.Background()
+	store := memory.NewStore()
+	dests := memory.NewDestinations()
+	require.NoError(t, dests.Put(ctx, hookrelay.Destination{ID: "slow", URL: "https://example.com/hook"}))
+	clk := clock.NewMock()
+	clk.Set(time.Date(2036, 1, 1, 0, 0, 0, 0, time.UTC))
+	q := &releaseRecorder{Queue: store, announce: map[string][]bool{}}
+	started := make(chan struct{}, 1)
+	unblock := make(chan struct{})
+	c, err := hookrelay.New(hookrelay.Config{
+		Queue: q, Ledger: store, Destinations: dests, Clock: clk,
+		Concurrency: 1, PerDestinationConcurrency: 1,
+		Sender: hookrelay.SenderFunc(func(ctx context.Context, p hookrelay.SendParams) hookrelay.Result {
+			select {
+			case started <- struct{}{}:
+				<-unblock // the first send holds the worker while it stops
+			default:
+			}
+			return hookrelay.Delivered(204)
+		}),
+	})
+	require.NoError(t, err)
+	var params []hookrelay.EnqueueParams
+	for i := range 4 {
+		params = append(params, hookrelay.EnqueueParams{EventID: fmt.Sprintf("evt_%d", i), TenantID: "t",
+			DestinationID: "slow", EventType: "x", Payload: []byte("{}")})
+	}
+	_, err = c.EnqueueMany(ctx, params)
+	require.NoError(t, err)
+	require.NoError(t, c.Start(ctx))
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second): // a hang, not a speed check
+		t.Fatal("the first send did not start")
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- c.Stop(ctx) }()
+	require.Eventually(t, func() bool { // the held claims are handed back before the send ends
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return len(q.announce) > 0
+	}, 10*time.Second, time.Millisecond)
+	close(unblock)
+	require.NoError(t, <-stopped)
+
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	releases, announced := 0, 0
+	for _, as := range q.announce {
+		for _, a := range as {
+			releases++
+			if a {
+				announced++
+			}
+		}
+	}
+	require.Greater(t, releases, 1, "the worker held several claims behind its send")
+	assert.Equal(t, 1, announced, "%d claims handed back at stop, announced once", releases)
 }

@@ -401,11 +401,11 @@ func (c *Client) Stop(ctx context.Context) error {
 // without spending its attempt budget) and waits for them to end or for ctx.
 //
 // Either way the claims the worker holds but has not started are released
-// at once, claimable again without an attempt spent. Those releases, and
-// those of the attempts StopAndCancel cut short, ask the queue to announce
-// them (ReleaseParams.Announce): on a DueNotifier store (PostgreSQL) the
-// workers of other processes take them within milliseconds instead of at
-// their next poll.
+// at once, claimable again without an attempt spent. Those releases (as
+// one batch, announced once) and those of the attempts StopAndCancel cut
+// short ask the queue to announce them (ReleaseParams.Announce): on a
+// DueNotifier store (PostgreSQL) the workers of other processes take them
+// within milliseconds instead of at their next poll.
 func (c *Client) StopAndCancel(ctx context.Context) error {
 	return c.stop(ctx, true)
 }
@@ -783,12 +783,7 @@ func (c *Client) claimOnce(ctx context.Context, launch func(Claim)) (bool, error
 	if ctx.Err() != nil {
 		// StopAndCancel came while the claim was on its way: hand every
 		// claim back at once, no attempt spent.
-		stopCtx := context.WithoutCancel(ctx)
-		for _, cl := range claims {
-			if err := c.release(stopCtx, cl.Delivery, cl.Lease, ReasonWorkerStopped, now, now); err != nil {
-				c.observe(stopCtx, Event{Name: EventWorkerError, Delivery: cl.Delivery, Err: err})
-			}
-		}
+		c.releaseStopped(context.WithoutCancel(ctx), claims)
 		return false, nil
 	}
 	for _, cl := range claims {
@@ -985,13 +980,7 @@ func (c *Client) releaseHeld(ctx context.Context) {
 	w.draining = true
 	held := w.held.drain()
 	w.mu.Unlock()
-	ctx = context.WithoutCancel(ctx)
-	for _, cl := range held {
-		now := c.clock.Now()
-		if err := c.release(ctx, cl.Delivery, cl.Lease, ReasonWorkerStopped, now, now); err != nil {
-			c.observe(ctx, Event{Name: EventWorkerError, Delivery: cl.Delivery, Err: err})
-		}
-	}
+	c.releaseStopped(context.WithoutCancel(ctx), held)
 }
 
 // listenDue runs the store's wake-up listener (DueNotifier) until the

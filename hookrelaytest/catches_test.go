@@ -423,6 +423,11 @@ var brokenStores = []brokenStore{
 		caughtBy: []string{"Redrive/StopBetweenBatchesFromAnotherClientThenResume", "Redrive/ResumeIsAuthorizedForWhoResumesIt"},
 	},
 	{
+		name:     "RedriveDeliveryLeavesTheCountToTheCaller",
+		harness:  func() hookrelaytest.Harness { return storeHarness(&uncountedRedrive{Store: memory.NewStore()}) },
+		caughtBy: []string{"Redrive/RedriveDeliveryCountsItselfInItsAudit", "Redrive/AuditRecordsWhoWhenWhatAndCounts"},
+	},
+	{
 		name:     "AuditForgetsTheRun",
 		harness:  func() hookrelaytest.Harness { return storeHarness(&forgetsRun{Store: memory.NewStore()}) },
 		caughtBy: []string{"Redrive/AResumeBeforeTheStopIsSeenLeavesOneRun"},
@@ -1022,6 +1027,15 @@ type forgetsRun struct{ *memory.Store }
 func (s *forgetsRun) UpdateRedriveAudit(ctx context.Context, u hookrelay.RedriveAuditUpdate) (hookrelay.RedriveAudit, error) {
 	u.NewRun = false
 	return s.Store.UpdateRedriveAudit(ctx, u)
+}
+
+// uncountedRedrive moves a dead letter without counting the move in the
+// redrive's audit entry, leaving that to an update after the batch.
+type uncountedRedrive struct{ *memory.Store }
+
+func (s *uncountedRedrive) RedriveDelivery(ctx context.Context, p hookrelay.RedriveDeliveryParams) (hookrelay.Delivery, bool, error) {
+	p.AuditID = ""
+	return s.Store.RedriveDelivery(ctx, p)
 }
 
 // dropsBudgetStart does not store BudgetStart at Create.

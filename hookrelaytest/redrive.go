@@ -489,6 +489,45 @@ func RunRedrive(t *testing.T, newHarness NewHarness) {
 		assert.ErrorIs(t, err, hookrelay.ErrNotFound)
 	})
 
+	t.Run("RedriveDeliveryCountsItselfInItsAudit", func(t *testing.T) {
+		// The move and its count are one step: a redrive whose process
+		// dies after a move (before its batch's audit update) leaves an
+		// entry that counts every delivery it moved.
+		e := redriveEngine(t, newHarness(t), nil)
+		rl, _ := hookrelay.As[hookrelay.RedriveLedger](e.h.Ledger)
+		e.rec.Script = failTimes(1, hookrelay.Permanent(hookrelay.ReasonBadRequest))
+		dead := e.enqueue("evt_dead", "dest_1")
+		e.step()
+		require.Equal(t, hookrelay.StateDead, e.get(dead).State)
+		now := e.clock.Now()
+		audit := hookrelay.RedriveAudit{
+			ID: "rdv_counted", Actor: "ops@example", Reason: "recipient fixed", Snapshot: now, RatePerSecond: 1,
+			BatchSize: 10, Tenants: []string{"tenant_a"}, Matched: 1, State: hookrelay.RedriveRunning, Run: 1,
+			CreatedAt: now, UpdatedAt: now,
+		}
+		require.NoError(t, rl.CreateRedriveAudit(ctx, audit))
+		e.clock.Add(time.Second)
+		_, moved, err := rl.RedriveDelivery(ctx, hookrelay.RedriveDeliveryParams{ID: dead, AuditID: audit.ID, Now: e.clock.Now()})
+		require.NoError(t, err)
+		require.True(t, moved)
+		got, err := rl.RedriveAudit(ctx, audit.ID)
+		require.NoError(t, err)
+		assert.EqualValues(t, 1, got.Redriven, "the move is counted in the audit it names")
+		assert.EqualValues(t, 0, got.Skipped)
+		assert.Equal(t, dead, got.LastDeliveryID)
+		assert.True(t, got.UpdatedAt.Equal(e.clock.Now()), "the entry was updated at the move: %v", got.UpdatedAt)
+		_, moved, err = rl.RedriveDelivery(ctx, hookrelay.RedriveDeliveryParams{ID: dead, AuditID: audit.ID, Now: e.clock.Now()})
+		require.NoError(t, err)
+		require.False(t, moved)
+		got, err = rl.RedriveAudit(ctx, audit.ID)
+		require.NoError(t, err)
+		assert.EqualValues(t, 1, got.Redriven)
+		assert.EqualValues(t, 1, got.Skipped, "a delivery no longer dead is counted as skipped")
+		assert.Equal(t, hookrelay.RedriveRunning, got.State, "nothing but the counts changed")
+		_, _, err = rl.RedriveDelivery(ctx, hookrelay.RedriveDeliveryParams{ID: dead, AuditID: "rdv_unknown", Now: e.clock.Now()})
+		assert.NoError(t, err, "an AuditID naming no entry is no error")
+	})
+
 	t.Run("StaleDeadLetterHolderCannotTouchTheRedrivenDelivery", func(t *testing.T) {
 		e := redriveEngine(t, newHarness(t), nil)
 		dl, _ := hookrelay.As[hookrelay.DeadLetterLedger](e.h.Ledger)

@@ -85,6 +85,7 @@ func (s *Store) RedriveDelivery(ctx context.Context, p hookrelay.RedriveDelivery
 		return hookrelay.Delivery{}, false, hookrelay.ErrNotFound
 	}
 	if r.d.State != hookrelay.StateDead {
+		s.countRedrive(p, false)
 		return cloneDelivery(r.d), false, nil
 	}
 	next := r.d.Attempt
@@ -100,7 +101,22 @@ func (s *Store) RedriveDelivery(ctx context.Context, p hookrelay.RedriveDelivery
 	r.lease = hookrelay.Lease{Token: s.lastToken}
 	r.leased = false
 	s.pushReady(r)
+	s.countRedrive(p, true)
 	return cloneDelivery(r.d), true, nil
+}
+
+// countRedrive adds a RedriveDelivery's outcome to the audit entry it
+// names, if the store holds one, under the same lock as the move.
+func (s *Store) countRedrive(p hookrelay.RedriveDeliveryParams, moved bool) {
+	a, ok := s.audits[p.AuditID]
+	if !ok {
+		return
+	}
+	u := hookrelay.RedriveAuditUpdate{ID: p.AuditID, Now: p.Now, LastDeliveryID: p.ID, AddSkipped: 1}
+	if moved {
+		u.AddRedriven, u.AddSkipped = 1, 0
+	}
+	u.Apply(a)
 }
 
 func cloneAudit(a hookrelay.RedriveAudit) hookrelay.RedriveAudit {

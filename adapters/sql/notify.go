@@ -52,28 +52,32 @@ const listenRetry = 5 * time.Second
 // minListenPool-1 connections for everything else; the caller gives it
 // back with releaseListenSlot. Without the count, workers sharing a small
 // pool each held one, and claims waited for a connection forever.
-func (s *Store) listenSlot() bool {
-	for {
-		n := s.listeners.Load()
-		if max := int64(s.db.Stats().MaxOpenConnections); max > 0 && max-(n+1) < minListenPool-1 {
-			return false
+// Unless it reserved one, it returns the channel that releaseListenSlot
+// closes next, taken under the same lock as the look, so no release
+// between the look and the wait is missed.
+func (s *Store) listenSlot() (freed <-chan struct{}, ok bool) {
+	s.listenMu.Lock()
+	defer s.listenMu.Unlock()
+	if max := int64(s.db.Stats().MaxOpenConnections); max > 0 && max-(s.listeners+1) < minListenPool-1 {
+		if s.listenFreed == nil {
+			s.listenFreed = make(chan struct{})
 		}
-		if s.listeners.CompareAndSwap(n, n+1) {
-			return true
-		}
+		return s.listenFreed, false
 	}
+	s.listeners++
+	return nil, true
 }
 
 // releaseListenSlot gives back a slot listenSlot reserved and wakes the
 // listeners waiting for one (waitListenSlot).
 func (s *Store) releaseListenSlot() {
-	s.listeners.Add(-1)
 	s.listenMu.Lock()
+	defer s.listenMu.Unlock()
+	s.listeners--
 	if s.listenFreed != nil {
 		close(s.listenFreed)
 		s.listenFreed = nil
 	}
-	s.listenMu.Unlock()
 }
 
 // waitListenSlot reserves a slot (listenSlot), waiting until one frees —
@@ -83,13 +87,8 @@ func (s *Store) releaseListenSlot() {
 // its life, even after the slot it needed was given back.
 func (s *Store) waitListenSlot(ctx context.Context) bool {
 	for {
-		s.listenMu.Lock()
-		if s.listenFreed == nil {
-			s.listenFreed = make(chan struct{})
-		}
-		freed := s.listenFreed // taken before looking, so no release is missed
-		s.listenMu.Unlock()
-		if s.listenSlot() {
+		freed, ok := s.listenSlot()
+		if ok {
 			return true
 		}
 		t := time.NewTimer(listenRetry)

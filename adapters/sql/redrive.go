@@ -169,7 +169,7 @@ func (s *Store) RedriveDelivery(ctx context.Context, p hookrelay.RedriveDelivery
 			return s.dbErr("redrive "+errtext.Quote(p.ID), err)
 		}
 		if state != string(hookrelay.StateDead) {
-			return nil
+			return s.countRedrive(ctx, q, p, now, false)
 		}
 		var last sql.NullInt64
 		if err := q.QueryRowContext(ctx, s.q("SELECT MAX(number) FROM {a} WHERE delivery_id = ?"), key).Scan(&last); err != nil {
@@ -187,6 +187,9 @@ func (s *Store) RedriveDelivery(ctx context.Context, p hookrelay.RedriveDelivery
 			return s.dbErr("redrive "+errtext.Quote(p.ID), err)
 		}
 		moved = n == 1
+		if err := s.countRedrive(ctx, q, p, now, moved); err != nil {
+			return err
+		}
 		if moved {
 			return s.notifyDue(ctx, q, p.Now)
 		}
@@ -200,6 +203,23 @@ func (s *Store) RedriveDelivery(ctx context.Context, p hookrelay.RedriveDelivery
 		return hookrelay.Delivery{}, false, err
 	}
 	return d, moved, nil
+}
+
+// countRedrive adds a RedriveDelivery's outcome to the audit entry it
+// names, in the move's transaction; an ID naming no entry changes nothing.
+func (s *Store) countRedrive(ctx context.Context, q querier, p hookrelay.RedriveDeliveryParams, now int64, moved bool) error {
+	if p.AuditID == "" {
+		return nil
+	}
+	redriven, skipped := 0, 1
+	if moved {
+		redriven, skipped = 1, 0
+	}
+	if _, err := q.ExecContext(ctx, s.q("UPDATE {r} SET redriven = redriven + ?, skipped = skipped + ?, last_delivery_id = ?, updated_at = ? WHERE id = ?"),
+		redriven, skipped, p.ID, now, lookupID(p.AuditID)); err != nil {
+		return s.dbErr("redrive "+errtext.Quote(p.ID)+": count in audit "+errtext.Quote(p.AuditID), err)
+	}
+	return nil
 }
 
 const auditCols = "id, created_at, actor, tenant_id, selection, delivery_count, state, updated_at, reason, tenants, snapshot_at," +

@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hookrelay/hookrelay"
@@ -127,11 +126,11 @@ type Store struct {
 
 	queries sync.Map // raw query → query with tables and placeholders bound
 
-	// listeners counts the pool connections ListenDue holds (listenSlot).
-	listeners atomic.Int64
-	// listenFreed is closed when a listener gives its slot back, waking
-	// those waiting for one (waitListenSlot).
+	// listenMu guards listeners, the pool connections ListenDue holds
+	// (listenSlot), and listenFreed, closed when a listener gives its slot
+	// back, waking those waiting for one (waitListenSlot).
 	listenMu    sync.Mutex
+	listeners   int64
 	listenFreed chan struct{}
 
 	// pgxArgs: the pool's driver is pgx's stdlib, which takes slices as

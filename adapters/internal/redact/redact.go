@@ -110,25 +110,25 @@ func unquotedValue(end string) string {
 // "key", credentials "credential".
 var credentialWords = []string{"token", "secret", "pass", "pwd", "sig", "key", "auth", "credential"}
 
-// rules are the masks, in order. A rule runs only on text holding one of
-// its needs, in folded form (see fold): strings every text it matches
-// holds. Masking is the whole cost of Text, and most diagnostics hold none
-// of them ("server_error", a JSON error body), so this makes the common
-// case a scan for a few words instead of seventeen regular expressions
-// (a 1 KiB detail took milliseconds). A mask inserted by one rule holds no
-// need of another ("[REDACTED]" between brackets), so the needs found in
-// the text as given stand for the text each rule sees.
 // rule is a mask: re's matches are replaced by with, on text holding one
 // of needs (see rules).
 type rule struct {
 	needs []string
 	re    *regexp.Regexp
 	with  string
-	// named, when set, is re's other form for namedReplace: re's matches
-	// are found without reading the whole text.
+	// named, when set, is re's other form, used by namedRule.replace:
+	// re's matches are found without running re over the whole text.
 	named *namedRule
 }
 
+// rules are the masks, in order. A rule runs only on text holding one of
+// its needs, in folded form (see fold): strings every text it matches
+// holds. Masking is the whole cost of Text, and most diagnostics hold none
+// of them ("server_error", a JSON error body), so this makes the common
+// case a scan for a few words instead of a regular expression per rule
+// (a 1 KiB detail took milliseconds). A mask inserted by one rule holds no
+// need of another ("[REDACTED]" between brackets), so the needs found in
+// the text as given stand for the text each rule sees.
 var rules = []rule{
 	// A PEM private key (PKCS #1 and #8, EC, OpenSSH, PGP): its body, up
 	// to its END line or, when the text was cut inside it, the end
@@ -240,7 +240,7 @@ func Text(s string, max int) string {
 // auth scheme's): a run of name
 // characters ([A-Za-z0-9_.-]) that the match starts at, or one or two
 // bytes before (a quote, an escaped quote, a '<'). Such a match can only
-// start near where a need is, so namedReplace tries the rule there, at
+// start near where a need is, so replace tries the rule there, at
 // each such place, instead of running the expression over the whole text:
 // Go's regular expressions have no literal to skip ahead to when a name
 // is matched in any case, and ran at a fraction of a microsecond per byte
@@ -274,7 +274,7 @@ func named(needs []string, at byte, body, with string) rule {
 	}
 }
 
-// Bounds past which namedReplace leaves the text to re: a name run longer
+// Bounds past which namedRule.replace leaves the text to re: a name run longer
 // than maxNameRun would be tried at each of its bytes, and a text holding
 // more than maxNeedPlaces needs is tried at too many places.
 const (
