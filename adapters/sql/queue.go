@@ -494,7 +494,7 @@ func (s *Store) claimInOneStatement(ctx context.Context, from string, args []any
 		if err == nil && len(bad) > 0 {
 			// Leased to this claim already: nobody else takes them
 			// meanwhile. The claim has committed, so ctx no longer cuts
-			// this short either (committing): an error now would hide
+			// this short either (sendPipeline): an error now would hide
 			// the leases the claim holds.
 			dlCtx := context.WithoutCancel(ctx)
 			err = s.inTx(dlCtx, "claim", func(q querier) error { return s.deadLetterUndecodable(dlCtx, q, bad, now) })
@@ -572,7 +572,7 @@ const (
 // read scans the claimed rows.
 //
 // The pipeline is its own commit, so ctx is honoured until it is sent and
-// not while its rows are read (committing), as for Create and RecordBatch:
+// not while its rows are read (sendPipeline), as for every pipeline:
 // PostgreSQL can commit the claim before pgx notices ctx is done, and an
 // error then left its deliveries leased to no one, delayed until the
 // lease ran out. Reading to the end keeps a claim all or nothing as the
@@ -583,11 +583,7 @@ const (
 // anyway and its leases run out unused.
 func (s *Store) claimPipelined(ctx context.Context, query string, args []any, read func(pgx.Rows) error) error {
 	return s.withPgxConn(ctx, "claim", func(c *pgx.Conn) error {
-		sendCtx, err := s.committing(ctx, "claim")
-		if err != nil {
-			return err
-		}
-		br, err := s.sendWithSettings(sendCtx, c, pgClaimSettings, "claim", func(b *pgx.Batch) { b.Queue(query, args...) })
+		br, err := s.sendWithSettings(ctx, c, pgClaimSettings, "claim", func(b *pgx.Batch) { b.Queue(query, args...) })
 		if err != nil {
 			return err
 		}
@@ -609,18 +605,38 @@ func (s *Store) claimPipelined(ctx context.Context, query string, args []any, re
 }
 
 // sendWithSettings sends settings and then what queue adds as one pipeline
-// on c, and reads the settings' result: the caller reads the rest and
-// closes the results. On error the results are closed already.
+// on c (sendPipeline), and reads the settings' result: the caller reads the
+// rest and closes the results. On error the results are closed already.
 func (s *Store) sendWithSettings(ctx context.Context, c *pgx.Conn, settings, op string, queue func(*pgx.Batch)) (pgx.BatchResults, error) {
 	b := &pgx.Batch{}
 	b.Queue(settings)
 	queue(b)
-	br := c.SendBatch(ctx, b)
+	br, err := s.sendPipeline(ctx, c, op, b)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := br.Exec(); err != nil {
 		_ = br.Close()
 		return nil, s.dbErr(op, err)
 	}
 	return br, nil
+}
+
+// sendPipeline sends b on c as one pipeline, which PostgreSQL runs as one
+// implicit transaction ending in its own commit; every pipeline the Store
+// sends goes through here. ctx is honoured up to the send (an error if it
+// is done then: nothing was sent), not while the results are read:
+// PostgreSQL can commit the pipeline before pgx, reading the results,
+// notices ctx is done, and an error then would report a stored write as
+// not made (a claim's leases held by no one who knows of them, a delivered
+// record the worker would send again). So, as a COMMIT inTx has sent, it
+// is not cut short once sent: the pipeline's error says nothing was
+// stored, its success that all was (TestWriteCancelledOnceItsCommitIsSent).
+func (s *Store) sendPipeline(ctx context.Context, c *pgx.Conn, op string, b *pgx.Batch) (pgx.BatchResults, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, s.dbErr(op, err)
+	}
+	return c.SendBatch(context.WithoutCancel(ctx), b), nil
 }
 
 // planSettings steers the plans of a claim's or a ledger write's

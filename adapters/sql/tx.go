@@ -87,13 +87,28 @@ func (s *Store) inPoolTx(ctx context.Context, op string, fn func(q querier) erro
 		// index, which would block concurrent enqueues.
 		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 	}
-	tx, err := s.db.BeginTx(ctx, opts)
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return s.dbErr(op, err)
+	}
+	defer conn.Close()
+	// The transaction's own context is not cancelled: pgx's stdlib driver
+	// runs the COMMIT under it, and a cancellation while the COMMIT's
+	// answer is on its way would report a committed transaction as not
+	// made. ctx still ends the wait for a connection and each statement fn
+	// runs, and is honoured up to the COMMIT
+	// (TestWriteCancelledOnceItsCommitIsSent).
+	tx, err := conn.BeginTx(context.WithoutCancel(ctx), opts)
 	if err != nil {
 		return s.dbErr(op, err)
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
 		return err
+	}
+	if err := ctx.Err(); err != nil {
+		_ = tx.Rollback()
+		return s.dbErr(op, err)
 	}
 	if err := tx.Commit(); err != nil {
 		return s.dbErr(op+": commit", err)
