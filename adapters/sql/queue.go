@@ -493,11 +493,14 @@ func (s *Store) claimInOneStatement(ctx context.Context, from string, args []any
 		err = s.claimPipelined(ctx, query, args, readPgx)
 		if err == nil && len(bad) > 0 {
 			// Leased to this claim already: nobody else takes them
-			// meanwhile. The claim has committed, so ctx no longer cuts
-			// this short either (sendPipeline): an error now would hide
-			// the leases the claim holds.
+			// meanwhile. The claim has committed, so neither ctx nor a
+			// failure here may turn it into an error, which would hide
+			// the leases it holds on the deliveries it read
+			// (TestClaimThatCannotDeadLetterStrandsNoLease): a failed move
+			// leaves the undecodable rows pending under this claim's
+			// lease, and a claim after its end moves them.
 			dlCtx := context.WithoutCancel(ctx)
-			err = s.inTx(dlCtx, "claim", func(q querier) error { return s.deadLetterUndecodable(dlCtx, q, bad, now) })
+			_ = s.inTx(dlCtx, "claim", func(q querier) error { return s.deadLetterUndecodable(dlCtx, q, bad, now) })
 		}
 	}
 	if errors.Is(err, errNotPgx) {
