@@ -321,22 +321,12 @@ func (s *Store) claimCandidates(p hookrelay.ClaimParams, now int64) (string, []a
 			skip = append(skip, id)
 		}
 	}
-	if s.dialect == SQLite {
-		// One value whatever the number skipped, so that the statement's
-		// text is fixed and prepared once (claimStatementSQLite).
-		b.WriteString(" AND destination_id NOT IN (SELECT value FROM json_each(?))")
-		args = append(args, jsonIDs(skip))
-	} else if s.dialect == Postgres {
-		// One value whatever the number skipped (claimStatement), in JSON
-		// as on SQLite: a text any PostgreSQL driver can send.
-		b.WriteString(" AND destination_id NOT IN (SELECT value FROM json_array_elements_text(CAST(CAST(? AS TEXT) AS JSON)))")
-		args = append(args, jsonIDs(skip))
-	} else if len(skip) > 0 {
-		b.WriteString(" AND destination_id NOT IN (" + placeholders(len(skip)) + ")")
-		for _, id := range skip {
-			args = append(args, id)
-		}
-	}
+	// On SQLite and PostgreSQL the condition is there even when nothing
+	// is skipped, so that the statement's text is fixed and prepared once
+	// (claimStatementSQLite, claimStatement).
+	cond, skipArgs := s.notInIDs("destination_id", skip)
+	b.WriteString(cond)
+	args = append(args, skipArgs...)
 	if s.dialect == SQLite {
 		// Not a bare LIMIT ?: SQLite's planner reads a bare limit's bound
 		// value, so the statement is compiled again whenever the value
@@ -398,6 +388,29 @@ func jsonRooms(rooms map[string]int) string {
 	}
 	j, _ := json.Marshal(valid) // string keys and ints always encode
 	return string(j)
+}
+
+// notInIDs is the condition " AND col NOT IN (ids)" with its values. On
+// SQLite and PostgreSQL the IDs go as one JSON value whatever their number
+// (a text any PostgreSQL driver can send), so that the text does not vary
+// with them and a caller's skip list can be longer than a statement takes
+// parameters (32,766 on SQLite, 65,535 on PostgreSQL); there it is
+// returned for no IDs too. On MySQL each ID is a parameter, and no IDs is
+// no condition.
+func (s *Store) notInIDs(col string, ids []string) (string, []any) {
+	switch {
+	case s.dialect == SQLite:
+		return " AND " + col + " NOT IN (SELECT value FROM json_each(?))", []any{jsonIDs(ids)}
+	case s.dialect == Postgres:
+		return " AND " + col + " NOT IN (SELECT value FROM json_array_elements_text(CAST(CAST(? AS TEXT) AS JSON)))", []any{jsonIDs(ids)}
+	case len(ids) == 0:
+		return "", nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	return " AND " + col + " NOT IN (" + placeholders(len(ids)) + ")", args
 }
 
 // jsonIDs is ids as a JSON array, leaving out those that are not valid
