@@ -141,6 +141,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		{Options{Dialect: SQLite, TablePrefix: "Bad-Prefix"}, "TablePrefix"},
 		{Options{Dialect: SQLite, TablePrefix: "x; DROP TABLE y"}, "TablePrefix"},
 		{Options{Dialect: SQLite, TablePrefix: strings.Repeat("a", 41)}, "TablePrefix"},
+		{Options{Dialect: Postgres, TablePrefix: strings.Repeat("a", 36)}, "on PostgreSQL it must be at most 35"},
 		{Options{Dialect: SQLite, MaxPayloadBytes: -1}, "MaxPayloadBytes"},
 	} {
 		_, err := New(db, tc.opts)
