@@ -211,19 +211,6 @@ func (s *Store) withPgxConn(ctx context.Context, op string, fn func(*pgx.Conn) e
 	return nil
 }
 
-// committing is the context to send a pipeline that ends in its own
-// commit with: PostgreSQL can commit it before pgx, reading the results,
-// notices ctx is done, and an error then would hide a stored batch. So, as
-// database/sql's COMMIT, it is not cut short once sent: ctx is honoured up
-// to the send (an error if it is done), not while the pipeline runs, and
-// the pipeline's error says nothing was stored, its success that all was.
-func (s *Store) committing(ctx context.Context, op string) (context.Context, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, s.dbErr(op, err)
-	}
-	return context.WithoutCancel(ctx), nil
-}
-
 // recordBatchPipeline sends the batch in one pipeline, which PostgreSQL
 // runs as one implicit transaction: one round trip and one commit. The
 // plan settings come first (planSettings); the MarkDelivered writes (each
@@ -232,7 +219,7 @@ func (s *Store) committing(ctx context.Context, op string) (context.Context, err
 // then the announcement of the earliest retry.
 // It fills errs for the writes their fence refused. The batch committed
 // only when the pipeline's end (Close) reports no error. ctx is honoured
-// until the pipeline is sent (committing).
+// until the pipeline is sent (sendPipeline).
 func (s *Store) recordBatchPipeline(ctx context.Context, ops []*fencedOp, errs []error, due time.Time) error {
 	var many []int // indexes of the writes in the one MarkDelivered statement
 	seen := make(map[string]bool, len(ops))
@@ -252,11 +239,7 @@ func (s *Store) recordBatchPipeline(ctx context.Context, ops []*fencedOp, errs [
 		inMany[i] = true
 	}
 	err := s.withPgxConn(ctx, "record batch", func(c *pgx.Conn) error {
-		sendCtx, err := s.committing(ctx, "record batch")
-		if err != nil {
-			return err
-		}
-		br, err := s.sendWithSettings(sendCtx, c, pgWriteSettings, "record batch", func(b *pgx.Batch) {
+		br, err := s.sendWithSettings(ctx, c, pgWriteSettings, "record batch", func(b *pgx.Batch) {
 			if len(many) > 0 {
 				query, args := s.deliveredManyPostgres(ops, many)
 				b.Queue(query, args...)

@@ -48,7 +48,7 @@ SELECT id FROM ins UNION ALL SELECT NULL FROM announce`
 // pipeline, which PostgreSQL runs as one implicit transaction — one round
 // trip and one commit instead of BEGIN, a statement per chunk, the
 // announcement and COMMIT, each waited for. ctx is honoured until the
-// pipeline is sent (committing). A deadlock or serialization
+// pipeline is sent (sendPipeline). A deadlock or serialization
 // failure runs it again, as inTx does. It returns errNotPgx, having done
 // nothing, when the pool's driver is not pgx's.
 func (s *Store) createPgx(ctx context.Context, ds []hookrelay.Delivery, rows []deliveryRow) ([]bool, error) {
@@ -64,11 +64,10 @@ func (s *Store) createPgx(ctx context.Context, ds []hookrelay.Delivery, rows []d
 			b.Queue(query, args...)
 		}
 		return s.withPgxConn(ctx, "create", func(c *pgx.Conn) error {
-			sendCtx, err := s.committing(ctx, "create")
+			br, err := s.sendPipeline(ctx, c, "create", b)
 			if err != nil {
 				return err
 			}
-			br := c.SendBatch(sendCtx, b)
 			for range b.Len() {
 				res, err := br.Query()
 				if err != nil {

@@ -86,7 +86,11 @@
 // database) is refused by Open with ErrInvalidDSN, and an option out of its
 // range with ErrInvalidOptions (Options.Validate checks them alone), before
 // anything is dialed. Context cancellation wraps the
-// context's error. Invalid input
+// context's error, and means the write was not made: a context done once a
+// write's commit has been sent no longer ends it, so such a write reports
+// the success it had (a single statement outside a transaction of the
+// Store's own, such as ReleaseLease's, can still be cancelled in flight
+// with its outcome unknown, as any statement). Invalid input
 // (a payload over Options.MaxPayloadBytes, an empty, overlong or non-UTF-8
 // ID) is refused as a *hookrelay.ValidationError before anything is
 // written. A stored row that cannot be decoded is a *DecodeError; a claim

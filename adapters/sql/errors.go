@@ -97,11 +97,8 @@ func (s *Store) dbErr(op string, err error) error {
 		return fmt.Errorf("hooksql: %s: %w", op, sql.ErrTxDone)
 	}
 	e := fmt.Errorf("%w: %s: %s", ErrDatabase, printable(op), printable(redact(err.Error(), s.secrets)))
-	switch conflictOf(err) {
-	case conflictRerun:
-		return &retryable{err: e}
-	case conflictWaited:
-		return &conflict{err: e}
+	if kind := conflictOf(err); kind != noConflict {
+		return &txConflict{err: e, kind: kind}
 	}
 	return e
 }

@@ -268,18 +268,63 @@ func migrateToCurrent(t *testing.T, s *Store) {
 	assert.Equal(t, SchemaVersion, v)
 }
 
-// TestMigrateAcceptsTheLongestTablePrefix: every name a migration makes
-// fits the databases' identifier limits (64 bytes on MySQL, 63 on
-// PostgreSQL) with a prefix of the 40 bytes Options.TablePrefix allows.
-func TestMigrateAcceptsTheLongestTablePrefix(t *testing.T) {
+// TestLongestTablePrefixKeepsEveryNameWhole migrates tables under the
+// longest prefix Options accept for the dialect, twice: every table,
+// index, constraint and sequence the migrations make carries its whole
+// name (PostgreSQL cuts an identifier past 63 bytes short without an
+// error, MariaDB refuses one past 64), the same after the prefix as
+// under a short prefix.
+func TestLongestTablePrefixKeepsEveryNameWhole(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		prefix := randomPrefix()
-		prefix += strings.Repeat("x", 40-len(prefix))
-		s := newStore(t, b, Options{TablePrefix: prefix})
-		v, err := s.Version(context.Background())
-		require.NoError(t, err)
-		assert.Equal(t, SchemaVersion, v)
+		longest := 0
+		for n := 1; n <= 128; n++ {
+			if (Options{Dialect: b.dialect, TablePrefix: strings.Repeat("p", n)}).Validate() == nil {
+				longest = n
+			}
+		}
+		require.Positive(t, longest)
+		short := newStore(t, b, Options{})
+		long := newStore(t, b, Options{TablePrefix: (randomPrefix() + strings.Repeat("x", longest))[:longest-1] + "_"})
+		require.NoError(t, long.Migrate(context.Background()), "a second Migrate finds what the first made")
+		want := schemaNames(t, short)
+		require.NotEmpty(t, want)
+		assert.Equal(t, want, schemaNames(t, long), "prefix of %d bytes", longest)
 	})
+}
+
+// schemaNames lists the names of what s's migrations made in the database
+// (tables, indexes, constraints, sequences, each qualified by its table
+// where its name is the table's own), with s's prefix taken off.
+func schemaNames(t *testing.T, s *Store) []string {
+	t.Helper()
+	var query string
+	switch s.dialect {
+	case SQLite:
+		query = "SELECT type || ' ' || name FROM sqlite_master WHERE substr(tbl_name, 1, length(?1)) = ?1 ORDER BY 1"
+	case Postgres:
+		query = "SELECT 'relation ' || relname FROM pg_class WHERE relnamespace = current_schema()::regnamespace AND starts_with(relname, $1)" +
+			" UNION ALL SELECT 'constraint ' || conname FROM pg_constraint WHERE connamespace = current_schema()::regnamespace" +
+			" AND starts_with(conname, $1) ORDER BY 1"
+	case MySQL:
+		query = "SELECT CONCAT('table ', table_name) FROM information_schema.tables WHERE table_schema = DATABASE() AND LEFT(table_name, CHAR_LENGTH(?)) = ?" +
+			" UNION ALL SELECT DISTINCT CONCAT('index ', table_name, '.', index_name) FROM information_schema.statistics" +
+			" WHERE table_schema = DATABASE() AND LEFT(table_name, CHAR_LENGTH(?)) = ? ORDER BY 1"
+	}
+	args := []any{s.prefix}
+	if s.dialect == MySQL {
+		args = []any{s.prefix, s.prefix, s.prefix, s.prefix}
+	}
+	rows, err := s.db.QueryContext(context.Background(), query, args...)
+	require.NoError(t, err)
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var name string
+		require.NoError(t, rows.Scan(&name))
+		names = append(names, strings.ReplaceAll(name, s.prefix, "{p}"))
+	}
+	require.NoError(t, rows.Err())
+	return names
 }
 
 // TestMigrateWidensMySQLColumnsOfAVersionTenDatabase: on MariaDB/MySQL a

@@ -321,22 +321,12 @@ func (s *Store) claimCandidates(p hookrelay.ClaimParams, now int64) (string, []a
 			skip = append(skip, id)
 		}
 	}
-	if s.dialect == SQLite {
-		// One value whatever the number skipped, so that the statement's
-		// text is fixed and prepared once (claimStatementSQLite).
-		b.WriteString(" AND destination_id NOT IN (SELECT value FROM json_each(?))")
-		args = append(args, jsonIDs(skip))
-	} else if s.dialect == Postgres {
-		// One value whatever the number skipped (claimStatement), in JSON
-		// as on SQLite: a text any PostgreSQL driver can send.
-		b.WriteString(" AND destination_id NOT IN (SELECT value FROM json_array_elements_text(CAST(CAST(? AS TEXT) AS JSON)))")
-		args = append(args, jsonIDs(skip))
-	} else if len(skip) > 0 {
-		b.WriteString(" AND destination_id NOT IN (" + placeholders(len(skip)) + ")")
-		for _, id := range skip {
-			args = append(args, id)
-		}
-	}
+	// On SQLite and PostgreSQL the condition is there even when nothing
+	// is skipped, so that the statement's text is fixed and prepared once
+	// (claimStatementSQLite, claimStatement).
+	cond, skipArgs := s.notInIDs("destination_id", skip)
+	b.WriteString(cond)
+	args = append(args, skipArgs...)
 	if s.dialect == SQLite {
 		// Not a bare LIMIT ?: SQLite's planner reads a bare limit's bound
 		// value, so the statement is compiled again whenever the value
@@ -398,6 +388,29 @@ func jsonRooms(rooms map[string]int) string {
 	}
 	j, _ := json.Marshal(valid) // string keys and ints always encode
 	return string(j)
+}
+
+// notInIDs is the condition " AND col NOT IN (ids)" with its values. On
+// SQLite and PostgreSQL the IDs go as one JSON value whatever their number
+// (a text any PostgreSQL driver can send), so that the text does not vary
+// with them and a caller's skip list can be longer than a statement takes
+// parameters (32,766 on SQLite, 65,535 on PostgreSQL); there it is
+// returned for no IDs too. On MySQL each ID is a parameter, and no IDs is
+// no condition.
+func (s *Store) notInIDs(col string, ids []string) (string, []any) {
+	switch {
+	case s.dialect == SQLite:
+		return " AND " + col + " NOT IN (SELECT value FROM json_each(?))", []any{jsonIDs(ids)}
+	case s.dialect == Postgres:
+		return " AND " + col + " NOT IN (SELECT value FROM json_array_elements_text(CAST(CAST(? AS TEXT) AS JSON)))", []any{jsonIDs(ids)}
+	case len(ids) == 0:
+		return "", nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	return " AND " + col + " NOT IN (" + placeholders(len(ids)) + ")", args
 }
 
 // jsonIDs is ids as a JSON array, leaving out those that are not valid
@@ -493,11 +506,14 @@ func (s *Store) claimInOneStatement(ctx context.Context, from string, args []any
 		err = s.claimPipelined(ctx, query, args, readPgx)
 		if err == nil && len(bad) > 0 {
 			// Leased to this claim already: nobody else takes them
-			// meanwhile. The claim has committed, so ctx no longer cuts
-			// this short either (committing): an error now would hide
-			// the leases the claim holds.
+			// meanwhile. The claim has committed, so neither ctx nor a
+			// failure here may turn it into an error, which would hide
+			// the leases it holds on the deliveries it read
+			// (TestClaimThatCannotDeadLetterStrandsNoLease): a failed move
+			// leaves the undecodable rows pending under this claim's
+			// lease, and a claim after its end moves them.
 			dlCtx := context.WithoutCancel(ctx)
-			err = s.inTx(dlCtx, "claim", func(q querier) error { return s.deadLetterUndecodable(dlCtx, q, bad, now) })
+			_ = s.inTx(dlCtx, "claim", func(q querier) error { return s.deadLetterUndecodable(dlCtx, q, bad, now) })
 		}
 	}
 	if errors.Is(err, errNotPgx) {
@@ -572,7 +588,7 @@ const (
 // read scans the claimed rows.
 //
 // The pipeline is its own commit, so ctx is honoured until it is sent and
-// not while its rows are read (committing), as for Create and RecordBatch:
+// not while its rows are read (sendPipeline), as for every pipeline:
 // PostgreSQL can commit the claim before pgx notices ctx is done, and an
 // error then left its deliveries leased to no one, delayed until the
 // lease ran out. Reading to the end keeps a claim all or nothing as the
@@ -583,11 +599,7 @@ const (
 // anyway and its leases run out unused.
 func (s *Store) claimPipelined(ctx context.Context, query string, args []any, read func(pgx.Rows) error) error {
 	return s.withPgxConn(ctx, "claim", func(c *pgx.Conn) error {
-		sendCtx, err := s.committing(ctx, "claim")
-		if err != nil {
-			return err
-		}
-		br, err := s.sendWithSettings(sendCtx, c, pgClaimSettings, "claim", func(b *pgx.Batch) { b.Queue(query, args...) })
+		br, err := s.sendWithSettings(ctx, c, pgClaimSettings, "claim", func(b *pgx.Batch) { b.Queue(query, args...) })
 		if err != nil {
 			return err
 		}
@@ -609,18 +621,38 @@ func (s *Store) claimPipelined(ctx context.Context, query string, args []any, re
 }
 
 // sendWithSettings sends settings and then what queue adds as one pipeline
-// on c, and reads the settings' result: the caller reads the rest and
-// closes the results. On error the results are closed already.
+// on c (sendPipeline), and reads the settings' result: the caller reads the
+// rest and closes the results. On error the results are closed already.
 func (s *Store) sendWithSettings(ctx context.Context, c *pgx.Conn, settings, op string, queue func(*pgx.Batch)) (pgx.BatchResults, error) {
 	b := &pgx.Batch{}
 	b.Queue(settings)
 	queue(b)
-	br := c.SendBatch(ctx, b)
+	br, err := s.sendPipeline(ctx, c, op, b)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := br.Exec(); err != nil {
 		_ = br.Close()
 		return nil, s.dbErr(op, err)
 	}
 	return br, nil
+}
+
+// sendPipeline sends b on c as one pipeline, which PostgreSQL runs as one
+// implicit transaction ending in its own commit; every pipeline the Store
+// sends goes through here. ctx is honoured up to the send (an error if it
+// is done then: nothing was sent), not while the results are read:
+// PostgreSQL can commit the pipeline before pgx, reading the results,
+// notices ctx is done, and an error then would report a stored write as
+// not made (a claim's leases held by no one who knows of them, a delivered
+// record the worker would send again). So, as a COMMIT inTx has sent, it
+// is not cut short once sent: the pipeline's error says nothing was
+// stored, its success that all was (TestWriteCancelledOnceItsCommitIsSent).
+func (s *Store) sendPipeline(ctx context.Context, c *pgx.Conn, op string, b *pgx.Batch) (pgx.BatchResults, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, s.dbErr(op, err)
+	}
+	return c.SendBatch(context.WithoutCancel(ctx), b), nil
 }
 
 // planSettings steers the plans of a claim's or a ledger write's

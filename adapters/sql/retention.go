@@ -417,22 +417,12 @@ func (s *Store) TakeUnpublished(ctx context.Context, p hookrelay.RecoverUnpublis
 		query := "SELECT " + selectDeliveryCols + " FROM {d} WHERE state = 'pending' AND next_attempt_at <= ?" +
 			" AND (lease_expires_at IS NULL OR lease_expires_at <= ?) AND (touched_at IS NULL OR touched_at <= ?)"
 		args := []any{cutoff, now, cutoff}
-		// As in Claim: on SQLite and PostgreSQL the skip list is one JSON
-		// value, since a worker may hold back more destinations than a
-		// statement takes parameters (32,766 and 65,535).
-		switch {
-		case len(p.SkipDestinations) == 0:
-		case s.dialect == SQLite:
-			query += " AND destination_id NOT IN (SELECT value FROM json_each(?))"
-			args = append(args, jsonIDs(p.SkipDestinations))
-		case s.dialect == Postgres:
-			query += " AND destination_id NOT IN (SELECT value FROM json_array_elements_text(CAST(CAST(? AS TEXT) AS JSON)))"
-			args = append(args, jsonIDs(p.SkipDestinations))
-		default:
-			query += " AND destination_id NOT IN (" + placeholders(len(p.SkipDestinations)) + ")"
-			for _, id := range p.SkipDestinations {
-				args = append(args, id)
-			}
+		// As in Claim (notInIDs): a worker may hold back more destinations
+		// than a statement takes parameters.
+		if len(p.SkipDestinations) > 0 {
+			cond, skipArgs := s.notInIDs("destination_id", p.SkipDestinations)
+			query += cond
+			args = append(args, skipArgs...)
 		}
 		rows, err := q.QueryContext(ctx, s.q(query+" ORDER BY next_attempt_at, {seq} LIMIT ?"+s.lockSuffix(true)), append(args, p.Limit)...)
 		if err != nil {

@@ -67,8 +67,8 @@ type Options struct {
 	Dialect Dialect
 	// TablePrefix is prepended to every table and index name, so several
 	// hookrelay installations (or test runs) can share one database. It must
-	// match ^[a-z_][a-z0-9_]*$ and be at most 40 bytes. Defaults to
-	// "hookrelay_".
+	// match ^[a-z_][a-z0-9_]*$ and be at most 40 bytes, and on PostgreSQL
+	// at most 35 (MaxPostgresTablePrefix). Defaults to "hookrelay_".
 	TablePrefix string
 	// MaxPayloadBytes refuses larger payloads at Create and EnqueueTx. It
 	// should be at least the Client's MaxPayloadBytes. Defaults to
@@ -104,6 +104,18 @@ const DefaultMaxOpenConns = 16
 const DefaultConnMaxLifetime = 30 * time.Minute
 
 var prefixPattern = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+
+// MaxTablePrefix is the longest Options.TablePrefix, in bytes.
+const MaxTablePrefix = 40
+
+// MaxPostgresTablePrefix is the longest Options.TablePrefix on PostgreSQL,
+// in bytes: PostgreSQL cuts a name past 63 bytes short without an error,
+// and the longest name the Store makes (the index
+// destination_guards_claimable) adds 28 bytes to the prefix. Cut, a name
+// is no longer the one the Store's statements and checks name, and two
+// could become one. (MySQL's limit, 64, is no tighter than MaxTablePrefix:
+// its index names there are shorter.)
+const MaxPostgresTablePrefix = 63 - len("destination_guards_claimable")
 
 // Store is the SQL implementation of hookrelay's Queue, Ledger, LedgerStats
 // and Destinations ports: one row per delivery is both the ledger record and
@@ -165,7 +177,8 @@ var (
 // Validate checks the options as New and Open do, before any database is
 // opened: a Dialect other than sqlite, postgres or mysql (empty is left to
 // New, which requires it, and Open, which sets it), a TablePrefix not
-// matching ^[a-z_][a-z0-9_]*$ or over 40 bytes, and negative sizes or
+// matching ^[a-z_][a-z0-9_]*$ or over MaxTablePrefix bytes (over
+// MaxPostgresTablePrefix with Dialect Postgres), and negative sizes or
 // lifetimes. Its error, like New's and Open's for these, wraps
 // ErrInvalidOptions and names the field.
 func (o Options) Validate() error {
@@ -174,8 +187,13 @@ func (o Options) Validate() error {
 	default:
 		return invalidOptions(fmt.Sprintf("hooksql: Options.Dialect %s is unknown (want sqlite, postgres or mysql)", errtext.Quote(string(o.Dialect))))
 	}
-	if o.TablePrefix != "" && (!prefixPattern.MatchString(o.TablePrefix) || len(o.TablePrefix) > 40) {
-		return invalidOptions(fmt.Sprintf("hooksql: Options.TablePrefix %s must match ^[a-z_][a-z0-9_]*$ and be at most 40 bytes", errtext.Quote(o.TablePrefix)))
+	if o.TablePrefix != "" && (!prefixPattern.MatchString(o.TablePrefix) || len(o.TablePrefix) > MaxTablePrefix) {
+		return invalidOptions(fmt.Sprintf("hooksql: Options.TablePrefix %s must match ^[a-z_][a-z0-9_]*$ and be at most %d bytes", errtext.Quote(o.TablePrefix), MaxTablePrefix))
+	}
+	if o.Dialect == Postgres && len(o.TablePrefix) > MaxPostgresTablePrefix {
+		return invalidOptions(fmt.Sprintf("hooksql: Options.TablePrefix %s is %d bytes; on PostgreSQL it must be at most %d,"+
+			" as PostgreSQL cuts names past 63 bytes short and the longest name the store makes adds %d bytes to the prefix",
+			errtext.Quote(o.TablePrefix), len(o.TablePrefix), MaxPostgresTablePrefix, 63-MaxPostgresTablePrefix))
 	}
 	switch {
 	case o.MaxPayloadBytes < 0:

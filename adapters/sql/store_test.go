@@ -141,6 +141,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		{Options{Dialect: SQLite, TablePrefix: "Bad-Prefix"}, "TablePrefix"},
 		{Options{Dialect: SQLite, TablePrefix: "x; DROP TABLE y"}, "TablePrefix"},
 		{Options{Dialect: SQLite, TablePrefix: strings.Repeat("a", 41)}, "TablePrefix"},
+		{Options{Dialect: Postgres, TablePrefix: strings.Repeat("a", 36)}, "on PostgreSQL it must be at most 35"},
 		{Options{Dialect: SQLite, MaxPayloadBytes: -1}, "MaxPayloadBytes"},
 	} {
 		_, err := New(db, tc.opts)
@@ -546,15 +547,15 @@ func queryColumnOn[T any](t *testing.T, q querier, query string, args ...any) []
 }
 
 // A transaction that lost a deadlock or serialization race is run again,
-// up to maxTxTries times in all; the error returned carries no retryable
-// mark, and any other error ends it at once.
+// up to maxTxTries times in all; the error returned carries no conflict
+// mark, and any other error, a lock wait timeout too, ends it at once.
 func TestRetriedRunsATransactionAgainOnlyAfterARetryableFailure(t *testing.T) {
 	lost := errors.New("deadlock detected")
 	calls := 0
 	err := retried(func() error {
 		calls++
 		if calls < 3 {
-			return &retryable{err: lost}
+			return &txConflict{err: lost, kind: conflictRerun}
 		}
 		return nil
 	})
@@ -562,9 +563,15 @@ func TestRetriedRunsATransactionAgainOnlyAfterARetryableFailure(t *testing.T) {
 	assert.Equal(t, 3, calls, "run until it succeeds")
 
 	calls = 0
-	err = retried(func() error { calls++; return &retryable{err: lost} })
+	err = retried(func() error { calls++; return &txConflict{err: lost, kind: conflictRerun} })
 	assert.Equal(t, maxTxTries, calls, "bounded")
 	assert.Same(t, lost, err, "the last failure, unmarked")
+
+	calls = 0
+	waited := &txConflict{err: errors.New("lock wait timeout exceeded"), kind: conflictWaited}
+	err = retried(func() error { calls++; return waited })
+	assert.Equal(t, 1, calls, "a lock wait timeout is not run again")
+	assert.ErrorIs(t, err, ErrTxConflict)
 
 	calls = 0
 	other := errors.New("unique violation")

@@ -47,38 +47,33 @@ func (s *Store) inTx(ctx context.Context, op string, fn func(q querier) error) e
 }
 
 // retried runs tx, a whole transaction, again while it fails with a
-// *retryable error (a deadlock or serialization failure), up to maxTxTries
-// times in all, and returns the last error with the retryable mark taken
-// off.
+// *txConflict that a run again may cure (conflictRerun: a deadlock or
+// serialization failure), up to maxTxTries times in all, and returns the
+// last error with the conflict mark taken off, so that a retried around
+// this one does not run it again.
 func retried(tx func() error) error {
 	var err error
 	for range maxTxTries {
 		err = tx()
-		var re *retryable
-		if !errors.As(err, &re) {
+		var c *txConflict
+		if !errors.As(err, &c) || c.kind != conflictRerun {
 			return err
 		}
-		err = re.err
+		err = c.err
 	}
 	return err
 }
 
-// retryable marks a failure that running the transaction again may cure;
-// it is ErrTxConflict.
-type retryable struct{ err error }
+// txConflict marks a failure lost to another transaction (dbErr): it is
+// ErrTxConflict. Its kind says whether retried runs the transaction again.
+type txConflict struct {
+	err  error
+	kind conflictKind
+}
 
-func (r *retryable) Error() string        { return r.err.Error() }
-func (r *retryable) Unwrap() error        { return r.err }
-func (r *retryable) Is(target error) bool { return target == ErrTxConflict }
-
-// conflict marks a failure lost to another transaction that running the
-// transaction again at once would not cure sooner (a lock wait timeout):
-// it is ErrTxConflict for the caller, but retried does not run it again.
-type conflict struct{ err error }
-
-func (c *conflict) Error() string        { return c.err.Error() }
-func (c *conflict) Unwrap() error        { return c.err }
-func (c *conflict) Is(target error) bool { return target == ErrTxConflict }
+func (c *txConflict) Error() string        { return c.err.Error() }
+func (c *txConflict) Unwrap() error        { return c.err }
+func (c *txConflict) Is(target error) bool { return target == ErrTxConflict }
 
 func (s *Store) inPoolTx(ctx context.Context, op string, fn func(q querier) error) error {
 	var opts *sql.TxOptions
@@ -87,13 +82,28 @@ func (s *Store) inPoolTx(ctx context.Context, op string, fn func(q querier) erro
 		// index, which would block concurrent enqueues.
 		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 	}
-	tx, err := s.db.BeginTx(ctx, opts)
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return s.dbErr(op, err)
+	}
+	defer conn.Close()
+	// The transaction's own context is not cancelled: pgx's stdlib driver
+	// runs the COMMIT under it, and a cancellation while the COMMIT's
+	// answer is on its way would report a committed transaction as not
+	// made. ctx still ends the wait for a connection and each statement fn
+	// runs, and is honoured up to the COMMIT
+	// (TestWriteCancelledOnceItsCommitIsSent).
+	tx, err := conn.BeginTx(context.WithoutCancel(ctx), opts)
 	if err != nil {
 		return s.dbErr(op, err)
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
 		return err
+	}
+	if err := ctx.Err(); err != nil {
+		_ = tx.Rollback()
+		return s.dbErr(op, err)
 	}
 	if err := tx.Commit(); err != nil {
 		return s.dbErr(op+": commit", err)
