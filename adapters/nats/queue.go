@@ -263,6 +263,9 @@ type broker struct {
 	mu      sync.Mutex
 	cons    jetstream.Consumer
 	checked time.Time // when an empty fetch last asked whether the consumer exists
+	// recreating is held while the topology is created again, so that
+	// the claims that found the consumer gone together create it once.
+	recreating sync.Mutex
 }
 
 // consumerCheckEvery is how often an empty fetch asks the server whether
@@ -294,14 +297,27 @@ func (b *broker) recreateIfGone(ctx context.Context, cons jetstream.Consumer) er
 	if !errors.Is(err, jetstream.ErrConsumerNotFound) && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil // there, or the server cannot say now: the next fetch tells
 	}
+	return b.recreate(ctx, cons, err)
+}
+
+// recreate creates the topology again, as New does, because the server
+// said (why) that cons or its stream is gone; unless another call did
+// since cons was found gone.
+func (b *broker) recreate(ctx context.Context, cons jetstream.Consumer, why error) error {
+	b.recreating.Lock()
+	defer b.recreating.Unlock()
+	if b.consumer() != cons {
+		return nil
+	}
 	b.cfg.Logger.WarnContext(ctx, "hooknats: the consumer is gone; creating the streams and the consumer again",
-		"stream", b.cfg.Stream, "consumer", b.cfg.Consumer, "error", err.Error())
+		"stream", b.cfg.Stream, "consumer", b.cfg.Consumer, "error", why.Error())
 	fresh, err := createTopology(ctx, b.js, b.cfg)
 	if err != nil {
 		return err
 	}
 	b.mu.Lock()
 	b.cons = fresh
+	b.checked = time.Now()
 	b.mu.Unlock()
 	return nil
 }
@@ -358,7 +374,11 @@ func (b *broker) Fetch(ctx context.Context, n int, _ time.Duration) ([]jetstream
 	for m := range batch.Messages() {
 		out = append(out, m)
 	}
-	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+	switch err := batch.Error(); {
+	case errors.Is(err, jetstream.ErrConsumerDeleted):
+		// Newer servers say so where older ones hand out nothing.
+		return out, translate(b.recreate(ctx, cons, err))
+	case err != nil && !errors.Is(err, jetstream.ErrNoMessages):
 		return out, translate(err)
 	}
 	if len(out) == 0 {

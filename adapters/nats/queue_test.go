@@ -363,3 +363,48 @@ func TestADeletedConsumerIsCreatedAgain(t *testing.T) {
 		})
 	}
 }
+
+// deletedConsumer answers every fetch as a newer server answers one from
+// a consumer that was deleted: no message, and ErrConsumerDeleted as the
+// batch's error.
+type deletedConsumer struct{ jetstream.Consumer }
+
+func (deletedConsumer) FetchNoWait(int) (jetstream.MessageBatch, error) { return deletedBatch{}, nil }
+
+type deletedBatch struct{}
+
+func (deletedBatch) Messages() <-chan jetstream.Msg {
+	c := make(chan jetstream.Msg)
+	close(c)
+	return c
+}
+
+func (deletedBatch) Error() error { return jetstream.ErrConsumerDeleted }
+
+// TestAConsumerTheServerReportsDeletedIsCreatedAgain: newer servers
+// answer a fetch from a deleted consumer with "consumer deleted" rather
+// than an empty batch. That error was returned as it was, without
+// creating the consumer again, so every claim failed until the worker
+// was restarted.
+func TestAConsumerTheServerReportsDeletedIsCreatedAgain(t *testing.T) {
+	ctx := context.Background()
+	js := connect(t)
+	cfg := testConfig(t, js)
+	ledger := memory.NewStore()
+	q := newQueue(t, js, ledger, cfg)
+	require.NoError(t, js.DeleteConsumer(ctx, cfg.Stream, "hookrelay-worker"))
+	q.WrapConsumer(func(c jetstream.Consumer) jetstream.Consumer { return deletedConsumer{c} })
+
+	c := brokertest.NewClient(t, q, ledger, &hookrelaytest.Recipient{})
+	id := brokertest.Enqueue(t, c, "evt_after_delete")
+	var (
+		claimed bool
+		last    error
+	)
+	for deadline := time.Now().Add(5 * time.Second); !claimed && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var cs []hookrelay.Claim
+		cs, last = q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
+		claimed = last == nil && len(cs) == 1 && cs[0].Delivery.ID == id
+	}
+	assert.True(t, claimed, "claimed after the server reported the consumer deleted; last claim error: %v", last)
+}
