@@ -326,14 +326,52 @@ func (b *broker) recreate(ctx context.Context, cons jetstream.Consumer, why erro
 // acknowledgement, so a batch costs one round trip rather than one per
 // delivery. A delivery that cannot be published (its envelope over the
 // server's max_payload) does not keep the others from being published;
-// the error names each one that failed.
+// the error names each one that failed. When no stream answers (an
+// operator deleted it), the streams and the consumer are created again,
+// as New does, and those envelopes published once more.
 func (b *broker) Publish(ctx context.Context, ds []hookrelay.Delivery) error {
+	cons := b.consumer()
+	errs := b.publishAll(ctx, ds)
+	var again []int
+	for i, err := range errs {
+		if errors.Is(err, jetstream.ErrNoStreamResponse) {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 {
+		if err := b.recreate(ctx, cons, jetstream.ErrNoStreamResponse); err != nil {
+			for _, i := range again {
+				errs[i] = errors.Join(errs[i], err)
+			}
+		} else {
+			retry := make([]hookrelay.Delivery, len(again))
+			for j, i := range again {
+				retry[j] = ds[i]
+			}
+			for j, err := range b.publishAll(ctx, retry) {
+				errs[again[j]] = err
+			}
+		}
+	}
+	var out []error
+	for i, err := range errs {
+		if err != nil {
+			out = append(out, &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: ds[i].ID, Err: translate(err)})
+		}
+	}
+	return errors.Join(out...)
+}
+
+// publishAll publishes ds and returns the client's error for each, nil
+// for those the server acknowledged. When ctx ends, the deliveries not
+// acknowledged yet fail with its error.
+func (b *broker) publishAll(ctx context.Context, ds []hookrelay.Delivery) []error {
 	acks := make([]jetstream.PubAckFuture, len(ds))
-	var errs []error
+	errs := make([]error, len(ds))
 	for i, d := range ds {
 		body, err := hookrelay.MarshalEnvelope(d)
 		if err != nil {
-			errs = append(errs, &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: d.ID, Err: err})
+			errs[i] = err
 			continue
 		}
 		m := nats.NewMsg(b.cfg.Subject)
@@ -343,23 +381,25 @@ func (b *broker) Publish(ctx context.Context, ds []hookrelay.Delivery) error {
 		// duplicate window (a retried publish whose acknowledgement was
 		// lost); a later enqueue of the same delivery (a redrive) differs.
 		m.Header.Set(jetstream.MsgIDHeader, escapeID(d.ID)+"/"+strconv.Itoa(d.Attempt)+"/"+strconv.FormatInt(d.NextAttemptAt.UnixNano(), 10))
-		if acks[i], err = b.js.PublishMsgAsync(m); err != nil {
-			errs = append(errs, &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: d.ID, Err: translate(err)})
-		}
+		acks[i], errs[i] = b.js.PublishMsgAsync(m)
 	}
 	for i, f := range acks {
-		if f == nil {
+		if f == nil || errs[i] != nil {
 			continue
 		}
 		select {
 		case <-f.Ok():
-		case err := <-f.Err():
-			errs = append(errs, &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: ds[i].ID, Err: translate(err)})
+		case errs[i] = <-f.Err():
 		case <-ctx.Done():
-			return errors.Join(append(errs, &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: ds[i].ID, Err: ctx.Err()})...)
+			for j := i; j < len(acks); j++ {
+				if acks[j] != nil && errs[j] == nil {
+					errs[j] = ctx.Err()
+				}
+			}
+			return errs
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // Fetch asks the server for what it holds now: after the server's publish
@@ -421,7 +461,15 @@ func (b *broker) DeadLetter(ctx context.Context, m jetstream.Msg, d *hookrelay.D
 		dm.Header.Set(jetstream.MsgIDHeader, "dead/"+escapeID(d.ID)+"/"+strconv.Itoa(d.Attempt))
 	}
 	dm.Header.Set(HeaderDeadLetterReason, reason)
-	if _, err := b.js.PublishMsg(ctx, dm); err != nil {
+	cons := b.consumer()
+	_, err := b.js.PublishMsg(ctx, dm)
+	if errors.Is(err, jetstream.ErrNoStreamResponse) {
+		// The dead-letter stream was deleted: create it again, as New does.
+		if err = b.recreate(ctx, cons, err); err == nil {
+			_, err = b.js.PublishMsg(ctx, dm)
+		}
+	}
+	if err != nil {
 		return translate(err)
 	}
 	return translate(m.DoubleAck(ctx))

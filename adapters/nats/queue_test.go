@@ -408,3 +408,51 @@ func TestAConsumerTheServerReportsDeletedIsCreatedAgain(t *testing.T) {
 	}
 	assert.True(t, claimed, "claimed after the server reported the consumer deleted; last claim error: %v", last)
 }
+
+// TestAStreamDeletedJustAfterACheckIsCreatedByTheNextEnqueue: a claim
+// that finds nothing asks whether the consumer exists at most every 2 s.
+// A stream deleted within that time after a claim made the next enqueue
+// fail ("no response from stream"), and its delivery waited for the
+// worker's recovery of unpublished records (5 minutes by default). The
+// enqueue now creates the streams and the consumer again and publishes
+// once more: the delivery is claimed at once.
+func TestAStreamDeletedJustAfterACheckIsCreatedByTheNextEnqueue(t *testing.T) {
+	ctx := context.Background()
+	js := connect(t)
+	cfg := testConfig(t, js)
+	ledger := memory.NewStore()
+	q := newQueue(t, js, ledger, cfg)
+	claim := func() ([]hookrelay.Claim, error) {
+		return q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
+	}
+	_, err := claim() // an empty claim: the queue checked the consumer just now
+	require.NoError(t, err)
+	require.NoError(t, js.DeleteStream(ctx, cfg.Stream))
+
+	c := brokertest.NewClient(t, q, ledger, &hookrelaytest.Recipient{})
+	id := brokertest.Enqueue(t, c, "evt_after_delete")
+	cs, err := claim()
+	require.NoError(t, err)
+	require.Len(t, cs, 1, "claimed at once")
+	assert.Equal(t, id, cs[0].Delivery.ID)
+}
+
+// TestADeletedDeadLetterStreamIsCreatedByTheNextDeadLetter: with the
+// dead-letter stream deleted, dead-lettering failed ("no response from
+// stream") and handed the message back, every time, until the worker
+// restarted: nothing checks that stream otherwise.
+func TestADeletedDeadLetterStreamIsCreatedByTheNextDeadLetter(t *testing.T) {
+	ctx := context.Background()
+	js := connect(t)
+	cfg := testConfig(t, js)
+	ledger := memory.NewStore()
+	q := newQueue(t, js, ledger, cfg)
+	claim := brokertest.ClaimOne(t, q, ledger, "whd_dead")
+	require.NoError(t, js.DeleteStream(ctx, cfg.Stream+"_DEAD"))
+	require.NoError(t, q.DeadLetter(ctx, hookrelay.DeadLetterParams{Delivery: claim.Delivery, Lease: claim.Lease, Reason: "r", Now: time.Now()}))
+	dlq, err := js.Stream(ctx, cfg.Stream+"_DEAD")
+	require.NoError(t, err)
+	msg, err := dlq.GetMsg(ctx, 1)
+	require.NoError(t, err)
+	assert.Equal(t, "whd_dead", msg.Header.Get(hooknats.HeaderDeliveryID))
+}
