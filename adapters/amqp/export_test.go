@@ -24,3 +24,19 @@ func (q *Queue) LocalAddr() string {
 	defer q.b.mu.Unlock()
 	return q.b.conn.LocalAddr().String()
 }
+
+// HoldReconnects keeps the queue from answering a lost connection or a
+// cancelled consumer (it neither stops publishing on the old channel nor
+// reconnects) until release is called.
+func (q *Queue) HoldReconnects() (release func()) {
+	hold := make(chan struct{})
+	q.b.mu.Lock()
+	q.b.hold = hold
+	q.b.mu.Unlock()
+	return func() {
+		q.b.mu.Lock()
+		q.b.hold = nil
+		q.b.mu.Unlock()
+		close(hold)
+	}
+}

@@ -20,13 +20,15 @@
 //     carries the reason in the Hookrelay-Dead-Letter-Reason header.
 //
 // A message carries the versioned envelope (hookrelay.MarshalEnvelope),
-// never a destination's URL or secrets. Every publish waits for the
-// broker's confirm. When the connection drops, or the broker cancels the
-// consumer (its queue was deleted), the queue reconnects with backoff and
-// declares the topology again; messages handed out on the dead
-// channel were put back by the broker, so they are never acknowledged on
-// the new channel (a delivery tag belongs to its channel) and their
-// redelivery is absorbed by the ledger.
+// never a destination's URL or secrets. Every publish is mandatory and
+// waits for the broker's confirm: a message the broker returns because
+// its queue is missing (deleted by an operator) fails its publish rather
+// than being confirmed and dropped. When the connection drops, the broker
+// cancels the consumer (its queue was deleted) or returns a message, the
+// queue reconnects with backoff and declares the topology again; messages
+// handed out on the dead channel were put back by the broker, so they are
+// never acknowledged on the new channel (a delivery tag belongs to its
+// channel) and their redelivery is absorbed by the ledger.
 package hookamqp
 
 import (
@@ -312,6 +314,10 @@ type broker struct {
 	// work queue is declared again the broker drops what is published to
 	// it. supervise reconnects then too, as for a drop.
 	consCancelled chan string
+	// unroutable receives when the broker returned a message published on
+	// this connection because no queue took it (an operator deleted it):
+	// supervise reconnects, which declares the queues again.
+	unroutable chan struct{}
 	// attempted is closed when the next connection attempt (supervise's
 	// reconnect) has succeeded or failed, and replaced; lastErr is the
 	// last attempt's failure, nil once connected. A publish that finds the
@@ -319,6 +325,11 @@ type broker struct {
 	// already found unreachable.
 	attempted chan struct{}
 	lastErr   error
+
+	// hold, when not nil, holds supervise's answer to a lost connection
+	// or consumer until it is closed: tests use it to act in the window
+	// before the queue reconnects.
+	hold chan struct{}
 
 	done    chan struct{}      // closed by Close
 	abort   context.CancelFunc // called by Close: ends supervise's context
@@ -363,8 +374,10 @@ func (b *broker) connect(ctx context.Context) error {
 	if err != nil {
 		return fail("consume", err)
 	}
+	unroutable := make(chan struct{}, 1)
 	b.mu.Lock()
-	b.conn, b.pub, b.deliveries = conn, &publisher{ch: pub, closed: pub.NotifyClose(make(chan *amqp.Error, 1))}, deliveries
+	b.conn, b.pub, b.deliveries = conn, newPublisher(pub, unroutable), deliveries
+	b.unroutable = unroutable
 	b.connClosed = conn.NotifyClose(make(chan *amqp.Error, 1))
 	b.pubClosed = pub.NotifyClose(make(chan *amqp.Error, 1))
 	b.consClosed = cons.NotifyClose(make(chan *amqp.Error, 1))
@@ -444,13 +457,13 @@ func declare(ch *amqp.Channel, cfg Config) error {
 	return nil
 }
 
-// supervise reconnects after the connection drops or the broker cancels
-// the consumer, until Close.
+// supervise reconnects after the connection drops, the broker cancels
+// the consumer or returns a message as unroutable, until Close.
 func (b *broker) supervise(ctx context.Context) {
 	defer close(b.stopped)
 	for {
 		b.mu.Lock()
-		conn, connClosed, pubClosed, consClosed, consCancelled := b.conn, b.connClosed, b.pubClosed, b.consClosed, b.consCancelled
+		conn, connClosed, pubClosed, consClosed, consCancelled, unroutable := b.conn, b.connClosed, b.pubClosed, b.consClosed, b.consCancelled, b.unroutable
 		b.mu.Unlock()
 		var cause *amqp.Error
 		select {
@@ -465,6 +478,18 @@ func (b *broker) supervise(ctx context.Context) {
 				// The consumer channel closed, which closes this listener
 				// after telling consClosed why.
 				cause = <-consClosed
+			}
+		case <-unroutable:
+			cause = &amqp.Error{Reason: "the broker returned a message as unroutable (a queue deleted)"}
+		}
+		b.mu.Lock()
+		hold := b.hold
+		b.mu.Unlock()
+		if hold != nil {
+			select {
+			case <-hold:
+			case <-b.done:
+				return
 			}
 		}
 		b.cfg.Logger.Warn("hookamqp: connection lost; reconnecting", "error", fmt.Sprint(cause))
@@ -519,9 +544,12 @@ func (b *broker) send(ctx context.Context, queue string, msg amqp.Publishing) (s
 		pub, attempted, lastErr := b.pub, b.attempted, b.lastErr
 		b.mu.Unlock()
 		if pub != nil && !pub.ch.IsClosed() {
-			dc, err := pub.ch.PublishWithDeferredConfirmWithContext(ctx, "", queue, false, false, msg)
+			// Mandatory: a message no queue takes (its queue was deleted)
+			// is returned before it is confirmed, not confirmed and
+			// dropped.
+			dc, err := pub.ch.PublishWithDeferredConfirmWithContext(ctx, "", queue, true, false, msg)
 			if err == nil || waited || !errors.Is(err, amqp.ErrClosed) {
-				return sent{dc, pub, len(msg.Body)}, translate(err)
+				return sent{dc, pub, len(msg.Body), msg.MessageId}, translate(err)
 			}
 			// Closed under the publish: wait for the reconnect.
 		}
@@ -531,21 +559,113 @@ func (b *broker) send(ctx context.Context, queue string, msg amqp.Publishing) (s
 	}
 }
 
-// sent is a publish awaiting its confirm, with the channel it went on and
-// the size of its body.
+// sent is a publish awaiting its confirm, with the channel it went on,
+// the size of its body and its message ID (the delivery ID).
 type sent struct {
 	dc   *amqp.DeferredConfirmation
 	pub  *publisher
 	size int
+	id   string
 }
 
 // publisher is the confirming channel publishes go on, with a close
-// listener of its own, to tell why it closed.
+// listener of its own, to tell why it closed, and the messages the broker
+// returned on it as unroutable.
 type publisher struct {
 	ch     *amqp.Channel
 	closed chan *amqp.Error
 	once   sync.Once
 	cause  *amqp.Error
+
+	// returns is the channel's return listener, unbuffered: the client
+	// hands it a return before it handles the confirm that follows, so
+	// once collect took a return and a publish saw its confirm, a sync
+	// with collect (it takes from synced only between returns) finds the
+	// return recorded.
+	returns chan amqp.Return
+	synced  chan struct{}
+	gone    chan struct{} // closed when collect returned
+	mu      sync.Mutex
+	// returned holds, by message ID, the returns no publish has claimed
+	// yet. A message ID published twice at once on the channel is told
+	// apart by count only: as many of its publishes fail as the broker
+	// returned, so a publish reported confirmed always has a copy queued.
+	returned map[string][]amqp.Return
+}
+
+// newPublisher listens for ch's closing and its returns; unroutable
+// receives (without blocking) on every return.
+func newPublisher(ch *amqp.Channel, unroutable chan<- struct{}) *publisher {
+	p := &publisher{
+		ch:       ch,
+		closed:   ch.NotifyClose(make(chan *amqp.Error, 1)),
+		returns:  ch.NotifyReturn(make(chan amqp.Return)),
+		synced:   make(chan struct{}),
+		gone:     make(chan struct{}),
+		returned: map[string][]amqp.Return{},
+	}
+	go p.collect(unroutable)
+	return p
+}
+
+// collect records the channel's returns until it closes (the client
+// closes the listener then).
+func (p *publisher) collect(unroutable chan<- struct{}) {
+	defer close(p.gone)
+	for {
+		select {
+		case r, ok := <-p.returns:
+			if !ok {
+				return
+			}
+			p.mu.Lock()
+			p.returned[r.MessageId] = append(p.returned[r.MessageId], r)
+			p.mu.Unlock()
+			select {
+			case unroutable <- struct{}{}:
+			default:
+			}
+		case <-p.synced:
+		}
+	}
+}
+
+// unroutedError returns the error for a publish of message ID id to
+// queue that the broker returned, when it did: call it once the publish
+// was confirmed. The broker returns a message before confirming it, on
+// the same channel.
+func (p *publisher) unroutedError(queue, id string) error {
+	select {
+	case p.synced <- struct{}{}:
+	case <-p.gone:
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rs := p.returned[id]
+	if len(rs) == 0 {
+		return nil
+	}
+	r := rs[0]
+	if len(rs) == 1 {
+		delete(p.returned, id)
+	} else {
+		p.returned[id] = rs[1:]
+	}
+	return &unroutedError{queue: queue, code: r.ReplyCode, reason: r.ReplyText}
+}
+
+// unroutedError reports a message the broker returned because no queue
+// took it: its queue does not exist (an operator deleted it). The broker
+// confirms such a message all the same; it does not have it. The queue
+// reconnects, which declares its queues again.
+type unroutedError struct {
+	queue  string
+	code   uint16
+	reason string
+}
+
+func (e *unroutedError) Error() string {
+	return fmt.Sprintf("hookamqp: publish to %s: the broker returned the message, unpublished (%d %s): the queue is missing; it is declared again", e.queue, e.code, e.reason)
 }
 
 // closeCause is why ch closed: nil when the client closed it. Call it only
@@ -606,8 +726,16 @@ func (b *broker) awaitAttempt(ctx context.Context, attempted <-chan struct{}, la
 // confirmed waits for s's confirm: errConfirmLost when its channel
 // closed first, a *refusedError when the broker closed it refusing a
 // message (which one, when several awaited their confirms, it does not
-// say).
+// say), an *unroutedError when the broker returned it.
 func confirmed(ctx context.Context, queue string, s sent) error {
+	if err := confirm(ctx, queue, s); err != nil {
+		return err
+	}
+	return s.pub.unroutedError(queue, s.id)
+}
+
+// confirm is confirmed without looking for a return.
+func confirm(ctx context.Context, queue string, s sent) error {
 	ok, err := s.dc.WaitContext(ctx)
 	if err != nil {
 		return translate(err)
@@ -643,7 +771,11 @@ func (b *broker) publish(ctx context.Context, queue string, msg amqp.Publishing)
 // max_message_size, which AMQP does not tell the client), it closes the
 // channel without saying which: the envelopes left unconfirmed are sent
 // again one at a time, smallest first, after the reconnect, so the others
-// are published and the error names the refused one. A delivery that
+// are published and the error names the refused one. An envelope the
+// broker returns (the work queue is missing: an operator deleted it, and
+// the queue has not declared it again yet) fails, naming the broker's
+// reason; its record stays pending with no message, for the caller to
+// enqueue again or the worker's recovery to publish. A delivery that
 // cannot be published does not keep the others from being published; the
 // error names each one that failed.
 func (b *broker) Publish(ctx context.Context, ds []hookrelay.Delivery) error {

@@ -597,6 +597,82 @@ func TestAConsumerCancelledByTheBrokerIsStartedAgain(t *testing.T) {
 	assert.True(t, enqueuedAndClaimed(t, q, ledger, "evt_after_cancel"), "messages are consumed again")
 }
 
+// TestAnEnqueueToAMissingWorkQueueFailsAndIsRecovered: between an
+// operator deleting the work queue and the queue declaring it again, the
+// broker took a publish to it, confirmed it and dropped it (unroutable),
+// and the enqueue reported success. The publish is mandatory: the broker
+// returns such a message, the enqueue fails naming the delivery and the
+// broker's reason, and the record, still pending with no message, is
+// published again by the worker's recovery and delivered.
+func TestAnEnqueueToAMissingWorkQueueFailsAndIsRecovered(t *testing.T) {
+	ctx := context.Background()
+	ledger := memory.NewStore()
+	cfg := testConfig(t)
+	q := newQueue(t, ledger, cfg)
+	release := q.HoldReconnects() // the window: the queue has not declared it again yet
+	conn, err := amqp.Dial(brokerURL(t))
+	require.NoError(t, err)
+	defer conn.Close()
+	ch, err := conn.Channel()
+	require.NoError(t, err)
+	_, err = ch.QueueDelete(cfg.Name+".work", false, false, false)
+	require.NoError(t, err)
+
+	rec := &hookrelaytest.Recipient{}
+	c := brokertest.NewClient(t, q, ledger, rec, func(cfg *hookrelay.Config) { cfg.RecoverUnpublishedAfter = 300 * time.Millisecond })
+	_, err = c.Enqueue(ctx, hookrelay.EnqueueParams{
+		EventID: "evt_in_the_gap", TenantID: "tenant_a", DestinationID: "dest_1",
+		EventType: "lease.payment_recorded", Payload: []byte(`{"payment_id":"pay_7319"}`),
+	})
+	id := hookrelay.DeliveryID("evt_in_the_gap", "dest_1")
+	require.Error(t, err, "the broker dropped the message: the enqueue must not report it published")
+	t.Logf("enqueue error: %v", err)
+	assert.ErrorContains(t, err, id)
+	assert.ErrorContains(t, err, "NO_ROUTE", "the broker's reason")
+	d, err := ledger.Get(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, hookrelay.StatePending, d.State)
+
+	release()
+	require.NoError(t, c.Start(ctx))
+	defer func() { require.NoError(t, c.Stop(ctx)) }()
+	require.Eventually(t, func() bool { ok, _ := ledger.WasDelivered(ctx, id); return ok }, 15*time.Second, 10*time.Millisecond,
+		"the recovery published it again and it was delivered")
+	assert.Len(t, rec.RequestsFor(id), 1)
+}
+
+// TestAReleaseToAMissingWaitQueueKeepsTheMessage: a wait queue an
+// operator deleted has no consumer whose cancel would tell the queue. A
+// delayed redelivery published to it was confirmed and dropped, and the
+// message it moved was acknowledged: gone from the broker. The broker now
+// returns it, the message is handed back instead, and the queue
+// reconnects, declaring the wait queue again.
+func TestAReleaseToAMissingWaitQueueKeepsTheMessage(t *testing.T) {
+	ctx := context.Background()
+	ledger := memory.NewStore()
+	cfg := testConfig(t)
+	q := newQueue(t, ledger, cfg)
+	claim := brokertest.ClaimOne(t, q, ledger, "whd_waits")
+	conn, err := amqp.Dial(brokerURL(t))
+	require.NoError(t, err)
+	defer conn.Close()
+	ch, err := conn.Channel()
+	require.NoError(t, err)
+	_, err = ch.QueueDelete(cfg.Name+".wait.20ms", false, false, false)
+	require.NoError(t, err)
+
+	now := time.Now()
+	err = q.Release(ctx, hookrelay.ReleaseParams{ID: claim.Delivery.ID, Lease: claim.Lease, At: now.Add(10 * time.Millisecond), Now: now})
+	t.Logf("release: %v", err)
+	var got []hookrelay.Claim
+	require.Eventually(t, func() bool {
+		got, err = q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
+		return err == nil && len(got) == 1
+	}, 10*time.Second, 20*time.Millisecond, "the released message comes back")
+	assert.Equal(t, "whd_waits", got[0].Delivery.ID)
+	assert.GreaterOrEqual(t, q.Generation(), uint64(2), "the queue reconnected, declaring the wait queue again")
+}
+
 // TestAnEnqueueDuringAReconnectWaitsForIt: a publish that finds the
 // connection just dropped waits for the reconnect (the first attempt comes
 // after Config.ReconnectDelay) instead of failing with ErrNotConnected:

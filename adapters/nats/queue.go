@@ -263,6 +263,9 @@ type broker struct {
 	mu      sync.Mutex
 	cons    jetstream.Consumer
 	checked time.Time // when an empty fetch last asked whether the consumer exists
+	// recreating is held while the topology is created again, so that
+	// the claims that found the consumer gone together create it once.
+	recreating sync.Mutex
 }
 
 // consumerCheckEvery is how often an empty fetch asks the server whether
@@ -294,14 +297,27 @@ func (b *broker) recreateIfGone(ctx context.Context, cons jetstream.Consumer) er
 	if !errors.Is(err, jetstream.ErrConsumerNotFound) && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil // there, or the server cannot say now: the next fetch tells
 	}
+	return b.recreate(ctx, cons, err)
+}
+
+// recreate creates the topology again, as New does, because the server
+// said (why) that cons or its stream is gone; unless another call did
+// since cons was found gone.
+func (b *broker) recreate(ctx context.Context, cons jetstream.Consumer, why error) error {
+	b.recreating.Lock()
+	defer b.recreating.Unlock()
+	if b.consumer() != cons {
+		return nil
+	}
 	b.cfg.Logger.WarnContext(ctx, "hooknats: the consumer is gone; creating the streams and the consumer again",
-		"stream", b.cfg.Stream, "consumer", b.cfg.Consumer, "error", err.Error())
+		"stream", b.cfg.Stream, "consumer", b.cfg.Consumer, "error", why.Error())
 	fresh, err := createTopology(ctx, b.js, b.cfg)
 	if err != nil {
 		return err
 	}
 	b.mu.Lock()
 	b.cons = fresh
+	b.checked = time.Now()
 	b.mu.Unlock()
 	return nil
 }
@@ -310,14 +326,52 @@ func (b *broker) recreateIfGone(ctx context.Context, cons jetstream.Consumer) er
 // acknowledgement, so a batch costs one round trip rather than one per
 // delivery. A delivery that cannot be published (its envelope over the
 // server's max_payload) does not keep the others from being published;
-// the error names each one that failed.
+// the error names each one that failed. When no stream answers (an
+// operator deleted it), the streams and the consumer are created again,
+// as New does, and those envelopes published once more.
 func (b *broker) Publish(ctx context.Context, ds []hookrelay.Delivery) error {
+	cons := b.consumer()
+	errs := b.publishAll(ctx, ds)
+	var again []int
+	for i, err := range errs {
+		if errors.Is(err, jetstream.ErrNoStreamResponse) {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 {
+		if err := b.recreate(ctx, cons, jetstream.ErrNoStreamResponse); err != nil {
+			for _, i := range again {
+				errs[i] = errors.Join(errs[i], err)
+			}
+		} else {
+			retry := make([]hookrelay.Delivery, len(again))
+			for j, i := range again {
+				retry[j] = ds[i]
+			}
+			for j, err := range b.publishAll(ctx, retry) {
+				errs[again[j]] = err
+			}
+		}
+	}
+	var out []error
+	for i, err := range errs {
+		if err != nil {
+			out = append(out, &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: ds[i].ID, Err: translate(err)})
+		}
+	}
+	return errors.Join(out...)
+}
+
+// publishAll publishes ds and returns the client's error for each, nil
+// for those the server acknowledged. When ctx ends, the deliveries not
+// acknowledged yet fail with its error.
+func (b *broker) publishAll(ctx context.Context, ds []hookrelay.Delivery) []error {
 	acks := make([]jetstream.PubAckFuture, len(ds))
-	var errs []error
+	errs := make([]error, len(ds))
 	for i, d := range ds {
 		body, err := hookrelay.MarshalEnvelope(d)
 		if err != nil {
-			errs = append(errs, &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: d.ID, Err: err})
+			errs[i] = err
 			continue
 		}
 		m := nats.NewMsg(b.cfg.Subject)
@@ -327,23 +381,25 @@ func (b *broker) Publish(ctx context.Context, ds []hookrelay.Delivery) error {
 		// duplicate window (a retried publish whose acknowledgement was
 		// lost); a later enqueue of the same delivery (a redrive) differs.
 		m.Header.Set(jetstream.MsgIDHeader, escapeID(d.ID)+"/"+strconv.Itoa(d.Attempt)+"/"+strconv.FormatInt(d.NextAttemptAt.UnixNano(), 10))
-		if acks[i], err = b.js.PublishMsgAsync(m); err != nil {
-			errs = append(errs, &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: d.ID, Err: translate(err)})
-		}
+		acks[i], errs[i] = b.js.PublishMsgAsync(m)
 	}
 	for i, f := range acks {
-		if f == nil {
+		if f == nil || errs[i] != nil {
 			continue
 		}
 		select {
 		case <-f.Ok():
-		case err := <-f.Err():
-			errs = append(errs, &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: ds[i].ID, Err: translate(err)})
+		case errs[i] = <-f.Err():
 		case <-ctx.Done():
-			return errors.Join(append(errs, &hookrelay.OpError{Op: "queue.enqueue", DeliveryID: ds[i].ID, Err: ctx.Err()})...)
+			for j := i; j < len(acks); j++ {
+				if acks[j] != nil && errs[j] == nil {
+					errs[j] = ctx.Err()
+				}
+			}
+			return errs
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // Fetch asks the server for what it holds now: after the server's publish
@@ -358,7 +414,11 @@ func (b *broker) Fetch(ctx context.Context, n int, _ time.Duration) ([]jetstream
 	for m := range batch.Messages() {
 		out = append(out, m)
 	}
-	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+	switch err := batch.Error(); {
+	case errors.Is(err, jetstream.ErrConsumerDeleted):
+		// Newer servers say so where older ones hand out nothing.
+		return out, translate(b.recreate(ctx, cons, err))
+	case err != nil && !errors.Is(err, jetstream.ErrNoMessages):
 		return out, translate(err)
 	}
 	if len(out) == 0 {
@@ -401,7 +461,15 @@ func (b *broker) DeadLetter(ctx context.Context, m jetstream.Msg, d *hookrelay.D
 		dm.Header.Set(jetstream.MsgIDHeader, "dead/"+escapeID(d.ID)+"/"+strconv.Itoa(d.Attempt))
 	}
 	dm.Header.Set(HeaderDeadLetterReason, reason)
-	if _, err := b.js.PublishMsg(ctx, dm); err != nil {
+	cons := b.consumer()
+	_, err := b.js.PublishMsg(ctx, dm)
+	if errors.Is(err, jetstream.ErrNoStreamResponse) {
+		// The dead-letter stream was deleted: create it again, as New does.
+		if err = b.recreate(ctx, cons, err); err == nil {
+			_, err = b.js.PublishMsg(ctx, dm)
+		}
+	}
+	if err != nil {
 		return translate(err)
 	}
 	return translate(m.DoubleAck(ctx))

@@ -363,3 +363,96 @@ func TestADeletedConsumerIsCreatedAgain(t *testing.T) {
 		})
 	}
 }
+
+// deletedConsumer answers every fetch as a newer server answers one from
+// a consumer that was deleted: no message, and ErrConsumerDeleted as the
+// batch's error.
+type deletedConsumer struct{ jetstream.Consumer }
+
+func (deletedConsumer) FetchNoWait(int) (jetstream.MessageBatch, error) { return deletedBatch{}, nil }
+
+type deletedBatch struct{}
+
+func (deletedBatch) Messages() <-chan jetstream.Msg {
+	c := make(chan jetstream.Msg)
+	close(c)
+	return c
+}
+
+func (deletedBatch) Error() error { return jetstream.ErrConsumerDeleted }
+
+// TestAConsumerTheServerReportsDeletedIsCreatedAgain: newer servers
+// answer a fetch from a deleted consumer with "consumer deleted" rather
+// than an empty batch. That error was returned as it was, without
+// creating the consumer again, so every claim failed until the worker
+// was restarted.
+func TestAConsumerTheServerReportsDeletedIsCreatedAgain(t *testing.T) {
+	ctx := context.Background()
+	js := connect(t)
+	cfg := testConfig(t, js)
+	ledger := memory.NewStore()
+	q := newQueue(t, js, ledger, cfg)
+	require.NoError(t, js.DeleteConsumer(ctx, cfg.Stream, "hookrelay-worker"))
+	q.WrapConsumer(func(c jetstream.Consumer) jetstream.Consumer { return deletedConsumer{c} })
+
+	c := brokertest.NewClient(t, q, ledger, &hookrelaytest.Recipient{})
+	id := brokertest.Enqueue(t, c, "evt_after_delete")
+	var (
+		claimed bool
+		last    error
+	)
+	for deadline := time.Now().Add(5 * time.Second); !claimed && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var cs []hookrelay.Claim
+		cs, last = q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
+		claimed = last == nil && len(cs) == 1 && cs[0].Delivery.ID == id
+	}
+	assert.True(t, claimed, "claimed after the server reported the consumer deleted; last claim error: %v", last)
+}
+
+// TestAStreamDeletedJustAfterACheckIsCreatedByTheNextEnqueue: a claim
+// that finds nothing asks whether the consumer exists at most every 2 s.
+// A stream deleted within that time after a claim made the next enqueue
+// fail ("no response from stream"), and its delivery waited for the
+// worker's recovery of unpublished records (5 minutes by default). The
+// enqueue now creates the streams and the consumer again and publishes
+// once more: the delivery is claimed at once.
+func TestAStreamDeletedJustAfterACheckIsCreatedByTheNextEnqueue(t *testing.T) {
+	ctx := context.Background()
+	js := connect(t)
+	cfg := testConfig(t, js)
+	ledger := memory.NewStore()
+	q := newQueue(t, js, ledger, cfg)
+	claim := func() ([]hookrelay.Claim, error) {
+		return q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
+	}
+	_, err := claim() // an empty claim: the queue checked the consumer just now
+	require.NoError(t, err)
+	require.NoError(t, js.DeleteStream(ctx, cfg.Stream))
+
+	c := brokertest.NewClient(t, q, ledger, &hookrelaytest.Recipient{})
+	id := brokertest.Enqueue(t, c, "evt_after_delete")
+	cs, err := claim()
+	require.NoError(t, err)
+	require.Len(t, cs, 1, "claimed at once")
+	assert.Equal(t, id, cs[0].Delivery.ID)
+}
+
+// TestADeletedDeadLetterStreamIsCreatedByTheNextDeadLetter: with the
+// dead-letter stream deleted, dead-lettering failed ("no response from
+// stream") and handed the message back, every time, until the worker
+// restarted: nothing checks that stream otherwise.
+func TestADeletedDeadLetterStreamIsCreatedByTheNextDeadLetter(t *testing.T) {
+	ctx := context.Background()
+	js := connect(t)
+	cfg := testConfig(t, js)
+	ledger := memory.NewStore()
+	q := newQueue(t, js, ledger, cfg)
+	claim := brokertest.ClaimOne(t, q, ledger, "whd_dead")
+	require.NoError(t, js.DeleteStream(ctx, cfg.Stream+"_DEAD"))
+	require.NoError(t, q.DeadLetter(ctx, hookrelay.DeadLetterParams{Delivery: claim.Delivery, Lease: claim.Lease, Reason: "r", Now: time.Now()}))
+	dlq, err := js.Stream(ctx, cfg.Stream+"_DEAD")
+	require.NoError(t, err)
+	msg, err := dlq.GetMsg(ctx, 1)
+	require.NoError(t, err)
+	assert.Equal(t, "whd_dead", msg.Header.Get(hooknats.HeaderDeliveryID))
+}
