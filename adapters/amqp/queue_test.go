@@ -577,13 +577,7 @@ func TestAConsumerCancelledByTheBrokerIsStartedAgain(t *testing.T) {
 	ledger := memory.NewStore()
 	cfg := testConfig(t)
 	q := newQueue(t, ledger, cfg)
-	conn, err := amqp.Dial(brokerURL(t))
-	require.NoError(t, err)
-	defer conn.Close()
-	ch, err := conn.Channel()
-	require.NoError(t, err)
-	_, err = ch.QueueDelete(cfg.Name+".work", false, false, false)
-	require.NoError(t, err)
+	conn := deleteQueue(t, cfg.Name+".work")
 	// No claim: the queue notices the cancelled consumer by itself.
 	require.Eventually(t, func() bool {
 		ch, err := conn.Channel() // a passive declare of a missing queue closes its channel
@@ -610,17 +604,11 @@ func TestAnEnqueueToAMissingWorkQueueFailsAndIsRecovered(t *testing.T) {
 	cfg := testConfig(t)
 	q := newQueue(t, ledger, cfg)
 	release := q.HoldReconnects() // the window: the queue has not declared it again yet
-	conn, err := amqp.Dial(brokerURL(t))
-	require.NoError(t, err)
-	defer conn.Close()
-	ch, err := conn.Channel()
-	require.NoError(t, err)
-	_, err = ch.QueueDelete(cfg.Name+".work", false, false, false)
-	require.NoError(t, err)
+	deleteQueue(t, cfg.Name+".work")
 
 	rec := &hookrelaytest.Recipient{}
 	c := brokertest.NewClient(t, q, ledger, rec, func(cfg *hookrelay.Config) { cfg.RecoverUnpublishedAfter = 300 * time.Millisecond })
-	_, err = c.Enqueue(ctx, hookrelay.EnqueueParams{
+	_, err := c.Enqueue(ctx, hookrelay.EnqueueParams{
 		EventID: "evt_in_the_gap", TenantID: "tenant_a", DestinationID: "dest_1",
 		EventType: "lease.payment_recorded", Payload: []byte(`{"payment_id":"pay_7319"}`),
 	})
@@ -653,16 +641,10 @@ func TestAReleaseToAMissingWaitQueueKeepsTheMessage(t *testing.T) {
 	cfg := testConfig(t)
 	q := newQueue(t, ledger, cfg)
 	claim := brokertest.ClaimOne(t, q, ledger, "whd_waits")
-	conn, err := amqp.Dial(brokerURL(t))
-	require.NoError(t, err)
-	defer conn.Close()
-	ch, err := conn.Channel()
-	require.NoError(t, err)
-	_, err = ch.QueueDelete(cfg.Name+".wait.20ms", false, false, false)
-	require.NoError(t, err)
+	deleteQueue(t, cfg.Name+".wait.20ms")
 
 	now := time.Now()
-	err = q.Release(ctx, hookrelay.ReleaseParams{ID: claim.Delivery.ID, Lease: claim.Lease, At: now.Add(10 * time.Millisecond), Now: now})
+	err := q.Release(ctx, hookrelay.ReleaseParams{ID: claim.Delivery.ID, Lease: claim.Lease, At: now.Add(10 * time.Millisecond), Now: now})
 	t.Logf("release: %v", err)
 	var got []hookrelay.Claim
 	require.Eventually(t, func() bool {
@@ -921,4 +903,20 @@ func TestAPublishOverTheServersLimitFailsNamingSizeAndLimit(t *testing.T) {
 	assert.NotContains(t, ids, "whd_big")
 	assert.Contains(t, ids, "whd_small_1", "published despite the refused one")
 	assert.Contains(t, ids, "whd_small_2", "published despite the refused one")
+}
+
+// deleteQueue deletes the named queue through a connection of its own, as
+// an operator would, and returns that connection (closed when the test
+// ends).
+func deleteQueue(t *testing.T, name string) *amqp.Connection {
+	t.Helper()
+	conn, err := amqp.Dial(brokerURL(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	ch, err := conn.Channel()
+	require.NoError(t, err)
+	defer ch.Close()
+	_, err = ch.QueueDelete(name, false, false, false)
+	require.NoError(t, err)
+	return conn
 }

@@ -350,15 +350,7 @@ func TestADeletedConsumerIsCreatedAgain(t *testing.T) {
 
 			c := brokertest.NewClient(t, q, ledger, &hookrelaytest.Recipient{})
 			id := brokertest.Enqueue(t, c, "evt_after_delete")
-			var (
-				claimed bool
-				last    error
-			)
-			for deadline := time.Now().Add(5 * time.Second); !claimed && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-				var cs []hookrelay.Claim
-				cs, last = claim()
-				claimed = last == nil && len(cs) == 1 && cs[0].Delivery.ID == id
-			}
+			claimed, last := claimsWithin(5*time.Second, claim, id)
 			assert.True(t, claimed, "claimed after the %s was deleted; last claim error: %v", name, last)
 		})
 	}
@@ -397,15 +389,9 @@ func TestAConsumerTheServerReportsDeletedIsCreatedAgain(t *testing.T) {
 
 	c := brokertest.NewClient(t, q, ledger, &hookrelaytest.Recipient{})
 	id := brokertest.Enqueue(t, c, "evt_after_delete")
-	var (
-		claimed bool
-		last    error
-	)
-	for deadline := time.Now().Add(5 * time.Second); !claimed && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		var cs []hookrelay.Claim
-		cs, last = q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
-		claimed = last == nil && len(cs) == 1 && cs[0].Delivery.ID == id
-	}
+	claimed, last := claimsWithin(5*time.Second, func() ([]hookrelay.Claim, error) {
+		return q.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Minute, Holder: "w"})
+	}, id)
 	assert.True(t, claimed, "claimed after the server reported the consumer deleted; last claim error: %v", last)
 }
 
@@ -455,4 +441,19 @@ func TestADeletedDeadLetterStreamIsCreatedByTheNextDeadLetter(t *testing.T) {
 	msg, err := dlq.GetMsg(ctx, 1)
 	require.NoError(t, err)
 	assert.Equal(t, "whd_dead", msg.Header.Get(hooknats.HeaderDeliveryID))
+}
+
+// claimsWithin calls claim every 20 ms until it returns delivery id alone
+// or within has passed; it says whether it did, and the last claim's
+// error.
+func claimsWithin(within time.Duration, claim func() ([]hookrelay.Claim, error), id string) (bool, error) {
+	var last error
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var cs []hookrelay.Claim
+		cs, last = claim()
+		if last == nil && len(cs) == 1 && cs[0].Delivery.ID == id {
+			return true, nil
+		}
+	}
+	return false, last
 }
