@@ -77,26 +77,7 @@ func newWorld(t *testing.T, w world, hook func(*http.Request, console.ActionRequ
 		s.payments, _, _ = f.seedTenants(w == busy)
 	}
 	if w == busy {
-		done := make(chan error, 1)
-		var id string
-		go func() {
-			a, err := f.client.Redrive(context.Background(), hookrelay.RedriveParams{
-				Filter: hookrelay.DeadLetterFilter{TenantIDs: []string{"other_co"}}, Actor: "root", Reason: "redrive of other_co", RatePerSecond: 1000,
-			})
-			id = a.ID
-			done <- err
-		}()
-		require.Eventually(t, func() bool {
-			f.clock.Add(time.Second) // the redrive's pace runs on the mock clock
-			select {
-			case err := <-done:
-				require.NoError(t, err)
-				return true
-			default:
-				return false
-			}
-		}, 10*time.Second, time.Millisecond)
-		s.theirRedrive = id
+		s.theirRedrive = f.redriveAll("other_co").ID
 		f.step() // shipping fails again: the shipment is dead once more
 		require.Equal(t, hookrelay.StateDead, f.get(s.shipment).State)
 	}

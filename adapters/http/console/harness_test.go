@@ -126,6 +126,35 @@ func (f *fixture) enqueue(eventID, tenant, dest, eventType, payload string) stri
 }
 
 // step claims what is due and processes it.
+// redriveAll runs a redrive of tenant's dead letters by "root" to its
+// end, moving the mock clock its pace runs on, and returns its audit.
+func (f *fixture) redriveAll(tenant string) hookrelay.RedriveAudit {
+	f.t.Helper()
+	type result struct {
+		a   hookrelay.RedriveAudit
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		a, err := f.client.Redrive(context.Background(), hookrelay.RedriveParams{
+			Filter: hookrelay.DeadLetterFilter{TenantIDs: []string{tenant}}, Actor: "root", Reason: "redrive of " + tenant, RatePerSecond: 1000,
+		})
+		done <- result{a, err}
+	}()
+	var r result
+	require.Eventually(f.t, func() bool {
+		f.clock.Add(time.Second) // the redrive's pace runs on the mock clock
+		select {
+		case r = <-done:
+			return true
+		default:
+			return false
+		}
+	}, 10*time.Second, time.Millisecond)
+	require.NoError(f.t, r.err)
+	return r.a
+}
+
 func (f *fixture) step() {
 	f.t.Helper()
 	cs, err := f.store.Claim(context.Background(), hookrelay.ClaimParams{Now: f.clock.Now(), Limit: 100, LeaseFor: time.Minute, Holder: "test"})

@@ -203,25 +203,8 @@ func TestListPagesShowOnlyTheTenantsTheHookAllows(t *testing.T) {
 		}
 	})
 	f.seed()
-	ctx := context.Background()
 	for _, tn := range []string{"other_co", "prop_mgmt_co"} {
-		done := make(chan error, 1)
-		go func() {
-			_, err := f.client.Redrive(ctx, hookrelay.RedriveParams{
-				Filter: hookrelay.DeadLetterFilter{TenantIDs: []string{tn}}, Actor: "root", Reason: "redrive of " + tn, RatePerSecond: 1000,
-			})
-			done <- err
-		}()
-		require.Eventually(t, func() bool {
-			f.clock.Add(time.Second) // the redrive's pace runs on the mock clock
-			select {
-			case err := <-done:
-				require.NoError(t, err)
-				return true
-			default:
-				return false
-			}
-		}, 10*time.Second, time.Millisecond)
+		f.redriveAll(tn)
 	}
 	f.step() // shipping and accounting fail again: dead once more
 
