@@ -1,59 +1,83 @@
 // Package filterlist reads the comma-separated lists that the CLI's
-// selection flags and the console's filter fields take, as one CSV record
-// (encoding/csv): a value holding a comma is written in double quotes,
+// selection flags and the console's filter fields take, quoted as in
+// CSV: a value holding a comma is written in double quotes,
 // "acct,eu", with a double quote inside it doubled. A value with no comma
-// is written as it is, a double quote inside it included (say "hi").
+// is written as it is, balanced double quotes inside it included
+// (say "hi").
 package filterlist
 
 import (
-	"encoding/csv"
 	"errors"
-	"io"
 	"strings"
+)
+
+var (
+	errOpen = errors.New(`has a quoted value left open or followed by more than a comma: write a value holding a comma in double quotes, "like,this"`)
+	errLone = errors.New(`has a value with a double quote left open: write a value holding a double quote in double quotes, with the quote doubled ("say ""hi""")`)
+	errLine = errors.New(`holds a line break outside double quotes: write such a value in double quotes`)
 )
 
 // Split returns the values of s, each trimmed of white space; blank
 // values are dropped. It refuses a quoted value left open (or followed
-// by more than a comma) and a line break outside quotes, which would
-// otherwise select values the operator did not write.
+// by more than a comma), a value written without quotes that holds an odd
+// number of double quotes (a quote left open: `a "b,c"` is not read as
+// two values), and a line break outside quotes, which would otherwise
+// select values the operator did not write.
+//
+// Written by hand: encoding/csv either refuses a double quote inside a
+// value written without quotes (say "hi") or, with LazyQuotes, accepts a
+// quoted value left open; this list needs the first to pass and the
+// second to fail.
 func Split(s string) ([]string, error) {
-	s = strings.TrimSpace(s)
-	fields, err := record(s, false)
-	if errors.Is(err, csv.ErrBareQuote) {
-		// A double quote inside a value written without quotes is part
-		// of it.
-		fields, err = record(s, true)
-	}
-	if err != nil {
-		return nil, err
-	}
 	var out []string
-	for _, f := range fields {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out, nil
-}
-
-func record(s string, lazy bool) ([]string, error) {
-	r := csv.NewReader(strings.NewReader(s))
-	r.LazyQuotes = lazy
-	r.TrimLeadingSpace = true
-	r.FieldsPerRecord = -1
-	fields, err := r.Read()
-	switch {
-	case errors.Is(err, io.EOF):
+	rest := strings.TrimSpace(s)
+	if rest == "" {
 		return nil, nil
-	case errors.Is(err, csv.ErrBareQuote):
-		return nil, err
-	case err != nil:
-		return nil, errors.New(`has a quoted value left open or followed by more than a comma: write a value holding a comma in double quotes, "like,this"`)
 	}
-	if _, err := r.Read(); !errors.Is(err, io.EOF) {
-		return nil, errors.New(`holds a line break outside double quotes: write such a value in double quotes`)
+	for {
+		rest = strings.TrimLeft(rest, " \t")
+		var v string
+		if strings.HasPrefix(rest, `"`) {
+			var b strings.Builder
+			i := 1
+			for {
+				j := strings.IndexByte(rest[i:], '"')
+				if j < 0 {
+					return nil, errOpen
+				}
+				b.WriteString(rest[i : i+j])
+				i += j + 1
+				if !strings.HasPrefix(rest[i:], `"`) {
+					break
+				}
+				b.WriteByte('"') // "" is a quote inside the value
+				i++
+			}
+			v, rest = b.String(), strings.TrimLeft(rest[i:], " \t")
+			if rest != "" && rest[0] != ',' {
+				return nil, errOpen
+			}
+		} else {
+			end := strings.IndexByte(rest, ',')
+			if end < 0 {
+				end = len(rest)
+			}
+			v, rest = rest[:end], rest[end:]
+			switch {
+			case strings.ContainsAny(v, "\r\n"):
+				return nil, errLine
+			case strings.Count(v, `"`)%2 == 1:
+				return nil, errLone
+			}
+		}
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+		if rest == "" {
+			return out, nil
+		}
+		rest = rest[1:] // the comma
 	}
-	return fields, nil
 }
 
 // Join writes values as Split reads them back: a value holding a comma,

@@ -26,7 +26,11 @@ func TestSplitReadsCommasOutsideQuotesAsSeparators(t *testing.T) {
 		require.NoError(t, err, "%q", in)
 		assert.Equal(t, want, got, "%q", in)
 	}
-	for _, in := range []string{`"acct,eu`, `"acct"eu`, "acct\neu"} {
+	for _, in := range []string{
+		`"acct,eu`, `"acct"eu`, "acct\neu",
+		`say "hi", "acct,eu`,   // a quote left open after a value with quotes in it
+		`x"y, "a"b`, `a "b,c"`, // a quote left open in a value without quotes
+	} {
 		_, err := filterlist.Split(in)
 		assert.Error(t, err, "%q is refused, not read as some other value", in)
 	}
