@@ -270,19 +270,22 @@ type RedrivePlan struct {
 // OnlyTenants returns the plan counting only the dead letters of tenants:
 // its rows of those tenants, their Total and Tenants. Filter is kept.
 func (p RedrivePlan) OnlyTenants(tenants []string) RedrivePlan {
-	out := RedrivePlan{Filter: p.Filter}
-	for _, r := range p.Rows {
-		if !slices.Contains(tenants, r.TenantID) {
-			continue
-		}
-		out.Rows = append(out.Rows, r)
-		out.Total += r.Count
-		if r.Count > 0 && !slices.Contains(out.Tenants, r.TenantID) {
-			out.Tenants = append(out.Tenants, r.TenantID)
+	rows := slices.DeleteFunc(slices.Clone(p.Rows), func(r PlanRow) bool { return !slices.Contains(tenants, r.TenantID) })
+	return newRedrivePlan(p.Filter, rows)
+}
+
+// newRedrivePlan is the plan of filter counting rows: their Total and the
+// tenants they span.
+func newRedrivePlan(filter DeadLetterFilter, rows []PlanRow) RedrivePlan {
+	p := RedrivePlan{Filter: filter, Rows: rows}
+	for _, r := range rows {
+		p.Total += r.Count
+		if r.Count > 0 && !slices.Contains(p.Tenants, r.TenantID) {
+			p.Tenants = append(p.Tenants, r.TenantID)
 		}
 	}
-	slices.Sort(out.Tenants)
-	return out
+	slices.Sort(p.Tenants)
+	return p
 }
 
 // PlanRedrive counts the dead-lettered deliveries matching filter, grouped
@@ -306,13 +309,5 @@ func planRedrive(ctx context.Context, dl DeadLetterLedger, filter DeadLetterFilt
 	if err != nil {
 		return RedrivePlan{}, opErr("ledger.plan_redrive", "", err)
 	}
-	p := RedrivePlan{Filter: filter, Rows: rows}
-	for _, r := range rows {
-		p.Total += r.Count
-		if r.Count > 0 && !slices.Contains(p.Tenants, r.TenantID) {
-			p.Tenants = append(p.Tenants, r.TenantID)
-		}
-	}
-	slices.Sort(p.Tenants)
-	return p, nil
+	return newRedrivePlan(filter, rows), nil
 }
