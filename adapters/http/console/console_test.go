@@ -244,6 +244,9 @@ func TestRedriveFromThePlanThenStop(t *testing.T) {
 	assert.Contains(t, w.Body.String(), "why is required")
 	w = f.do("POST", "/redrive", "alice", url.Values{"csrf_token": {tok}, "destination": {"accounting"}, "why": {"r"}, "rate": {"0"}})
 	assert.Equal(t, http.StatusBadRequest, w.Code, "a positive rate is required")
+	w = f.do("POST", "/redrive", "alice", url.Values{"csrf_token": {tok}, "destination": {"accounting"}, "why": {"r"}, "rate": {"2e6"}})
+	assert.Equal(t, http.StatusBadRequest, w.Code, "a rate over MaxRedriveRate is refused")
+	assert.Contains(t, w.Body.String(), "rate must be a positive number", "the form field is named, not the library's")
 
 	// At 1/s on the mock clock, the first delivery moves at once and the
 	// second waits for a second that has not passed.

@@ -557,7 +557,9 @@ func (h *Handler) deadLetters(r *http.Request, p *page) (int, error) {
 	var res hookrelay.DeadLettersPage
 	if len(tenants) > 0 {
 		list := sel
-		if len(sel.TenantIDs) == 0 && len(tenants) < len(spanned) {
+		if len(sel.TenantIDs) == 0 && len(tenants) < len(spanned) && len(tenants) <= hookrelay.MaxFilterValues {
+			// Over MaxFilterValues the filter would be refused: the
+			// selection is listed whole, and filtered below.
 			list = narrowed(sel, tenants)
 		}
 		if res, err = h.cfg.Client.DeadLetters(r.Context(), hookrelay.DeadLettersParams{Filter: list, Limit: h.cfg.PageSize, Cursor: q.Get("cursor")}); err != nil {
@@ -697,8 +699,8 @@ func (h *Handler) redriveStart(r *http.Request, actor string) (string, int, erro
 		return "", http.StatusBadRequest, badForm("why", "is required: say why you redrive, it goes in the audit log")
 	}
 	rate, err := strconv.ParseFloat(strings.TrimSpace(r.PostFormValue("rate")), 64)
-	if err != nil || !(rate > 0) {
-		return "", http.StatusBadRequest, badForm("rate", "must be a positive number of deliveries per second per destination")
+	if err != nil || !(rate > 0 && rate <= hookrelay.MaxRedriveRate) {
+		return "", http.StatusBadRequest, badForm("rate", fmt.Sprintf("must be a positive number of deliveries per second per destination, at most %g", hookrelay.MaxRedriveRate))
 	}
 	// The hook is asked by the redrive itself (RedriveParams.Authorizer),
 	// with the plan it counts at its start: a plan counted here, before
