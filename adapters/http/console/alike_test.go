@@ -231,6 +231,11 @@ func TestRedriveStartAnswersAlikeWhateverOtherTenantsStore(t *testing.T) {
 			form := url.Values{"csrf_token": {tok}, "destination": {"shipping"}, "why": {"r"}, "rate": {"1000"}}
 			wa, wb := alone.do("POST", "/redrive", "alice", form), shared.do("POST", "/redrive", "alice", form)
 			require.Equal(t, wa.Code, wb.Code, "the status tells whether other_co has dead letters: %s", wb.Body.String())
+			// The strict hook refuses a redrive spanning no tenant (as it
+			// refuses every request naming none); the lenient one starts
+			// a redrive of nothing.
+			want := map[string]int{"strict": http.StatusForbidden, "lenient": http.StatusSeeOther}[name]
+			require.Equal(t, want, wa.Code, wa.Body.String())
 			if wa.Code == http.StatusSeeOther {
 				for _, w := range []struct {
 					w *httptest.ResponseRecorder
