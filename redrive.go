@@ -510,10 +510,16 @@ func (c *Client) runRedrive(ctx context.Context, dl DeadLetterLedger, log Redriv
 		}
 		// The ledger counted each move and skip in the entry as it made it
 		// (DeadLetterLedger.RedriveDelivery); what is left to add are the
-		// deliveries gone before they were reached.
+		// deliveries gone before they were reached. With none, the entry
+		// is only read again, for progress and the checks below: a write
+		// would change nothing.
 		moved, gone, last, runErr := c.redriveBatch(ctx, dl, log, a, limiters, lastRun, page.Deliveries)
-		if err := update(RedriveAuditUpdate{AddSkipped: gone, LastDeliveryID: last}); err != nil {
-			return a, errors.Join(runErr, err)
+		if gone > 0 {
+			if err := update(RedriveAuditUpdate{AddSkipped: gone, LastDeliveryID: last}); err != nil {
+				return a, errors.Join(runErr, err)
+			}
+		} else if cur, err := log.RedriveAudit(ctx, a.ID); err == nil {
+			a = cur // on an error the loop's head reads it again
 		}
 		if moved > 0 {
 			c.worker.wakeUp()
