@@ -28,17 +28,12 @@ func (db *database) deadAt(t *testing.T, destIDs ...string) {
 		}),
 	})
 	require.NoError(t, err)
+	var ps []hookrelay.EnqueueParams
 	for i, id := range destIDs {
 		require.NoError(t, db.store.Put(ctx, hookrelay.Destination{ID: id, TenantID: "tenant_a", URL: "https://accounting.example/hooks"}))
-		_, err := c.Enqueue(ctx, hookrelay.EnqueueParams{EventID: fmt.Sprintf("evt_%d", i), TenantID: "tenant_a", DestinationID: id, EventType: "t", Payload: []byte(`{}`)})
-		require.NoError(t, err)
+		ps = append(ps, hookrelay.EnqueueParams{EventID: fmt.Sprintf("evt_%d", i), TenantID: "tenant_a", DestinationID: id, EventType: "t", Payload: []byte(`{}`)})
 	}
-	claims, err := db.store.Claim(ctx, hookrelay.ClaimParams{Now: time.Now(), Limit: 100, LeaseFor: time.Minute})
-	require.NoError(t, err)
-	require.Len(t, claims, len(destIDs))
-	for _, cl := range claims {
-		require.NoError(t, c.Process(ctx, cl))
-	}
+	db.attemptOnce(t, c, ps)
 }
 
 // A destination (or tenant, event type, reason) whose ID holds a comma

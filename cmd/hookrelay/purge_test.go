@@ -32,13 +32,25 @@ func (db *database) deliverAt(t *testing.T, at time.Time, dest string, eventIDs 
 		Sender: hookrelay.SenderFunc(func(context.Context, hookrelay.SendParams) hookrelay.Result { return hookrelay.Delivered(204) }),
 	})
 	require.NoError(t, err)
+	ps := make([]hookrelay.EnqueueParams, len(eventIDs))
+	for i, ev := range eventIDs {
+		ps[i] = hookrelay.EnqueueParams{EventID: ev, TenantID: d.TenantID, DestinationID: dest, EventType: "lease.payment_recorded", Payload: []byte(`{}`)}
+	}
+	return db.attemptOnce(t, c, ps)
+}
+
+// attemptOnce enqueues ps through c, then claims them at c's clock's now
+// and makes each one attempt; it returns their delivery IDs.
+func (db *database) attemptOnce(t *testing.T, c *hookrelay.Client, ps []hookrelay.EnqueueParams) []string {
+	t.Helper()
+	ctx := context.Background()
 	var ids []string
-	for _, ev := range eventIDs {
-		res, err := c.Enqueue(ctx, hookrelay.EnqueueParams{EventID: ev, TenantID: d.TenantID, DestinationID: dest, EventType: "lease.payment_recorded", Payload: []byte(`{}`)})
+	for _, p := range ps {
+		res, err := c.Enqueue(ctx, p)
 		require.NoError(t, err)
 		ids = append(ids, res.ID)
 	}
-	claims, err := db.store.Claim(ctx, hookrelay.ClaimParams{Now: mock.Now(), Limit: 100, LeaseFor: time.Minute})
+	claims, err := db.store.Claim(ctx, hookrelay.ClaimParams{Now: c.Clock().Now(), Limit: 100, LeaseFor: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, claims, len(ids))
 	for _, cl := range claims {
