@@ -531,9 +531,9 @@ func (b *broker) closeConn() error {
 }
 
 // send publishes one persistent message on the confirming channel; wait
-// for its confirm with confirmed. A connection found gone (it dropped and
-// supervise reconnects) is waited for, through the next connection
-// attempt, while ctx allows: a brief drop does not fail an enqueue. Once
+// for its confirm with confirm, then sync its publisher and take its
+// return. A connection found gone (it dropped and supervise reconnects)
+// is waited for, through the next connection attempt, while ctx allows: a brief drop does not fail an enqueue. Once
 // an attempt failed (the broker is unreachable), send fails at once with
 // ErrNotConnected.
 func (b *broker) send(ctx context.Context, queue string, msg amqp.Publishing) (sent, error) {
@@ -630,15 +630,22 @@ func (p *publisher) collect(unroutable chan<- struct{}) {
 	}
 }
 
-// unroutedError returns the error for a publish of message ID id to
-// queue that the broker returned, when it did: call it once the publish
-// was confirmed. The broker returns a message before confirming it, on
-// the same channel.
-func (p *publisher) unroutedError(queue, id string) error {
+// sync waits until collect recorded every return the client handed it
+// before a confirm this goroutine saw: the client delivers a message's
+// return before the confirm that follows it on the same channel, so after
+// the last confirm of a group, one sync covers the returns of the whole
+// group.
+func (p *publisher) sync() {
 	select {
 	case p.synced <- struct{}{}:
 	case <-p.gone:
 	}
+}
+
+// take returns the error for a publish of message ID id to queue that
+// the broker returned, when it did: call it once the publish was
+// confirmed and p synced after that confirm.
+func (p *publisher) take(queue, id string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	rs := p.returned[id]
@@ -723,18 +730,11 @@ func (b *broker) awaitAttempt(ctx context.Context, attempted <-chan struct{}, la
 	}
 }
 
-// confirmed waits for s's confirm: errConfirmLost when its channel
-// closed first, a *refusedError when the broker closed it refusing a
-// message (which one, when several awaited their confirms, it does not
-// say), an *unroutedError when the broker returned it.
-func confirmed(ctx context.Context, queue string, s sent) error {
-	if err := confirm(ctx, queue, s); err != nil {
-		return err
-	}
-	return s.pub.unroutedError(queue, s.id)
-}
-
-// confirm is confirmed without looking for a return.
+// confirm waits for s's confirm: errConfirmLost when its channel closed
+// first, a *refusedError when the broker closed it refusing a message
+// (which one, when several awaited their confirms, it does not say). A
+// confirmed message may still have been returned: sync its publisher
+// and take its return.
 func confirm(ctx context.Context, queue string, s sent) error {
 	ok, err := s.dc.WaitContext(ctx)
 	if err != nil {
@@ -761,7 +761,11 @@ func (b *broker) publish(ctx context.Context, queue string, msg amqp.Publishing)
 	if err != nil {
 		return err
 	}
-	return confirmed(ctx, queue, s)
+	if err := confirm(ctx, queue, s); err != nil {
+		return err
+	}
+	s.pub.sync()
+	return s.pub.take(queue, s.id)
 }
 
 // Publish sends every envelope, then waits for every confirm, so a batch
@@ -811,8 +815,24 @@ func (b *broker) Publish(ctx context.Context, ds []hookrelay.Delivery) error {
 				return errors.Join(errs...)
 			}
 		}
+		// Every confirm first, then one sync per publisher the group went
+		// on: the returns of the whole group are recorded by then.
+		confirms := make([]error, len(group))
+		var pubs []*publisher // a reconnect under the group puts it on several
+		for j := range group {
+			confirms[j] = confirm(ctx, b.cfg.workQueue(), ss[j])
+			if !slices.Contains(pubs, ss[j].pub) {
+				pubs = append(pubs, ss[j].pub)
+			}
+		}
+		for _, p := range pubs {
+			p.sync()
+		}
 		for j, i := range group {
-			err := confirmed(ctx, b.cfg.workQueue(), ss[j])
+			err := confirms[j]
+			if err == nil {
+				err = ss[j].pub.take(b.cfg.workQueue(), ss[j].id)
+			}
 			var refused *refusedError
 			switch {
 			case err == nil:
