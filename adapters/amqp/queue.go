@@ -586,10 +586,13 @@ type publisher struct {
 	synced  chan struct{}
 	gone    chan struct{} // closed when collect returned
 	mu      sync.Mutex
-	// returned holds, by message ID, the returns no publish has claimed
-	// yet. A message ID published twice at once on the channel is told
-	// apart by count only: as many of its publishes fail as the broker
-	// returned, so a publish reported confirmed always has a copy queued.
+	// returned holds, by returnKey (the queue and the message ID), the
+	// returns no publish has claimed yet: a delayed redelivery to a
+	// deleted wait queue and an enqueue of the same delivery to the work
+	// queue do not take each other's return. A message published twice
+	// at once to one queue is told apart by count only: as many of its
+	// publishes fail as the broker returned, so a publish reported
+	// confirmed always has a copy queued.
 	returned map[string][]amqp.Return
 }
 
@@ -619,7 +622,8 @@ func (p *publisher) collect(unroutable chan<- struct{}) {
 				return
 			}
 			p.mu.Lock()
-			p.returned[r.MessageId] = append(p.returned[r.MessageId], r)
+			k := returnKey(r.RoutingKey, r.MessageId)
+			p.returned[k] = append(p.returned[k], r)
 			p.mu.Unlock()
 			select {
 			case unroutable <- struct{}{}:
@@ -646,20 +650,26 @@ func (p *publisher) sync() {
 // the broker returned, when it did: call it once the publish was
 // confirmed and p synced after that confirm.
 func (p *publisher) take(queue, id string) error {
+	k := returnKey(queue, id)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	rs := p.returned[id]
+	rs := p.returned[k]
 	if len(rs) == 0 {
 		return nil
 	}
 	r := rs[0]
 	if len(rs) == 1 {
-		delete(p.returned, id)
+		delete(p.returned, k)
 	} else {
-		p.returned[id] = rs[1:]
+		p.returned[k] = rs[1:]
 	}
 	return &unroutedError{queue: queue, code: r.ReplyCode, reason: r.ReplyText}
 }
+
+// returnKey keys a return by the queue a message was published to (its
+// routing key: every publish goes through the default exchange) and its
+// message ID.
+func returnKey(queue, id string) string { return queue + "\x00" + id }
 
 // unroutedError reports a message the broker returned because no queue
 // took it: its queue does not exist (an operator deleted it). The broker

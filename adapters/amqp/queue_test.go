@@ -655,6 +655,26 @@ func TestAReleaseToAMissingWaitQueueKeepsTheMessage(t *testing.T) {
 	assert.GreaterOrEqual(t, q.Generation(), uint64(2), "the queue reconnected, declaring the wait queue again")
 }
 
+// TestReturnsAreMatchedByQueueAndMessageID: a delayed redelivery to a
+// deleted wait queue and an enqueue to the work queue of the same
+// delivery, awaiting their confirms together on the channel, took each
+// other's return (returns were matched by message ID alone): the enqueue
+// failed though the work queue had its message, and the redelivery
+// reported success, so its message was acknowledged and dropped.
+func TestReturnsAreMatchedByQueueAndMessageID(t *testing.T) {
+	cfg := testConfig(t)
+	q := newQueue(t, memory.NewStore(), cfg)
+	defer q.HoldReconnects()() // the return would make the queue reconnect under the confirms
+	wait := cfg.Name + ".wait.20ms"
+	deleteQueue(t, wait)
+	errs := q.PublishAtOnce(context.Background(), "whd_same", cfg.Name+".work", wait)
+	assert.NoError(t, errs[0], "the work queue took its message")
+	assert.ErrorContains(t, errs[1], "NO_ROUTE", "the wait queue's message was returned")
+	assert.ErrorContains(t, errs[1], wait)
+	require.NoError(t, q.Close()) // its consumer holds the work queue's messages
+	assert.Equal(t, []string{"whd_same"}, workIDs(t, cfg))
+}
+
 // TestAnEnqueueDuringAReconnectWaitsForIt: a publish that finds the
 // connection just dropped waits for the reconnect (the first attempt comes
 // after Config.ReconnectDelay) instead of failing with ErrNotConnected:
