@@ -162,8 +162,9 @@ var _ hookrelay.MessageLimit = (*Queue)(nil)
 func (q *Queue) MaxEnvelopeBytes() int { return q.b.cfg.MaxMessageBytes }
 
 // New connects to url, declares the topology and starts consuming. Claims
-// are leased from ledger. ctx bounds New only (the dial and the broker's
-// handshake included): the queue keeps consuming after it ends. It fails,
+// are leased from ledger. ctx bounds New only, all of it (the dial, the
+// broker's handshake, the declarations and the start of consuming): the
+// queue keeps consuming after it ends. It fails,
 // with ErrNotConnected, if the first connection fails; later drops are
 // reconnected. A url that does not parse is refused with
 // an error wrapping hookrelay.ErrInvalidConfig; no error or log record
@@ -337,9 +338,10 @@ type broker struct {
 }
 
 // connect dials, declares the topology and starts consuming. ctx bounds
-// the dial and the broker's handshake.
+// all of it: its end closes the connection, which fails the step waiting
+// for the broker.
 func (b *broker) connect(ctx context.Context) error {
-	conn, err := dial(ctx, b.url, amqp.Config{Properties: amqp.Table{"connection_name": b.cfg.Name + " hookrelay queue"}})
+	conn, stop, err := dial(ctx, b.url, amqp.Config{Properties: amqp.Table{"connection_name": b.cfg.Name + " hookrelay queue"}})
 	if ctxErr := ctx.Err(); err != nil && ctxErr != nil {
 		return fmt.Errorf("%w: %w", ErrNotConnected, ctxErr)
 	}
@@ -347,7 +349,11 @@ func (b *broker) connect(ctx context.Context) error {
 		return fmt.Errorf("%w: %s", ErrNotConnected, maskURL(err.Error(), b.url))
 	}
 	fail := func(step string, err error) error {
+		stop()
 		_ = conn.Close()
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return fmt.Errorf("%w: %w", ErrNotConnected, ctxErr)
+		}
 		return fmt.Errorf("hookamqp: %s: %s", step, err.Error())
 	}
 	pub, err := conn.Channel()
@@ -373,6 +379,10 @@ func (b *broker) connect(ctx context.Context) error {
 	deliveries, err := cons.ConsumeWithContext(context.WithoutCancel(ctx), b.cfg.workQueue(), "", false, false, false, false, nil)
 	if err != nil {
 		return fail("consume", err)
+	}
+	if !stop() {
+		// ctx ended as the last step finished: it closed the connection.
+		return fail("consume", ctx.Err())
 	}
 	unroutable := make(chan struct{}, 1)
 	b.mu.Lock()
@@ -403,38 +413,40 @@ func (b *broker) attemptedLocked(err error) {
 // no connection_timeout: the client's own default.
 const dialTimeout = 30 * time.Second
 
-// dial is amqp.DialConfig with ctx bounding the TCP dial and the handshake
-// (the client's dial honours a timeout, not a context): ctx's end cuts a
-// handshake short. Once the handshake is done, ctx no longer matters.
-func dial(ctx context.Context, url string, cfg amqp.Config) (*amqp.Connection, error) {
+// dial is amqp.DialConfig with ctx bounding the TCP dial and what follows
+// (the client honours a timeout, not a context, and only for the dial
+// and the handshake): ctx's end closes the connection, until stop is
+// called. stop reports false when ctx ended first. On error, dial stopped
+// it already.
+func dial(ctx context.Context, url string, cfg amqp.Config) (conn *amqp.Connection, stop func() bool, err error) {
 	timeout := dialTimeout
 	if u, err := amqp.ParseURI(url); err == nil && u.ConnectionTimeout > 0 {
 		timeout = time.Duration(u.ConnectionTimeout) * time.Millisecond
 	}
-	var stop func() bool
 	cfg.Dial = func(network, addr string) (net.Conn, error) {
 		conn, err := (&net.Dialer{Timeout: timeout}).DialContext(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}
 		// The handshake's deadline, as the client's own dial sets it; the
-		// client clears it once connected. ctx's end cuts it short (then
-		// ctx.Err is set).
+		// client clears it once connected.
 		if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
 			_ = conn.Close()
 			return nil, err
 		}
-		stop = context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+		// ctx's end cuts the handshake, or a step after it, short (then
+		// ctx.Err is set).
+		stop = context.AfterFunc(ctx, func() { _ = conn.Close() })
 		return conn, nil
 	}
-	conn, err := amqp.DialConfig(url, cfg)
-	if stop != nil && !stop() && err == nil {
-		// ctx ended as the handshake finished: the deadline may have cut
-		// the connection it just cleared.
-		_ = conn.Close()
-		return nil, ctx.Err()
+	conn, err = amqp.DialConfig(url, cfg)
+	if err != nil {
+		if stop != nil {
+			stop()
+		}
+		return nil, nil, err
 	}
-	return conn, err
+	return conn, stop, nil
 }
 
 func declare(ch *amqp.Channel, cfg Config) error {
