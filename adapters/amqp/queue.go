@@ -305,10 +305,11 @@ type broker struct {
 	// messages, so a fetch never waits for more than Prefetch less these:
 	// they cannot come until some are settled.
 	handedOut int
-	// These receive when the connection or either channel closes: a
+	// These receive when the connection or the consumer channel closes
+	// (the publisher's own listener tells of the publisher channel): a
 	// channel closed by the broker (an exception) takes the connection
 	// down with it, so the queue always reconnects as a whole.
-	connClosed, pubClosed, consClosed chan *amqp.Error
+	connClosed, consClosed chan *amqp.Error
 	// consCancelled receives when the broker cancels the consumer and
 	// leaves its channel open (the work queue was deleted, or the node
 	// holding it went away): nothing would arrive again, and until the
@@ -389,7 +390,6 @@ func (b *broker) connect(ctx context.Context) error {
 	b.conn, b.pub, b.deliveries = conn, newPublisher(pub, unroutable), deliveries
 	b.unroutable = unroutable
 	b.connClosed = conn.NotifyClose(make(chan *amqp.Error, 1))
-	b.pubClosed = pub.NotifyClose(make(chan *amqp.Error, 1))
 	b.consClosed = cons.NotifyClose(make(chan *amqp.Error, 1))
 	b.consCancelled = cons.NotifyCancel(make(chan string, 1))
 	b.gen++
@@ -475,14 +475,15 @@ func (b *broker) supervise(ctx context.Context) {
 	defer close(b.stopped)
 	for {
 		b.mu.Lock()
-		conn, connClosed, pubClosed, consClosed, consCancelled, unroutable := b.conn, b.connClosed, b.pubClosed, b.consClosed, b.consCancelled, b.unroutable
+		conn, pub, connClosed, consClosed, consCancelled, unroutable := b.conn, b.pub, b.connClosed, b.consClosed, b.consCancelled, b.unroutable
 		b.mu.Unlock()
 		var cause *amqp.Error
 		select {
 		case <-b.done:
 			return
 		case cause = <-connClosed:
-		case cause = <-pubClosed:
+		case <-pub.gone:
+			cause = pub.closeCause()
 		case cause = <-consClosed:
 		case _, ok := <-consCancelled:
 			cause = &amqp.Error{Reason: "the broker cancelled the consumer (its queue deleted, or its node gone)"}
@@ -698,8 +699,9 @@ func (e *unroutedError) Error() string {
 }
 
 // closeCause is why ch closed: nil when the client closed it. Call it only
-// once ch is closed and a confirm on it failed: the client has told the
-// listener by then (it fails confirms after it closed the listeners).
+// once ch is closed and a confirm on it failed, or gone is closed: the
+// client has told the listener by then (it closes the return listener
+// and fails confirms after it told and closed the close listeners).
 func (p *publisher) closeCause() *amqp.Error {
 	p.once.Do(func() { p.cause = <-p.closed })
 	return p.cause
