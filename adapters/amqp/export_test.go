@@ -1,5 +1,11 @@
 package hookamqp
 
+import (
+	"context"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
 // Generation counts the connections this queue has made: 1 until the first
 // reconnect.
 func (q *Queue) Generation() uint64 {
@@ -39,4 +45,29 @@ func (q *Queue) HoldReconnects() (release func()) {
 		q.b.mu.Unlock()
 		close(hold)
 	}
+}
+
+// PublishAtOnce publishes one message with message ID id to each of
+// queues on the same channel, waits for every confirm, then takes each
+// one's return in the order given: a Redeliver and a Publish of the same
+// delivery interleaved so. The errors are in the order of queues.
+func (q *Queue) PublishAtOnce(ctx context.Context, id string, queues ...string) []error {
+	ss := make([]sent, len(queues))
+	errs := make([]error, len(queues))
+	for i, name := range queues {
+		ss[i], errs[i] = q.b.send(ctx, name, amqp.Publishing{MessageId: id, Body: []byte(`{}`)})
+		if errs[i] != nil {
+			return errs
+		}
+	}
+	for i, name := range queues {
+		errs[i] = confirm(ctx, name, ss[i])
+	}
+	ss[0].pub.sync()
+	for i, name := range queues {
+		if errs[i] == nil {
+			errs[i] = ss[i].pub.take(name, ss[i].id)
+		}
+	}
+	return errs
 }

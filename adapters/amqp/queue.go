@@ -162,8 +162,9 @@ var _ hookrelay.MessageLimit = (*Queue)(nil)
 func (q *Queue) MaxEnvelopeBytes() int { return q.b.cfg.MaxMessageBytes }
 
 // New connects to url, declares the topology and starts consuming. Claims
-// are leased from ledger. ctx bounds New only (the dial and the broker's
-// handshake included): the queue keeps consuming after it ends. It fails,
+// are leased from ledger. ctx bounds New only, all of it (the dial, the
+// broker's handshake, the declarations and the start of consuming): the
+// queue keeps consuming after it ends. It fails,
 // with ErrNotConnected, if the first connection fails; later drops are
 // reconnected. A url that does not parse is refused with
 // an error wrapping hookrelay.ErrInvalidConfig; no error or log record
@@ -304,10 +305,11 @@ type broker struct {
 	// messages, so a fetch never waits for more than Prefetch less these:
 	// they cannot come until some are settled.
 	handedOut int
-	// These receive when the connection or either channel closes: a
+	// These receive when the connection or the consumer channel closes
+	// (the publisher's own listener tells of the publisher channel): a
 	// channel closed by the broker (an exception) takes the connection
 	// down with it, so the queue always reconnects as a whole.
-	connClosed, pubClosed, consClosed chan *amqp.Error
+	connClosed, consClosed chan *amqp.Error
 	// consCancelled receives when the broker cancels the consumer and
 	// leaves its channel open (the work queue was deleted, or the node
 	// holding it went away): nothing would arrive again, and until the
@@ -337,9 +339,10 @@ type broker struct {
 }
 
 // connect dials, declares the topology and starts consuming. ctx bounds
-// the dial and the broker's handshake.
+// all of it: its end closes the connection, which fails the step waiting
+// for the broker.
 func (b *broker) connect(ctx context.Context) error {
-	conn, err := dial(ctx, b.url, amqp.Config{Properties: amqp.Table{"connection_name": b.cfg.Name + " hookrelay queue"}})
+	conn, stop, err := dial(ctx, b.url, amqp.Config{Properties: amqp.Table{"connection_name": b.cfg.Name + " hookrelay queue"}})
 	if ctxErr := ctx.Err(); err != nil && ctxErr != nil {
 		return fmt.Errorf("%w: %w", ErrNotConnected, ctxErr)
 	}
@@ -347,7 +350,11 @@ func (b *broker) connect(ctx context.Context) error {
 		return fmt.Errorf("%w: %s", ErrNotConnected, maskURL(err.Error(), b.url))
 	}
 	fail := func(step string, err error) error {
+		stop()
 		_ = conn.Close()
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return fmt.Errorf("%w: %w", ErrNotConnected, ctxErr)
+		}
 		return fmt.Errorf("hookamqp: %s: %s", step, err.Error())
 	}
 	pub, err := conn.Channel()
@@ -374,12 +381,15 @@ func (b *broker) connect(ctx context.Context) error {
 	if err != nil {
 		return fail("consume", err)
 	}
+	if !stop() {
+		// ctx ended as the last step finished: it closed the connection.
+		return fail("consume", ctx.Err())
+	}
 	unroutable := make(chan struct{}, 1)
 	b.mu.Lock()
 	b.conn, b.pub, b.deliveries = conn, newPublisher(pub, unroutable), deliveries
 	b.unroutable = unroutable
 	b.connClosed = conn.NotifyClose(make(chan *amqp.Error, 1))
-	b.pubClosed = pub.NotifyClose(make(chan *amqp.Error, 1))
 	b.consClosed = cons.NotifyClose(make(chan *amqp.Error, 1))
 	b.consCancelled = cons.NotifyCancel(make(chan string, 1))
 	b.gen++
@@ -403,38 +413,40 @@ func (b *broker) attemptedLocked(err error) {
 // no connection_timeout: the client's own default.
 const dialTimeout = 30 * time.Second
 
-// dial is amqp.DialConfig with ctx bounding the TCP dial and the handshake
-// (the client's dial honours a timeout, not a context): ctx's end cuts a
-// handshake short. Once the handshake is done, ctx no longer matters.
-func dial(ctx context.Context, url string, cfg amqp.Config) (*amqp.Connection, error) {
+// dial is amqp.DialConfig with ctx bounding the TCP dial and what follows
+// (the client honours a timeout, not a context, and only for the dial
+// and the handshake): ctx's end closes the connection, until stop is
+// called. stop reports false when ctx ended first. On error, dial stopped
+// it already.
+func dial(ctx context.Context, url string, cfg amqp.Config) (conn *amqp.Connection, stop func() bool, err error) {
 	timeout := dialTimeout
 	if u, err := amqp.ParseURI(url); err == nil && u.ConnectionTimeout > 0 {
 		timeout = time.Duration(u.ConnectionTimeout) * time.Millisecond
 	}
-	var stop func() bool
 	cfg.Dial = func(network, addr string) (net.Conn, error) {
 		conn, err := (&net.Dialer{Timeout: timeout}).DialContext(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}
 		// The handshake's deadline, as the client's own dial sets it; the
-		// client clears it once connected. ctx's end cuts it short (then
-		// ctx.Err is set).
+		// client clears it once connected.
 		if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
 			_ = conn.Close()
 			return nil, err
 		}
-		stop = context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+		// ctx's end cuts the handshake, or a step after it, short (then
+		// ctx.Err is set).
+		stop = context.AfterFunc(ctx, func() { _ = conn.Close() })
 		return conn, nil
 	}
-	conn, err := amqp.DialConfig(url, cfg)
-	if stop != nil && !stop() && err == nil {
-		// ctx ended as the handshake finished: the deadline may have cut
-		// the connection it just cleared.
-		_ = conn.Close()
-		return nil, ctx.Err()
+	conn, err = amqp.DialConfig(url, cfg)
+	if err != nil {
+		if stop != nil {
+			stop()
+		}
+		return nil, nil, err
 	}
-	return conn, err
+	return conn, stop, nil
 }
 
 func declare(ch *amqp.Channel, cfg Config) error {
@@ -463,14 +475,15 @@ func (b *broker) supervise(ctx context.Context) {
 	defer close(b.stopped)
 	for {
 		b.mu.Lock()
-		conn, connClosed, pubClosed, consClosed, consCancelled, unroutable := b.conn, b.connClosed, b.pubClosed, b.consClosed, b.consCancelled, b.unroutable
+		conn, pub, connClosed, consClosed, consCancelled, unroutable := b.conn, b.pub, b.connClosed, b.consClosed, b.consCancelled, b.unroutable
 		b.mu.Unlock()
 		var cause *amqp.Error
 		select {
 		case <-b.done:
 			return
 		case cause = <-connClosed:
-		case cause = <-pubClosed:
+		case <-pub.gone:
+			cause = pub.closeCause()
 		case cause = <-consClosed:
 		case _, ok := <-consCancelled:
 			cause = &amqp.Error{Reason: "the broker cancelled the consumer (its queue deleted, or its node gone)"}
@@ -531,9 +544,9 @@ func (b *broker) closeConn() error {
 }
 
 // send publishes one persistent message on the confirming channel; wait
-// for its confirm with confirmed. A connection found gone (it dropped and
-// supervise reconnects) is waited for, through the next connection
-// attempt, while ctx allows: a brief drop does not fail an enqueue. Once
+// for its confirm with confirm, then sync its publisher and take its
+// return. A connection found gone (it dropped and supervise reconnects)
+// is waited for, through the next connection attempt, while ctx allows: a brief drop does not fail an enqueue. Once
 // an attempt failed (the broker is unreachable), send fails at once with
 // ErrNotConnected.
 func (b *broker) send(ctx context.Context, queue string, msg amqp.Publishing) (sent, error) {
@@ -586,10 +599,13 @@ type publisher struct {
 	synced  chan struct{}
 	gone    chan struct{} // closed when collect returned
 	mu      sync.Mutex
-	// returned holds, by message ID, the returns no publish has claimed
-	// yet. A message ID published twice at once on the channel is told
-	// apart by count only: as many of its publishes fail as the broker
-	// returned, so a publish reported confirmed always has a copy queued.
+	// returned holds, by returnKey (the queue and the message ID), the
+	// returns no publish has claimed yet: a delayed redelivery to a
+	// deleted wait queue and an enqueue of the same delivery to the work
+	// queue do not take each other's return. A message published twice
+	// at once to one queue is told apart by count only: as many of its
+	// publishes fail as the broker returned, so a publish reported
+	// confirmed always has a copy queued.
 	returned map[string][]amqp.Return
 }
 
@@ -619,7 +635,8 @@ func (p *publisher) collect(unroutable chan<- struct{}) {
 				return
 			}
 			p.mu.Lock()
-			p.returned[r.MessageId] = append(p.returned[r.MessageId], r)
+			k := returnKey(r.RoutingKey, r.MessageId)
+			p.returned[k] = append(p.returned[k], r)
 			p.mu.Unlock()
 			select {
 			case unroutable <- struct{}{}:
@@ -630,29 +647,42 @@ func (p *publisher) collect(unroutable chan<- struct{}) {
 	}
 }
 
-// unroutedError returns the error for a publish of message ID id to
-// queue that the broker returned, when it did: call it once the publish
-// was confirmed. The broker returns a message before confirming it, on
-// the same channel.
-func (p *publisher) unroutedError(queue, id string) error {
+// sync waits until collect recorded every return the client handed it
+// before a confirm this goroutine saw: the client delivers a message's
+// return before the confirm that follows it on the same channel, so after
+// the last confirm of a group, one sync covers the returns of the whole
+// group.
+func (p *publisher) sync() {
 	select {
 	case p.synced <- struct{}{}:
 	case <-p.gone:
 	}
+}
+
+// take returns the error for a publish of message ID id to queue that
+// the broker returned, when it did: call it once the publish was
+// confirmed and p synced after that confirm.
+func (p *publisher) take(queue, id string) error {
+	k := returnKey(queue, id)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	rs := p.returned[id]
+	rs := p.returned[k]
 	if len(rs) == 0 {
 		return nil
 	}
 	r := rs[0]
 	if len(rs) == 1 {
-		delete(p.returned, id)
+		delete(p.returned, k)
 	} else {
-		p.returned[id] = rs[1:]
+		p.returned[k] = rs[1:]
 	}
 	return &unroutedError{queue: queue, code: r.ReplyCode, reason: r.ReplyText}
 }
+
+// returnKey keys a return by the queue a message was published to (its
+// routing key: every publish goes through the default exchange) and its
+// message ID.
+func returnKey(queue, id string) string { return queue + "\x00" + id }
 
 // unroutedError reports a message the broker returned because no queue
 // took it: its queue does not exist (an operator deleted it). The broker
@@ -669,8 +699,9 @@ func (e *unroutedError) Error() string {
 }
 
 // closeCause is why ch closed: nil when the client closed it. Call it only
-// once ch is closed and a confirm on it failed: the client has told the
-// listener by then (it fails confirms after it closed the listeners).
+// once ch is closed and a confirm on it failed, or gone is closed: the
+// client has told the listener by then (it closes the return listener
+// and fails confirms after it told and closed the close listeners).
 func (p *publisher) closeCause() *amqp.Error {
 	p.once.Do(func() { p.cause = <-p.closed })
 	return p.cause
@@ -723,18 +754,11 @@ func (b *broker) awaitAttempt(ctx context.Context, attempted <-chan struct{}, la
 	}
 }
 
-// confirmed waits for s's confirm: errConfirmLost when its channel
-// closed first, a *refusedError when the broker closed it refusing a
-// message (which one, when several awaited their confirms, it does not
-// say), an *unroutedError when the broker returned it.
-func confirmed(ctx context.Context, queue string, s sent) error {
-	if err := confirm(ctx, queue, s); err != nil {
-		return err
-	}
-	return s.pub.unroutedError(queue, s.id)
-}
-
-// confirm is confirmed without looking for a return.
+// confirm waits for s's confirm: errConfirmLost when its channel closed
+// first, a *refusedError when the broker closed it refusing a message
+// (which one, when several awaited their confirms, it does not say). A
+// confirmed message may still have been returned: sync its publisher
+// and take its return.
 func confirm(ctx context.Context, queue string, s sent) error {
 	ok, err := s.dc.WaitContext(ctx)
 	if err != nil {
@@ -761,7 +785,11 @@ func (b *broker) publish(ctx context.Context, queue string, msg amqp.Publishing)
 	if err != nil {
 		return err
 	}
-	return confirmed(ctx, queue, s)
+	if err := confirm(ctx, queue, s); err != nil {
+		return err
+	}
+	s.pub.sync()
+	return s.pub.take(queue, s.id)
 }
 
 // Publish sends every envelope, then waits for every confirm, so a batch
@@ -811,8 +839,24 @@ func (b *broker) Publish(ctx context.Context, ds []hookrelay.Delivery) error {
 				return errors.Join(errs...)
 			}
 		}
+		// Every confirm first, then one sync per publisher the group went
+		// on: the returns of the whole group are recorded by then.
+		confirms := make([]error, len(group))
+		var pubs []*publisher // a reconnect under the group puts it on several
+		for j := range group {
+			confirms[j] = confirm(ctx, b.cfg.workQueue(), ss[j])
+			if !slices.Contains(pubs, ss[j].pub) {
+				pubs = append(pubs, ss[j].pub)
+			}
+		}
+		for _, p := range pubs {
+			p.sync()
+		}
 		for j, i := range group {
-			err := confirmed(ctx, b.cfg.workQueue(), ss[j])
+			err := confirms[j]
+			if err == nil {
+				err = ss[j].pub.take(b.cfg.workQueue(), ss[j].id)
+			}
 			var refused *refusedError
 			switch {
 			case err == nil:

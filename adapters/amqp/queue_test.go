@@ -1,8 +1,10 @@
 package hookamqp_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -655,6 +657,26 @@ func TestAReleaseToAMissingWaitQueueKeepsTheMessage(t *testing.T) {
 	assert.GreaterOrEqual(t, q.Generation(), uint64(2), "the queue reconnected, declaring the wait queue again")
 }
 
+// TestReturnsAreMatchedByQueueAndMessageID: a delayed redelivery to a
+// deleted wait queue and an enqueue to the work queue of the same
+// delivery, awaiting their confirms together on the channel, took each
+// other's return (returns were matched by message ID alone): the enqueue
+// failed though the work queue had its message, and the redelivery
+// reported success, so its message was acknowledged and dropped.
+func TestReturnsAreMatchedByQueueAndMessageID(t *testing.T) {
+	cfg := testConfig(t)
+	q := newQueue(t, memory.NewStore(), cfg)
+	defer q.HoldReconnects()() // the return would make the queue reconnect under the confirms
+	wait := cfg.Name + ".wait.20ms"
+	deleteQueue(t, wait)
+	errs := q.PublishAtOnce(context.Background(), "whd_same", cfg.Name+".work", wait)
+	assert.NoError(t, errs[0], "the work queue took its message")
+	assert.ErrorContains(t, errs[1], "NO_ROUTE", "the wait queue's message was returned")
+	assert.ErrorContains(t, errs[1], wait)
+	require.NoError(t, q.Close()) // its consumer holds the work queue's messages
+	assert.Equal(t, []string{"whd_same"}, workIDs(t, cfg))
+}
+
 // TestAnEnqueueDuringAReconnectWaitsForIt: a publish that finds the
 // connection just dropped waits for the reconnect (the first attempt comes
 // after Config.ReconnectDelay) instead of failing with ErrNotConnected:
@@ -725,14 +747,20 @@ func TestAnEnqueueCutByADropIsPublishedAfterTheReconnect(t *testing.T) {
 // silentProxy is a loopback TCP proxy to the broker that can turn silent:
 // then it cuts the connections it forwards and accepts new ones without a
 // word, as a broker behind a black-holing network would. accepted
-// receives once per silent connection.
+// receives once per silent connection. A connection taken while
+// stallChannels is set is forwarded through the handshake, then stalls, as
+// a broker that hung just after it would: the client's first channel.open
+// and everything after it are swallowed; stalled receives once per
+// swallowed channel.open.
 type silentProxy struct {
-	ln       net.Listener
-	broker   string
-	silent   atomic.Bool
-	accepted chan struct{}
-	mu       sync.Mutex
-	conns    []net.Conn
+	ln            net.Listener
+	broker        string
+	silent        atomic.Bool
+	stallChannels atomic.Bool
+	accepted      chan struct{}
+	stalled       chan struct{}
+	mu            sync.Mutex
+	conns         []net.Conn
 }
 
 func newSilentProxy(t *testing.T) *silentProxy {
@@ -741,7 +769,8 @@ func newSilentProxy(t *testing.T) *silentProxy {
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	p := &silentProxy{ln: ln, broker: net.JoinHostPort(u.Host, strconv.Itoa(u.Port)), accepted: make(chan struct{}, 16)}
+	p := &silentProxy{ln: ln, broker: net.JoinHostPort(u.Host, strconv.Itoa(u.Port)), accepted: make(chan struct{}, 16),
+		stalled: make(chan struct{}, 16)}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -765,7 +794,11 @@ func newSilentProxy(t *testing.T) *silentProxy {
 			p.mu.Lock()
 			p.conns = append(p.conns, up)
 			p.mu.Unlock()
-			go func() { _, _ = io.Copy(up, c); _ = up.Close() }()
+			if p.stallChannels.Load() {
+				go func() { forwardUntilChannelOpen(up, c, p.stalled); _ = up.Close() }()
+			} else {
+				go func() { _, _ = io.Copy(up, c); _ = up.Close() }()
+			}
 			go func() { _, _ = io.Copy(c, up); _ = c.Close() }()
 		}
 	}()
@@ -775,6 +808,44 @@ func newSilentProxy(t *testing.T) *silentProxy {
 		p.cut()
 	})
 	return p
+}
+
+// forwardUntilChannelOpen copies the client's AMQP stream to the broker
+// up to the first channel.open, which ends the handshake, then tells
+// stalled and reads and drops the rest until the client closes.
+func forwardUntilChannelOpen(broker io.Writer, client io.Reader, stalled chan<- struct{}) {
+	r := bufio.NewReader(client)
+	header := make([]byte, 8) // "AMQP" 0 0 9 1
+	if _, err := io.ReadFull(r, header); err != nil {
+		return
+	}
+	if _, err := broker.Write(header); err != nil {
+		return
+	}
+	for {
+		// type (1), channel (2), size (4), payload, frame end (1)
+		head := make([]byte, 7)
+		if _, err := io.ReadFull(r, head); err != nil {
+			return
+		}
+		frame := append(head, make([]byte, int(binary.BigEndian.Uint32(head[3:]))+1)...)
+		if _, err := io.ReadFull(r, frame[7:]); err != nil {
+			return
+		}
+		const methodFrame, classChannel, methodOpen = 1, 20, 10
+		if frame[0] == methodFrame && len(frame) >= 12 &&
+			binary.BigEndian.Uint16(frame[7:]) == classChannel && binary.BigEndian.Uint16(frame[9:]) == methodOpen {
+			select {
+			case stalled <- struct{}{}:
+			default:
+			}
+			_, _ = io.Copy(io.Discard, r)
+			return
+		}
+		if _, err := broker.Write(frame); err != nil {
+			return
+		}
+	}
 }
 
 // url is the broker URL through the proxy.
@@ -841,6 +912,54 @@ func TestCloseDuringAHungReconnectReturns(t *testing.T) {
 	case <-done:
 	case <-time.After(20 * time.Second): // a hang, not a speed check
 		t.Fatal("Close waited for the hung reconnect attempt")
+	}
+}
+
+// The context given to New bounded the dial and the handshake only: a
+// broker that stalled after the handshake held New in opening a channel,
+// declaring or consuming, whatever its context said.
+func TestNewGivesUpWhenTheBrokerStallsAfterTheHandshake(t *testing.T) {
+	p := newSilentProxy(t)
+	p.stallChannels.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	url, cfg := p.url(t), testConfig(t)
+	done := make(chan error, 1)
+	go func() {
+		q, err := hookamqp.New(ctx, url, memory.NewStore(), cfg)
+		if err == nil {
+			_ = q.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, hookamqp.ErrNotConnected)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+	case <-time.After(20 * time.Second): // a hang, not a speed check
+		t.Fatal("New kept waiting for the stalled broker after its context ended")
+	}
+}
+
+// Close while a reconnect attempt waits on a broker that stalled after
+// the handshake: the attempt is abandoned and Close returns.
+func TestCloseDuringAReconnectStalledAfterTheHandshakeReturns(t *testing.T) {
+	p := newSilentProxy(t)
+	q, err := hookamqp.New(context.Background(), p.url(t), memory.NewStore(), testConfig(t))
+	require.NoError(t, err)
+	p.stallChannels.Store(true)
+	p.cut()
+	select {
+	case <-p.stalled: // the reconnect attempt waits for its channel
+	case <-time.After(20 * time.Second):
+		t.Fatal("the queue did not try to reconnect")
+	}
+	done := make(chan error, 1)
+	go func() { done <- q.Close() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second): // a hang, not a speed check
+		t.Fatal("Close waited for the stalled reconnect attempt")
 	}
 }
 
