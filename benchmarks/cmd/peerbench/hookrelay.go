@@ -118,6 +118,9 @@ func (s *hookrelaySystem) observe(_ context.Context, e hookrelay.Event) {
 	}
 }
 
+// benchSecret signs every destination's requests.
+const benchSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
 func destID(i int) string { return fmt.Sprintf("dest_%d", i) }
 
 // putDestinations adds destinations dest_0 … dest_{n-1}, each a path on the
@@ -126,7 +129,7 @@ func putDestinations(ctx context.Context, put func(context.Context, hookrelay.De
 	for i := range n {
 		if err := put(ctx, hookrelay.Destination{
 			ID: destID(i), TenantID: "tenant_bench", URL: url + destPath(i),
-			Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
+			Secrets: []string{benchSecret},
 		}); err != nil {
 			return err
 		}

@@ -21,7 +21,13 @@
 //     same with the settings a user might tune by hand — every slot open to
 //     any destination (PerDestinationConcurrency W) and, on SQL, a pool of
 //     4W connections instead of the adapter's default — to check the
-//     defaults against them.
+//     defaults against them;
+//   - sender, fasthttp (only when named): the HTTP send alone, to split
+//     the gap between the ceiling and hookrelay memory — hookhttp.Sender's
+//     Send from W goroutines with no worker or store, and the same headers
+//     and signature sent with github.com/valyala/fasthttp's client (only
+//     the benchmark module uses it), which writes and reads each request on
+//     the calling goroutine.
 //
 // The systems take turns within each round, so a change in the machine's
 // other load reaches all of them; the summary is the median over rounds,
@@ -95,7 +101,7 @@ type options struct {
 
 // allSystems lists the systems in the order each round runs them.
 var allSystems = []string{"ceiling", "river", "river-1ms", "memory", "sqlite", "postgres", "mysql",
-	"memory-tuned", "sqlite-tuned", "postgres-tuned"}
+	"memory-tuned", "sqlite-tuned", "postgres-tuned", "sender", "fasthttp"}
 
 // defaultSystems are the systems a run without --systems measures: all but
 // MySQL, which a run measures when asked to (it needs a MySQL or MariaDB

@@ -59,7 +59,7 @@ func TestRunEverySystem(t *testing.T) {
 	if dsn == "" {
 		t.Skipf("set %s to run River and hookrelay on PostgreSQL", benchenv.PostgresDSNEnv)
 	}
-	systems, mysqlDSN := append(defaultSystems, "memory-tuned", "sqlite-tuned", "postgres-tuned"), os.Getenv(benchenv.MySQLDSNEnv)
+	systems, mysqlDSN := append(defaultSystems, "memory-tuned", "sqlite-tuned", "postgres-tuned", "sender", "fasthttp"), os.Getenv(benchenv.MySQLDSNEnv)
 	if mysqlDSN != "" {
 		systems = allSystems
 	}

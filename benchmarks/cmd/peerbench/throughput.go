@@ -27,6 +27,8 @@ type system interface {
 
 var labels = map[string]string{
 	"ceiling":   "net/http ceiling",
+	"sender":    "hookhttp.Sender alone",
+	"fasthttp":  "fasthttp, hookrelay's headers",
 	"river":     "River, default config",
 	"river-1ms": "River, FetchCooldown 1 ms",
 	"memory":    "hookrelay memory",
@@ -48,6 +50,10 @@ func openSystem(ctx context.Context, name string, o options, rcpt *receiver, pay
 	switch name {
 	case "ceiling":
 		return newCeiling(rcpt.url, payload, o.workers, o.destinations), nil
+	case "sender":
+		return newSenderOnly(rcpt.url, payload, o.workers, o.destinations)
+	case "fasthttp":
+		return newFasthttpClient(rcpt.url, payload, o.workers, o.destinations), nil
 	case "river", "river-1ms":
 		return openRiver(ctx, name, o, rcpt.url, payload)
 	default:
