@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,7 +28,8 @@ import (
 //     would change. Only here, in the benchmark module: the library sends
 //     with net/http.
 
-// clientLoop sends n requests from w goroutines, each with send(i).
+// clientLoop sends n requests from w goroutines, each with send(i) for i
+// from 1 to n, and times them.
 func clientLoop(n, w int, send func(i int) error) (measured, error) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -77,12 +79,24 @@ func newSenderOnly(url string, payload []byte, w, dests int) (*senderOnly, error
 	return s, nil
 }
 
+// deliveryIDs derives the IDs of the next n requests (request i, from 1,
+// goes to destination i mod dests) before the timed loop: in the hookrelay
+// systems the ID is derived at enqueue, outside it.
+func deliveryIDs(seq *atomic.Int64, n, dests int) []string {
+	base := seq.Add(int64(n)) - int64(n)
+	ids := make([]string, n+1)
+	for i := 1; i <= n; i++ {
+		ids[i] = hookrelay.DeliveryID(fmt.Sprintf("evt_%d", base+int64(i)), destID(i%dests))
+	}
+	return ids
+}
+
 func (s *senderOnly) drain(ctx context.Context, n int) (measured, error) {
-	base := s.seq.Add(int64(n)) - int64(n)
+	ids := deliveryIDs(&s.seq, n, len(s.dests))
 	return clientLoop(n, s.w, func(i int) error {
 		dest := s.dests[i%len(s.dests)]
 		d := hookrelay.Delivery{
-			ID: hookrelay.DeliveryID(fmt.Sprintf("evt_%d", base+int64(i)), dest.ID), DestinationID: dest.ID,
+			ID: ids[i], DestinationID: dest.ID,
 			TenantID: dest.TenantID, Payload: s.payload,
 		}
 		res := s.sender.Send(ctx, hookrelay.SendParams{Delivery: d, Destination: dest, Now: time.Now()})
@@ -119,14 +133,14 @@ func newFasthttpClient(url string, payload []byte, w, dests int) *fasthttpClient
 }
 
 func (c *fasthttpClient) drain(_ context.Context, n int) (measured, error) {
-	base := c.seq.Add(int64(n)) - int64(n)
+	ids := deliveryIDs(&c.seq, n, len(c.urls))
 	secrets := []string{benchSecret}
 	return clientLoop(n, c.w, func(i int) error {
 		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 		defer fasthttp.ReleaseRequest(req)
 		defer fasthttp.ReleaseResponse(resp)
 		dest := i % len(c.urls)
-		id := hookrelay.DeliveryID(fmt.Sprintf("evt_%d", base+int64(i)), destID(dest))
+		id := ids[i]
 		now := time.Now()
 		sig, err := hookhttp.SignatureHeader(secrets, id, now, c.payload)
 		if err != nil {
@@ -137,7 +151,7 @@ func (c *fasthttpClient) drain(_ context.Context, n int) (measured, error) {
 		req.Header.SetContentType("application/json")
 		req.Header.SetUserAgent(hookhttp.DefaultUserAgent)
 		req.Header.Set(hookhttp.HeaderWebhookID, id)
-		req.Header.Set(hookhttp.HeaderWebhookTimestamp, fmt.Sprint(now.Unix()))
+		req.Header.Set(hookhttp.HeaderWebhookTimestamp, strconv.FormatInt(now.Unix(), 10))
 		req.Header.Set(hookhttp.HeaderWebhookSignature, sig)
 		req.Header.Set(hookhttp.HeaderIdempotencyKey, id)
 		req.SetBodyRaw(c.payload)

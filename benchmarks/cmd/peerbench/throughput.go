@@ -219,28 +219,9 @@ func newTransport(w int) *http.Transport {
 }
 
 func (c *ceiling) drain(ctx context.Context, n int) (measured, error) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, c.w)
-	sp := beginSpan()
-	for range c.w {
-		wg.Go(func() {
-			for {
-				i := next.Add(1)
-				if i > int64(n) {
-					return
-				}
-				if err := post(ctx, c.client, c.url+destPath(int(i)%c.dest), "", c.payload); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	m := sp.end()
-	close(errs)
-	return m, <-errs
+	return clientLoop(n, c.w, func(i int) error {
+		return post(ctx, c.client, c.url+destPath(i%c.dest), "", c.payload)
+	})
 }
 
 func (c *ceiling) close() error {
