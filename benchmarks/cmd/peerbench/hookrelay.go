@@ -76,8 +76,9 @@ func openHookrelay(ctx context.Context, backend string, o options, url string, p
 	// defaults delivered 0.92–1.19× of it; in the twenty-eighth (four runs)
 	// 0.95–1.02× on PostgreSQL and 0.99–1.03× on SQLite in three, and
 	// 0.78× and 0.80× in one whose rounds swung by a fifth for both
-	// settings. Within 10% or ahead in all but that run, so neither setting
-	// is worth a default; each session's figures are in docs/benchmarks.md.
+	// settings; in the twenty-ninth (one run) 0.97× and 0.99×. Within 10%
+	// or ahead in all but the run that swung, so neither setting is worth a default;
+	// each session's figures are in docs/benchmarks.md.
 	// They exist only for this comparison, which the durable-throughput
 	// issue asks for.
 	if hs, ok := q.(*hooksql.Store); ok {
