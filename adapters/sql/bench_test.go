@@ -473,3 +473,71 @@ func BenchmarkAcquireLease(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkPostgresRowWrites times, inside PostgreSQL, the row writes a
+// delivery needs whatever the statements around them: a claim's lease
+// update, a ledger batch's update to delivered, and a candidate's row lock.
+// Each op is one PL/pgSQL block of 200 statements of 50 rows over 10,000
+// leased deliveries (512-byte payloads, every index of the schema), in a
+// transaction rolled back, so nothing is parsed, planned again or sent per
+// statement. server-cpu-ns/row is the server's CPU per row written; the
+// "slice" case is the block with no statement (reading the IDs, cutting
+// them into arrays), to subtract from the others. docs/benchmarks.md
+// ("The floor of PostgreSQL's row writes") has the figures.
+func BenchmarkPostgresRowWrites(b *testing.B) {
+	be := backends[1]
+	be.skipUnlessConfigured(b)
+	ctx := context.Background()
+	s := newStore(b, be, Options{})
+	const rows, per = 10000, 50
+	now := time.Now()
+	payload := []byte(`{"data":"` + strings.Repeat("x", 500) + `"}`)
+	ds := make([]hookrelay.Delivery, 0, 500)
+	for i := range rows {
+		d := newDelivery(fmt.Sprintf("evt_%d", i), fmt.Sprintf("dst_%d", i%10), now.Add(time.Duration(i)))
+		d.Payload = payload
+		if ds = append(ds, d); len(ds) == cap(ds) {
+			if _, err := s.Create(ctx, ds); err != nil {
+				b.Fatal(err)
+			}
+			ds = ds[:0]
+		}
+	}
+	for leased := 0; leased < rows; {
+		cs, err := s.Claim(ctx, hookrelay.ClaimParams{Now: now.Add(time.Hour), Limit: 500, LeaseFor: time.Hour, Holder: "bench"})
+		if err != nil || len(cs) == 0 {
+			b.Fatalf("claim after %d of %d: %d claims, %v", leased, rows, len(cs), err)
+		}
+		leased += len(cs)
+	}
+	for _, c := range []struct{ name, stmt string }{
+		{"slice", "NULL;"},
+		{"lease_update", "UPDATE {d} SET lease_token = lease_token + 1, lease_expires_at = lease_expires_at + 1 WHERE id = ANY(x);"},
+		{"delivered_update", "UPDATE {d} SET state = 'delivered', updated_at = updated_at + 1, lease_expires_at = NULL WHERE id = ANY(x);"},
+		{"row_lock", "PERFORM 1 FROM {d} WHERE id = ANY(x) FOR UPDATE;"},
+	} {
+		block := s.q(fmt.Sprintf("DO $$ DECLARE ids text[]; x text[]; j int; BEGIN"+
+			" SELECT array_agg(id ORDER BY seq) INTO ids FROM {d};"+
+			" FOR j IN 0..%d LOOP x := ids[j*%d+1:(j+1)*%d]; %s END LOOP; END $$", rows/per-1, per, per, c.stmt))
+		b.Run(c.name, func(b *testing.B) {
+			server0, seen0 := proccpu.Servers()["postgres"]
+			for range b.N {
+				tx, err := s.DB().BeginTx(ctx, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := tx.ExecContext(ctx, block); err != nil {
+					b.Fatal(err)
+				}
+				if err := tx.Rollback(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			server1, seen1 := proccpu.Servers()["postgres"]
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+			if seen0 && seen1 {
+				b.ReportMetric(float64((server1-server0).Nanoseconds())/float64(b.N*rows), "server-cpu-ns/row")
+			}
+		})
+	}
+}

@@ -72,15 +72,11 @@ func openHookrelay(ctx context.Context, backend string, o options, url string, p
 	// A -tuned system is the hand-tuned comparison point of the target
 	// "defaults within 10% of the best hand-tuned setting", never what a
 	// default run measures: a pool of 4W and every slot open to any
-	// destination. From 2026-12-03 to the twenty-seventh session the
-	// defaults delivered 0.92–1.19× of it; in the twenty-eighth (four runs)
-	// 0.95–1.02× on PostgreSQL and 0.99–1.03× on SQLite in three, and
-	// 0.78× and 0.80× in one whose rounds swung by a fifth for both
-	// settings; in the twenty-ninth (one run) 0.97× and 0.99×. Within 10%
-	// or ahead in all but the run that swung, so neither setting is worth a default;
-	// each session's figures are in docs/benchmarks.md.
-	// They exist only for this comparison, which the durable-throughput
-	// issue asks for.
+	// destination. The defaults have stayed within 10% of it or ahead in
+	// every run but one whose rounds swung by a fifth for both settings,
+	// so neither setting is worth a default; each run's figures are in
+	// docs/benchmarks.md. They exist only for this comparison, which the
+	// durable-throughput issue asks for.
 	if hs, ok := q.(*hooksql.Store); ok {
 		if tuned {
 			hs.DB().SetMaxOpenConns(4 * o.workers)
