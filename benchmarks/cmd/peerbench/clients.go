@@ -70,13 +70,12 @@ func newSenderOnly(url string, payload []byte, w, dests int) (*senderOnly, error
 		return nil, err
 	}
 	s := &senderOnly{sender: sender, payload: payload, w: w}
-	for i := range dests {
-		s.dests = append(s.dests, hookrelay.Destination{
-			ID: destID(i), TenantID: "tenant_bench", URL: url + destPath(i),
-			Secrets: []string{benchSecret},
-		})
-	}
-	return s, nil
+	// The destinations the hookrelay systems store, kept here instead.
+	err = putDestinations(context.Background(), func(_ context.Context, d hookrelay.Destination) error {
+		s.dests = append(s.dests, d)
+		return nil
+	}, url, dests)
+	return s, err
 }
 
 // deliveryIDs derives the IDs of the next n requests (request i, from 1,
