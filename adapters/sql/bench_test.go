@@ -122,7 +122,7 @@ func BenchmarkEnqueue(b *testing.B) {
 				b.ReportAllocs()
 				b.ResetTimer()
 				start := time.Now()
-				server0, serverSeen0 := proccpu.Servers()[server]
+				reportServer := serverCPU(b, server)
 				cpu0 := proccpu.Self()
 				for i := range b.N {
 					for j := range ds {
@@ -134,13 +134,10 @@ func BenchmarkEnqueue(b *testing.B) {
 					}
 				}
 				cpu := proccpu.Self() - cpu0
-				server1, serverSeen1 := proccpu.Servers()[server]
 				n := float64(b.N * batch)
+				reportServer(n, "delivery")
 				b.ReportMetric(n/time.Since(start).Seconds(), "deliveries/s")
 				b.ReportMetric(float64(cpu.Nanoseconds())/n, "cpu-ns/delivery")
-				if server != "" && serverSeen0 && serverSeen1 {
-					b.ReportMetric(float64((server1-server0).Nanoseconds())/n, "server-cpu-ns/delivery")
-				}
 			})
 		}
 	})
@@ -330,7 +327,7 @@ func benchClaimAndRecordBatch(b *testing.B, be backend, per int) {
 	b.ResetTimer()
 	var claimCPU time.Duration
 	claimed := 0
-	server0, serverSeen0 := proccpu.Servers()[server]
+	reportServer := serverCPU(b, server)
 	cpu0 := proccpu.Self()
 	for i := range b.N {
 		rooms := make(map[string]int, dests)
@@ -370,15 +367,12 @@ func benchClaimAndRecordBatch(b *testing.B, be backend, per int) {
 		}
 	}
 	cpu := proccpu.Self() - cpu0
-	server1, serverSeen1 := proccpu.Servers()[server]
+	reportServer(float64(claimed), "delivery")
 	b.StopTimer()
 	// The server's CPU is not this process's: cpu-ns/delivery is the
 	// Go side alone (GC included).
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(claimed), "cpu-ns/delivery")
 	b.ReportMetric(float64(claimCPU.Nanoseconds())/float64(claimed), "claim-cpu-ns/delivery")
-	if server != "" && serverSeen0 && serverSeen1 {
-		b.ReportMetric(float64((server1-server0).Nanoseconds())/float64(claimed), "server-cpu-ns/delivery")
-	}
 }
 
 // serverOfDialect is the proccpu.ServerOf kind of a dialect's server;
@@ -520,7 +514,7 @@ func BenchmarkPostgresRowWrites(b *testing.B) {
 			" SELECT array_agg(id ORDER BY seq) INTO ids FROM {d};"+
 			" FOR j IN 0..%d LOOP x := ids[j*%d+1:(j+1)*%d]; %s END LOOP; END $$", rows/per-1, per, per, c.stmt))
 		b.Run(c.name, func(b *testing.B) {
-			server0, seen0 := proccpu.Servers()["postgres"]
+			reportServer := serverCPU(b, "postgres")
 			for range b.N {
 				tx, err := s.DB().BeginTx(ctx, nil)
 				if err != nil {
@@ -533,11 +527,23 @@ func BenchmarkPostgresRowWrites(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			server1, seen1 := proccpu.Servers()["postgres"]
+			reportServer(float64(b.N*rows), "row")
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
-			if seen0 && seen1 {
-				b.ReportMetric(float64((server1-server0).Nanoseconds())/float64(b.N*rows), "server-cpu-ns/row")
-			}
 		})
+	}
+}
+
+// serverCPU starts timing the CPU of the local database server's processes
+// (proccpu.Servers; server is a key of it, "" for none). The function it
+// returns reads that CPU again and reports what was used since, per n
+// units, as server-cpu-ns/<unit>; it reports nothing when the server's
+// processes were not seen both times (a remote server, or none).
+func serverCPU(b *testing.B, server string) func(n float64, unit string) {
+	cpu0, seen0 := proccpu.Servers()[server]
+	return func(n float64, unit string) {
+		cpu1, seen1 := proccpu.Servers()[server]
+		if server != "" && seen0 && seen1 {
+			b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/n, "server-cpu-ns/"+unit)
+		}
 	}
 }
